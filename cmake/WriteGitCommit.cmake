@@ -1,0 +1,18 @@
+execute_process(COMMAND git -C "${SRC}" rev-parse --short=12 HEAD
+  OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT commit)
+  set(commit "unknown")
+else()
+  execute_process(COMMAND git -C "${SRC}" status --porcelain --untracked-files=no
+    OUTPUT_VARIABLE dirty OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(dirty)
+    set(commit "${commit}-dirty")
+  endif()
+endif()
+set(content "namespace llmbench { const char* git_commit() { return \"${commit}\"; } }\n")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+endif()
+if(NOT "${old}" STREQUAL "${content}")
+  file(WRITE "${OUT}" "${content}")
+endif()

@@ -1,0 +1,17 @@
+#pragma once
+#include <cstddef>
+#include <string_view>
+
+namespace llmbench::utf8 {
+
+// Offset of the first byte that is not part of a well-formed UTF-8 sequence (RFC 3629: no overlongs,
+// no surrogates, nothing above U+10FFFF), or text.size() when the whole text is valid.
+std::size_t first_invalid(std::string_view text);
+
+inline bool is_valid(std::string_view text) { return first_invalid(text) == text.size(); }
+
+// Length of the longest prefix that ends on a complete code point, for streaming decode: a trailing
+// sequence that is still incomplete (but could become valid) is held back.
+std::size_t complete_prefix(std::string_view text);
+
+}  // namespace llmbench::utf8

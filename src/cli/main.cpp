@@ -1,0 +1,56 @@
+#include <c10/util/Exception.h>
+
+#include <iostream>
+#include <new>
+
+#include "command.h"
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+#include "llmbench/base/version.h"
+
+namespace {
+
+int fail(int code, const std::string& message) {
+  std::cerr << "llmbench: error: " << llmbench::first_line(message) << std::endl;
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace llmbench;
+  CLI::App app{"llmbench: LLM inference latency, measured the way you would trust"};
+  app.set_version_flag("--version", std::string(version()) + " (commit " + git_commit() + ")");
+  app.require_subcommand(1);
+  bool verbose = false;
+  std::string log_level = "info";
+  app.add_flag("-v,--verbose", verbose, "Log debug messages (same as --log-level debug)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+
+  cli::Commands commands;
+  cli::add_info_command(app, commands);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return fail(kExitUsage, e.what());
+  }
+
+  try {
+    log::set_level(verbose ? log::Level::debug : log::parse_level(log_level));
+    for (auto& c : commands)
+      if (c.app->parsed()) return c.run();
+    return fail(kExitUsage, "no subcommand given (see --help)");
+  } catch (const UsageError& e) {
+    return fail(kExitUsage, e.what());
+  } catch (const Error& e) {
+    return fail(kExitFailure, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(kExitFailure, "out of memory");
+  } catch (const c10::Error& e) {
+    return fail(kExitFailure, e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return fail(kExitFailure, e.what());
+  }
+}

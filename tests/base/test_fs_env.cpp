@@ -1,0 +1,53 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "llmbench/base/env.h"
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+
+using namespace llmbench;
+
+TEST(Error, FirstLineDropsBacktrace) {
+  EXPECT_EQ(first_line("bad thing\nframe 1\nframe 2"), "bad thing");
+  EXPECT_EQ(first_line("single"), "single");
+  EXPECT_EQ(cat("a", 1, "b", 2.5), "a1b2.5");
+}
+
+TEST(Fs, AtomicWriteReplacesAndLeavesNoTemp) {
+  auto dir = std::filesystem::temp_directory_path() / "llmbench_fs_test";
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "out.json").string();
+  write_file_atomic(path, "first");
+  write_file_atomic(path, "second");
+  EXPECT_EQ(read_file(path), "second");
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Fs, UnwritablePathIsAnErrorAndOldFileSurvives) {
+  EXPECT_THROW(write_file_atomic("/nonexistent-dir/x.json", "x"), Error);
+  EXPECT_THROW(check_writable("/nonexistent-dir/x.json"), UsageError);
+  EXPECT_THROW(read_file("/nonexistent-dir/x.json"), Error);
+}
+
+TEST(Env, HostFactsAreFilledAndRoundTripThroughJson) {
+  EnvInfo e = collect_host_env();
+  EXPECT_GT(e.cpu_cores, 0);
+  EXPECT_GT(e.ram_bytes, 0u);
+  EXPECT_FALSE(e.tool_version.empty());
+  e.gpus.push_back({0, "Fake GPU", 9, 0, 1ULL << 37, 132});
+  e.ceilings = Ceilings{"cuda:0", 4250.0, 796.0, "bfloat16", 8192, 10};
+  EnvInfo back = env_from_json(to_json(e));
+  EXPECT_EQ(back.cpu_cores, e.cpu_cores);
+  EXPECT_EQ(back.ram_bytes, e.ram_bytes);
+  ASSERT_EQ(back.gpus.size(), 1u);
+  EXPECT_EQ(back.gpus[0].cc_major, 9);
+  EXPECT_EQ(back.gpus[0].sm_count, 132);
+  ASSERT_TRUE(back.ceilings.has_value());
+  EXPECT_DOUBLE_EQ(back.ceilings->copy_gb_s, 4250.0);
+  EXPECT_NE(format_env(e).find("Fake GPU"), std::string::npos);
+}
