@@ -1,0 +1,101 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "llmbench/base/env.h"
+#include "llmbench/config/run_options.h"
+#include "llmbench/stats/stats.h"
+
+namespace llmbench {
+
+constexpr int kResultsSchemaVersion = 1;
+
+// One timed generate loop (milliseconds). Definitions in README "Metrics".
+struct RunRecord {
+  double ttft_ms = 0;         // t_1 - t0: tokenize + KV reset + prefill + first sample
+  double prefill_ms = 0;      // the forward pass over the prompt alone
+  double tpot_ms = 0;         // (t_N - t_1) / (N - 1); 0 when N == 1
+  double e2e_ms = 0;          // t_end - t0
+  std::vector<double> itl_ms; // t_i - t_(i-1), N - 1 values
+  double tokenize_ms = 0;     // stage durations
+  double kv_init_ms = 0;
+  double decode_ms = 0;       // t_N - t_1
+  double detokenize_ms = 0;
+};
+
+struct Memory {
+  std::uint64_t peak_allocated_bytes = 0;  // caching allocator, over the timed runs (0 on CPU)
+  std::uint64_t peak_reserved_bytes = 0;
+  std::uint64_t device_in_use_bytes = 0;   // cudaMemGetInfo total - free
+  std::uint64_t weights_bytes = 0;
+  std::uint64_t kv_cache_bytes = 0;
+  std::uint64_t peak_rss_bytes = 0;        // host
+};
+
+// Cold start, measured once per model load (shared by the points of a sweep).
+struct Cold {
+  double load_ms = 0;          // read + convert + transfer
+  double first_generate_ms = 0;  // e2e of the first-ever generate of the process
+};
+
+struct Roofline {
+  std::optional<double> mbu;            // decode: bytes per step / TPOT / copy bandwidth
+  std::optional<double> mfu;            // prefill: FLOPs / prefill time / matmul rate
+  double decode_bytes_per_step = 0;
+  double prefill_flops = 0;
+};
+
+// Trimmed medians of the per-stage durations, ms.
+struct Stages {
+  double tokenize_ms = 0;
+  double kv_init_ms = 0;
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  double detokenize_ms = 0;
+};
+
+struct PointResult {
+  PointParams params;
+  std::string status = "ok";         // ok | failed | skipped
+  std::string error;                 // when failed
+  std::string weights = "random";    // random | checkpoint
+  std::string checkpoint;            // path when weights == checkpoint
+  std::string prompt_source = "synthetic";  // synthetic | text-cut | text-repeated | text-exact
+  std::string tokenizer;             // tokenizer used, or "synthetic ids"
+  std::map<std::string, bool> paths; // which code paths ran: cuda_graph, fused, ...
+  int warmup = 0;
+  int trim = 0;
+  std::vector<RunRecord> runs;
+  // Per metric: ttft_ms, prefill_ms, tpot_ms, e2e_ms, itl_ms, output_tok_s, decode_tok_s, prefill_tok_s.
+  std::map<std::string, Summary> summary;
+  Stages stages;
+  Memory memory;
+  Cold cold;
+  Roofline roofline;
+};
+
+struct Results {
+  int schema_version = kResultsSchemaVersion;
+  std::string created_at;            // ISO 8601 UTC
+  std::string command;               // the command line
+  EnvInfo env;
+  std::vector<PointResult> points;
+  bool interrupted = false;
+};
+
+// Fills summary and stages of `point` from its raw runs (and params for the throughputs).
+void summarize_point(PointResult& point);
+
+nlohmann::json to_json(const Results& results);
+// Throws Error with the JSON path on malformed input, and on a schema_version other than 1.
+Results results_from_json(const nlohmann::json& j);
+Results load_results(const std::string& path);
+// Atomic write of to_json(results).
+void save_results(const std::string& path, const Results& results);
+
+}  // namespace llmbench
