@@ -1,5 +1,7 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace llmbench {
@@ -25,7 +27,27 @@ constexpr std::uint64_t kBootstrapSeed = 20261130;
 // numpy.percentile(values, q) with the default 'linear' method; q in [0, 100].
 double percentile(std::vector<double> values, double q);
 double median(std::vector<double> values);
+// Sorts, drops min(trim, (n - 1) / 2) values from each end, and takes the median of the rest.
 double trimmed_median(std::vector<double> values, int trim);
+// n = 0 gives an all-zero Summary; std = 0 and the CI collapses to the value when n = 1.
 Summary summarize(const std::vector<double>& values, int trim);
+
+struct Interval {
+  double lo = 0;
+  double hi = 0;
+};
+
+// An index in [0, n) from one draw, the same on every platform (std::uniform_int_distribution is not).
+std::size_t uniform_index(std::mt19937_64& rng, std::size_t n);
+
+// Percentile bootstrap (2.5 %, 97.5 %) of the median, with a fixed seed: reproducible results files.
+Interval bootstrap_median_ci95(const std::vector<double>& values, int resamples = kBootstrapResamples,
+                               std::uint64_t seed = kBootstrapSeed);
+
+// Percentile bootstrap of median(numerator) / median(denominator), resampling both independently.
+Interval bootstrap_ratio_of_medians_ci95(const std::vector<double>& numerator,
+                                         const std::vector<double>& denominator,
+                                         int resamples = kBootstrapResamples,
+                                         std::uint64_t seed = kBootstrapSeed);
 
 }  // namespace llmbench

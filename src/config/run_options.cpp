@@ -1,0 +1,83 @@
+#include "llmbench/config/run_options.h"
+
+#include <algorithm>
+
+#include "llmbench/base/error.h"
+
+namespace llmbench {
+namespace {
+
+template <class T>
+void require_nonempty(const std::vector<T>& axis, const char* name) {
+  if (axis.empty()) throw UsageError(cat("--", name, ": needs at least one value"));
+}
+
+void require_at_least_one(const std::vector<int>& axis, const char* name) {
+  require_nonempty(axis, name);
+  for (int v : axis)
+    if (v < 1) throw UsageError(cat("--", name, ": ", v, " is not allowed (must be >= 1)"));
+}
+
+void require_one_of(const std::vector<std::string>& axis, const char* name,
+                    const std::vector<std::string>& allowed) {
+  require_nonempty(axis, name);
+  for (const auto& v : axis) {
+    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) continue;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw UsageError(cat("--", name, ": unknown value '", v, "' (expected one of: ", list, ")"));
+  }
+}
+
+}  // namespace
+
+void validate(const RunOptions& o) {
+  if (o.model.empty()) throw UsageError("--model: must not be empty");
+  require_at_least_one(o.batch, "batch");
+  require_at_least_one(o.prompt_len, "prompt-len");
+  require_at_least_one(o.max_new_tokens, "max-new-tokens");
+  require_nonempty(o.temperature, "temperature");
+  for (double t : o.temperature)
+    if (!(t >= 0)) throw UsageError(cat("--temperature: ", t, " is not allowed (must be >= 0)"));
+  require_one_of(o.attn, "attn", {"eager", "sdpa"});
+  require_one_of(o.dtype, "dtype", {"bfloat16", "float16", "float32"});
+  if (o.warmup < 0) throw UsageError(cat("--warmup: ", o.warmup, " is not allowed (must be >= 0)"));
+  if (o.trim < 0) throw UsageError(cat("--trim: ", o.trim, " is not allowed (must be >= 0)"));
+  if (o.runs <= 2 * o.trim)
+    throw UsageError(cat("--runs ", o.runs, " with --trim ", o.trim,
+                         ": trimming would drop every run (need runs > 2 * trim)"));
+  if (o.top_k < 0) throw UsageError(cat("--top-k: ", o.top_k, " is not allowed (must be >= 0; 0 is off)"));
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw UsageError(cat("--top-p: ", o.top_p, " is outside (0, 1]"));
+  if (o.prompt && o.prompt_file) throw UsageError("--prompt and --prompt-file: give only one");
+  if (o.device.empty()) throw UsageError("--device: must not be empty");
+}
+
+std::vector<PointParams> expand(const RunOptions& o) {
+  std::vector<PointParams> points;
+  for (const auto& dtype : o.dtype)
+    for (const auto& attn : o.attn)
+      for (int batch : o.batch)
+        for (int prompt_len : o.prompt_len)
+          for (int max_new_tokens : o.max_new_tokens)
+            for (double temperature : o.temperature) {
+              PointParams p;
+              p.model = o.model;
+              p.label = o.label.empty() ? o.model : o.label;
+              p.batch = batch;
+              p.prompt_len = prompt_len;
+              p.max_new_tokens = max_new_tokens;
+              p.temperature = temperature;
+              p.attn = attn;
+              p.dtype = dtype;
+              p.top_k = o.top_k;
+              p.top_p = o.top_p;
+              p.seed = o.seed;
+              p.device = o.device;
+              p.cuda_graph = o.cuda_graph;
+              p.fused = o.fused;
+              points.push_back(p);
+            }
+  return points;
+}
+
+}  // namespace llmbench

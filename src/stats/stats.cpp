@@ -1,0 +1,97 @@
+#include "llmbench/stats/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "llmbench/base/error.h"
+
+namespace llmbench {
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) throw Error("percentile of an empty list");
+  if (!(q >= 0 && q <= 100)) throw Error(cat("percentile: q = ", q, " is outside [0, 100]"));
+  std::sort(values.begin(), values.end());
+  const double h = (values.size() - 1) * q / 100.0;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  if (lo + 1 >= values.size()) return values.back();
+  return values[lo] + (h - lo) * (values[lo + 1] - values[lo]);
+}
+
+double median(std::vector<double> values) { return percentile(std::move(values), 50); }
+
+double trimmed_median(std::vector<double> values, int trim) {
+  if (values.empty()) throw Error("trimmed median of an empty list");
+  std::sort(values.begin(), values.end());
+  // Keep at least one value: a too-large trim degrades to the plain median.
+  const std::size_t t = std::min<std::size_t>(std::max(trim, 0), (values.size() - 1) / 2);
+  return median(std::vector<double>(values.begin() + t, values.end() - t));
+}
+
+std::size_t uniform_index(std::mt19937_64& rng, std::size_t n) {
+  // Multiply-shift (Lemire, without rejection): identical on every platform, unlike
+  // std::uniform_int_distribution whose algorithm is implementation-defined. Bias is < n / 2^64.
+  return static_cast<std::size_t>((static_cast<unsigned __int128>(rng()) * n) >> 64);
+}
+
+namespace {
+
+std::vector<double> resample(std::mt19937_64& rng, const std::vector<double>& v) {
+  std::vector<double> out(v.size());
+  for (auto& x : out) x = v[uniform_index(rng, v.size())];
+  return out;
+}
+
+Interval percentile_interval(std::vector<double> estimates) {
+  return {percentile(estimates, 2.5), percentile(estimates, 97.5)};
+}
+
+}  // namespace
+
+Interval bootstrap_median_ci95(const std::vector<double>& values, int resamples, std::uint64_t seed) {
+  if (values.empty()) throw Error("bootstrap of an empty list");
+  std::mt19937_64 rng(seed);
+  std::vector<double> medians(static_cast<std::size_t>(resamples));
+  for (auto& m : medians) m = median(resample(rng, values));
+  return percentile_interval(std::move(medians));
+}
+
+Interval bootstrap_ratio_of_medians_ci95(const std::vector<double>& numerator,
+                                         const std::vector<double>& denominator, int resamples,
+                                         std::uint64_t seed) {
+  if (numerator.empty() || denominator.empty()) throw Error("bootstrap of an empty list");
+  std::mt19937_64 rng(seed);
+  std::vector<double> ratios(static_cast<std::size_t>(resamples));
+  for (auto& r : ratios) {
+    const double num = median(resample(rng, numerator));
+    const double den = median(resample(rng, denominator));
+    r = num / den;
+  }
+  return percentile_interval(std::move(ratios));
+}
+
+Summary summarize(const std::vector<double>& values, int trim) {
+  Summary s;
+  s.n = static_cast<int>(values.size());
+  if (values.empty()) return s;
+  s.mean = std::accumulate(values.begin(), values.end(), 0.0) / values.size();
+  double ss = 0;
+  for (double v : values) ss += (v - s.mean) * (v - s.mean);
+  s.std = values.size() > 1 ? std::sqrt(ss / (values.size() - 1)) : 0.0;
+  const auto [mn, mx] = std::minmax_element(values.begin(), values.end());
+  s.min = *mn;
+  s.max = *mx;
+  s.p50 = percentile(values, 50);
+  s.p90 = percentile(values, 90);
+  s.p95 = percentile(values, 95);
+  s.p99 = percentile(values, 99);
+  s.trimmed_median = trimmed_median(values, trim);
+  const Interval ci = bootstrap_median_ci95(values);
+  s.ci95_lo = ci.lo;
+  s.ci95_hi = ci.hi;
+  s.cv = s.mean != 0 ? s.std / std::fabs(s.mean) : 0.0;
+  return s;
+}
+
+}  // namespace llmbench
