@@ -1,0 +1,61 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <torch/types.h>
+
+namespace llmbench {
+
+// Shapes that decide memory and traffic, taken from the model config.
+struct ModelShape {
+  std::int64_t hidden = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t vocab = 0;
+  bool tied_embeddings = false;
+  bool qkv_bias = false;
+};
+
+struct ModelSize {
+  std::int64_t params = 0;            // every parameter
+  std::int64_t embedding_params = 0;  // the token-embedding table (read by index, not streamed)
+};
+ModelSize model_size(const ModelShape& s);
+
+// 2 (K and V) x layers x batch x kv_heads x positions x head_dim x element size.
+std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes);
+
+// Upper estimate for one point: weights + KV cache + prefill activations (eager attention scores in fp32,
+// MLP intermediates, last-position logits in fp32).
+struct MemoryEstimate {
+  std::uint64_t weights = 0;
+  std::uint64_t kv_cache = 0;
+  std::uint64_t activations = 0;
+  std::uint64_t total() const { return weights + kv_cache + activations; }
+};
+MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,
+                               std::int64_t max_new_tokens, std::int64_t elem_bytes);
+
+// Bytes the device can still give: cudaMemGetInfo free (+ what the caching allocator holds unused) on GPU,
+// MemAvailable on CPU.
+std::uint64_t available_bytes(const torch::Device& device);
+// Throws OutOfMemoryError("<what> needs ~X GiB, Y GiB available") when `needed` exceeds what is available.
+void check_fits(const torch::Device& device, std::uint64_t needed, const std::string& what);
+
+// Peak statistics of the CUDA caching allocator since reset_peak_memory (0 on CPU).
+void reset_peak_memory(const torch::Device& device);
+std::uint64_t peak_allocated_bytes(const torch::Device& device);
+std::uint64_t peak_reserved_bytes(const torch::Device& device);
+// total - free from cudaMemGetInfo (0 on CPU).
+std::uint64_t device_in_use_bytes(const torch::Device& device);
+// Releases cached blocks back to the driver (after a failed point).
+void release_cached_memory(const torch::Device& device);
+// Host peak resident set size (VmHWM).
+std::uint64_t peak_rss_bytes();
+
+std::string format_gib(std::uint64_t bytes);
+
+}  // namespace llmbench

@@ -1,0 +1,133 @@
+#include "llmbench/bench/memory.h"
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "llmbench/base/error.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace llmbench {
+namespace {
+
+std::uint64_t proc_kb(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1)) * 1024ULL;
+  }
+  return 0;
+}
+
+#ifdef LLMBENCH_WITH_CUDA
+const c10::cuda::CUDACachingAllocator::DeviceStats stats_of(const torch::Device& d) {
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(d.has_index() ? d.index() : 0);
+}
+#endif
+
+}  // namespace
+
+ModelSize model_size(const ModelShape& s) {
+  const std::int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+  std::int64_t attn = s.hidden * q + 2 * s.hidden * kv + q * s.hidden + (s.qkv_bias ? q + 2 * kv : 0);
+  std::int64_t mlp = 3 * s.hidden * s.intermediate;
+  std::int64_t per_layer = attn + mlp + 2 * s.hidden;
+  ModelSize m;
+  m.embedding_params = s.vocab * s.hidden;
+  m.params = m.embedding_params + s.layers * per_layer + s.hidden + (s.tied_embeddings ? 0 : s.vocab * s.hidden);
+  return m;
+}
+
+std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes) {
+  return 2ULL * s.layers * batch * s.kv_heads * positions * s.head_dim * elem_bytes;
+}
+
+MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,
+                               std::int64_t max_new_tokens, std::int64_t elem_bytes) {
+  MemoryEstimate e;
+  e.weights = static_cast<std::uint64_t>(model_size(s).params) * elem_bytes;
+  e.kv_cache = kv_cache_bytes(s, batch, prompt_len + max_new_tokens, elem_bytes);
+  const std::uint64_t tokens = static_cast<std::uint64_t>(batch) * prompt_len;
+  // Eager attention materialises [B, H, P, P] scores in fp32 plus their softmax in the compute dtype.
+  const std::uint64_t scores = static_cast<std::uint64_t>(batch) * s.heads * prompt_len * prompt_len * (4 + elem_bytes);
+  // Hidden states, q/k/v, attention output and three MLP intermediates of one layer at a time (x2 slack).
+  const std::uint64_t layer_acts =
+      2 * tokens * elem_bytes * (4 * s.hidden + 2 * s.kv_heads * s.head_dim + 3 * s.intermediate);
+  const std::uint64_t logits = static_cast<std::uint64_t>(batch) * s.vocab * (4 + elem_bytes);
+  e.activations = scores + layer_acts + logits;
+  return e;
+}
+
+std::uint64_t available_bytes(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAGuard guard(device.has_index() ? device.index() : 0);
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    auto st = stats_of(device);
+    std::uint64_t cached_unused = st.reserved_bytes[0].current - st.allocated_bytes[0].current;
+    return free + cached_unused;
+  }
+#endif
+  return proc_kb("/proc/meminfo", "MemAvailable");
+}
+
+void check_fits(const torch::Device& device, std::uint64_t needed, const std::string& what) {
+  std::uint64_t avail = available_bytes(device);
+  if (avail > 0 && needed > avail) {
+    throw OutOfMemoryError(cat("out of memory: ", what, " needs ~", format_gib(needed), ", ", format_gib(avail),
+                               " available on ", device.str()));
+  }
+}
+
+void reset_peak_memory(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
+#endif
+}
+
+std::uint64_t peak_allocated_bytes(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) return stats_of(device).allocated_bytes[0].peak;
+#endif
+  return 0;
+}
+
+std::uint64_t peak_reserved_bytes(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) return stats_of(device).reserved_bytes[0].peak;
+#endif
+  return 0;
+}
+
+std::uint64_t device_in_use_bytes(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAGuard guard(device.has_index() ? device.index() : 0);
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return total - free;
+  }
+#endif
+  return 0;
+}
+
+void release_cached_memory(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+std::uint64_t peak_rss_bytes() { return proc_kb("/proc/self/status", "VmHWM"); }
+
+std::string format_gib(std::uint64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << bytes / (1024.0 * 1024.0 * 1024.0) << " GiB";
+  return os.str();
+}
+
+}  // namespace llmbench
