@@ -1,0 +1,379 @@
+#include "llmbench/report/results.h"
+
+#include <functional>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+
+namespace llmbench {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- summaries
+
+namespace {
+
+// One value per run; `per_run` returns false to leave a run out (e.g. TPOT when N == 1).
+std::vector<double> collect(const std::vector<RunRecord>& runs,
+                            const std::function<bool(const RunRecord&, double&)>& per_run) {
+  std::vector<double> out;
+  for (const auto& r : runs) {
+    double v = 0;
+    if (per_run(r, v)) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+void summarize_point(PointResult& point) {
+  point.summary.clear();
+  point.stages = {};
+  if (point.runs.empty()) return;
+  const double b = point.params.batch;
+  const double n = point.params.max_new_tokens;
+  const double p = point.params.prompt_len;
+  const int trim = point.trim;
+  auto add = [&](const char* metric, const std::function<bool(const RunRecord&, double&)>& f) {
+    std::vector<double> values = collect(point.runs, f);
+    if (!values.empty()) point.summary[metric] = summarize(values, trim);
+  };
+  add("ttft_ms", [](const RunRecord& r, double& v) { return v = r.ttft_ms, true; });
+  add("prefill_ms", [](const RunRecord& r, double& v) { return v = r.prefill_ms, true; });
+  add("tpot_ms", [&](const RunRecord& r, double& v) { return v = r.tpot_ms, n > 1; });
+  add("e2e_ms", [](const RunRecord& r, double& v) { return v = r.e2e_ms, true; });
+  add("output_tok_s", [&](const RunRecord& r, double& v) { return v = b * n / (r.e2e_ms / 1e3), r.e2e_ms > 0; });
+  add("decode_tok_s", [&](const RunRecord& r, double& v) { return v = b / (r.tpot_ms / 1e3), n > 1 && r.tpot_ms > 0; });
+  add("prefill_tok_s",
+      [&](const RunRecord& r, double& v) { return v = b * p / (r.prefill_ms / 1e3), r.prefill_ms > 0; });
+  std::vector<double> itl;
+  for (const auto& r : point.runs) itl.insert(itl.end(), r.itl_ms.begin(), r.itl_ms.end());
+  if (!itl.empty()) point.summary["itl_ms"] = summarize(itl, trim);
+
+  auto stage = [&](double RunRecord::*field) {
+    std::vector<double> values;
+    for (const auto& r : point.runs) values.push_back(r.*field);
+    return trimmed_median(values, trim);
+  };
+  point.stages.tokenize_ms = stage(&RunRecord::tokenize_ms);
+  point.stages.kv_init_ms = stage(&RunRecord::kv_init_ms);
+  point.stages.prefill_ms = stage(&RunRecord::prefill_ms);
+  point.stages.decode_ms = stage(&RunRecord::decode_ms);
+  point.stages.detokenize_ms = stage(&RunRecord::detokenize_ms);
+}
+
+// ---------------------------------------------------------------- writing
+
+namespace {
+
+json to_json(const PointParams& p) {
+  return {{"model", p.model},     {"label", p.label},
+          {"batch", p.batch},     {"prompt_len", p.prompt_len},
+          {"max_new_tokens", p.max_new_tokens},
+          {"temperature", p.temperature},
+          {"attn", p.attn},       {"dtype", p.dtype},
+          {"top_k", p.top_k},     {"top_p", p.top_p},
+          {"seed", p.seed},       {"device", p.device},
+          {"cuda_graph", p.cuda_graph},
+          {"fused", p.fused}};
+}
+
+json to_json(const RunRecord& r) {
+  return {{"ttft_ms", r.ttft_ms},         {"prefill_ms", r.prefill_ms},   {"tpot_ms", r.tpot_ms},
+          {"e2e_ms", r.e2e_ms},           {"itl_ms", r.itl_ms},           {"tokenize_ms", r.tokenize_ms},
+          {"kv_init_ms", r.kv_init_ms},   {"decode_ms", r.decode_ms},     {"detokenize_ms", r.detokenize_ms}};
+}
+
+json to_json(const Summary& s) {
+  return {{"n", s.n},       {"mean", s.mean}, {"std", s.std},   {"min", s.min},
+          {"max", s.max},   {"p50", s.p50},   {"p90", s.p90},   {"p95", s.p95},
+          {"p99", s.p99},   {"trimmed_median", s.trimmed_median},
+          {"ci95", {s.ci95_lo, s.ci95_hi}},   {"cv", s.cv}};
+}
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json to_json(const PointResult& p) {
+  json summary = json::object();
+  for (const auto& [metric, s] : p.summary) summary[metric] = to_json(s);
+  json runs = json::array();
+  for (const auto& r : p.runs) runs.push_back(to_json(r));
+  return {
+      {"params", to_json(p.params)},
+      {"status", p.status},
+      {"error", p.error},
+      {"weights", p.weights},
+      {"checkpoint", p.checkpoint},
+      {"prompt_source", p.prompt_source},
+      {"tokenizer", p.tokenizer},
+      {"paths", p.paths},
+      {"warmup", p.warmup},
+      {"trim", p.trim},
+      {"runs", runs},
+      {"summary", summary},
+      {"stages",
+       {{"tokenize_ms", p.stages.tokenize_ms},
+        {"kv_init_ms", p.stages.kv_init_ms},
+        {"prefill_ms", p.stages.prefill_ms},
+        {"decode_ms", p.stages.decode_ms},
+        {"detokenize_ms", p.stages.detokenize_ms}}},
+      {"memory",
+       {{"peak_allocated_bytes", p.memory.peak_allocated_bytes},
+        {"peak_reserved_bytes", p.memory.peak_reserved_bytes},
+        {"device_in_use_bytes", p.memory.device_in_use_bytes},
+        {"weights_bytes", p.memory.weights_bytes},
+        {"kv_cache_bytes", p.memory.kv_cache_bytes},
+        {"peak_rss_bytes", p.memory.peak_rss_bytes}}},
+      {"cold", {{"load_ms", p.cold.load_ms}, {"first_generate_ms", p.cold.first_generate_ms}}},
+      {"roofline",
+       {{"mbu", optional_number(p.roofline.mbu)},
+        {"mfu", optional_number(p.roofline.mfu)},
+        {"decode_bytes_per_step", p.roofline.decode_bytes_per_step},
+        {"prefill_flops", p.roofline.prefill_flops}}},
+  };
+}
+
+}  // namespace
+
+json to_json(const Results& r) {
+  json points = json::array();
+  for (const auto& p : r.points) points.push_back(to_json(p));
+  return {{"schema_version", r.schema_version},
+          {"created_at", r.created_at},
+          {"command", r.command},
+          {"interrupted", r.interrupted},
+          {"env", to_json(r.env)},
+          {"points", points}};
+}
+
+// ---------------------------------------------------------------- reading
+
+namespace {
+
+const char* type_name(const json& j) { return j.type_name(); }
+
+// A JSON object together with its path ("points[2].runs[0]"), for error messages.
+class Node {
+ public:
+  Node(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  const json& get() const { return j_; }
+  const std::string& path() const { return path_; }
+
+  std::string child_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  Node object(const std::string& key) const { return typed(key, json::value_t::object, "an object"); }
+  Node array(const std::string& key) const { return typed(key, json::value_t::array, "an array"); }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+
+  double number(const std::string& key) const { return as_number(at(key), child_path(key)); }
+  long long integer(const std::string& key) const { return as_integer(at(key), child_path(key)); }
+  std::uint64_t unsigned_integer(const std::string& key) const {
+    const json& v = at(key);
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+    const long long i = as_integer(v, child_path(key));
+    if (i < 0) throw Error(cat(child_path(key), ": expected a non-negative integer, got ", i));
+    return static_cast<std::uint64_t>(i);
+  }
+  std::string string(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) throw Error(cat(child_path(key), ": expected a string, got ", type_name(v)));
+    return v.get<std::string>();
+  }
+  bool boolean(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_boolean()) throw Error(cat(child_path(key), ": expected true or false, got ", type_name(v)));
+    return v.get<bool>();
+  }
+
+  // Optional keys: left at their default when absent, type-checked when present.
+  void opt(const std::string& key, double& out) const { if (has(key)) out = number(key); }
+  void opt(const std::string& key, int& out) const { if (has(key)) out = static_cast<int>(integer(key)); }
+  void opt(const std::string& key, std::uint64_t& out) const { if (has(key)) out = unsigned_integer(key); }
+  void opt(const std::string& key, std::string& out) const { if (has(key)) out = string(key); }
+  void opt(const std::string& key, bool& out) const { if (has(key)) out = boolean(key); }
+
+  static double as_number(const json& v, const std::string& path) {
+    if (!v.is_number()) throw Error(cat(path, ": expected a number, got ", type_name(v)));
+    return v.get<double>();
+  }
+  static long long as_integer(const json& v, const std::string& path) {
+    if (!v.is_number_integer()) throw Error(cat(path, ": expected an integer, got ", type_name(v)));
+    return v.get<long long>();
+  }
+
+ private:
+  const json& at(const std::string& key) const {
+    if (!j_.contains(key)) throw Error(cat(child_path(key), ": missing"));
+    return j_.at(key);
+  }
+  Node typed(const std::string& key, json::value_t type, const char* what) const {
+    const json& v = at(key);
+    if (v.type() != type) throw Error(cat(child_path(key), ": expected ", what, ", got ", type_name(v)));
+    return Node(v, child_path(key));
+  }
+
+  const json& j_;
+  std::string path_;
+};
+
+std::string index_path(const Node& array, std::size_t i) { return cat(array.path(), "[", i, "]"); }
+
+Node element_object(const Node& array, std::size_t i) {
+  const json& v = array.get()[i];
+  if (!v.is_object()) throw Error(cat(index_path(array, i), ": expected an object, got ", type_name(v)));
+  return Node(v, index_path(array, i));
+}
+
+PointParams params_from(const Node& n) {
+  PointParams p;
+  p.model = n.string("model");
+  n.opt("label", p.label);
+  p.batch = static_cast<int>(n.integer("batch"));
+  p.prompt_len = static_cast<int>(n.integer("prompt_len"));
+  p.max_new_tokens = static_cast<int>(n.integer("max_new_tokens"));
+  p.temperature = n.number("temperature");
+  p.attn = n.string("attn");
+  p.dtype = n.string("dtype");
+  n.opt("top_k", p.top_k);
+  n.opt("top_p", p.top_p);
+  n.opt("seed", p.seed);
+  n.opt("device", p.device);
+  n.opt("cuda_graph", p.cuda_graph);
+  n.opt("fused", p.fused);
+  return p;
+}
+
+RunRecord run_from(const Node& n) {
+  RunRecord r;
+  r.ttft_ms = n.number("ttft_ms");
+  r.prefill_ms = n.number("prefill_ms");
+  r.tpot_ms = n.number("tpot_ms");
+  r.e2e_ms = n.number("e2e_ms");
+  Node itl = n.array("itl_ms");
+  for (std::size_t i = 0; i < itl.get().size(); ++i)
+    r.itl_ms.push_back(Node::as_number(itl.get()[i], index_path(itl, i)));
+  n.opt("tokenize_ms", r.tokenize_ms);
+  n.opt("kv_init_ms", r.kv_init_ms);
+  n.opt("decode_ms", r.decode_ms);
+  n.opt("detokenize_ms", r.detokenize_ms);
+  return r;
+}
+
+Summary summary_from(const Node& n) {
+  Summary s;
+  s.n = static_cast<int>(n.integer("n"));
+  s.mean = n.number("mean");
+  s.std = n.number("std");
+  s.min = n.number("min");
+  s.max = n.number("max");
+  s.p50 = n.number("p50");
+  s.p90 = n.number("p90");
+  s.p95 = n.number("p95");
+  s.p99 = n.number("p99");
+  s.trimmed_median = n.number("trimmed_median");
+  Node ci = n.array("ci95");
+  if (ci.get().size() != 2) throw Error(cat(ci.path(), ": expected [lo, hi], got ", ci.get().size(), " values"));
+  s.ci95_lo = Node::as_number(ci.get()[0], index_path(ci, 0));
+  s.ci95_hi = Node::as_number(ci.get()[1], index_path(ci, 1));
+  s.cv = n.number("cv");
+  return s;
+}
+
+PointResult point_from(const Node& n) {
+  PointResult p;
+  p.params = params_from(n.object("params"));
+  p.status = n.string("status");
+  if (p.status != "ok" && p.status != "failed" && p.status != "skipped")
+    throw Error(cat(n.child_path("status"), ": expected ok, failed or skipped, got '", p.status, "'"));
+  n.opt("error", p.error);
+  n.opt("weights", p.weights);
+  if (p.weights != "random" && p.weights != "checkpoint")
+    throw Error(cat(n.child_path("weights"), ": expected random or checkpoint, got '", p.weights, "'"));
+  n.opt("checkpoint", p.checkpoint);
+  n.opt("prompt_source", p.prompt_source);
+  n.opt("tokenizer", p.tokenizer);
+  if (n.has("paths")) {
+    Node paths = n.object("paths");
+    for (const auto& [k, v] : paths.get().items()) p.paths[k] = paths.boolean(k);
+  }
+  n.opt("warmup", p.warmup);
+  n.opt("trim", p.trim);
+  Node runs = n.array("runs");
+  for (std::size_t i = 0; i < runs.get().size(); ++i) p.runs.push_back(run_from(element_object(runs, i)));
+  if (n.has("summary")) {
+    Node summary = n.object("summary");
+    for (const auto& [metric, v] : summary.get().items()) p.summary[metric] = summary_from(summary.object(metric));
+  }
+  if (n.has("stages")) {
+    Node s = n.object("stages");
+    s.opt("tokenize_ms", p.stages.tokenize_ms);
+    s.opt("kv_init_ms", p.stages.kv_init_ms);
+    s.opt("prefill_ms", p.stages.prefill_ms);
+    s.opt("decode_ms", p.stages.decode_ms);
+    s.opt("detokenize_ms", p.stages.detokenize_ms);
+  }
+  if (n.has("memory")) {
+    Node m = n.object("memory");
+    m.opt("peak_allocated_bytes", p.memory.peak_allocated_bytes);
+    m.opt("peak_reserved_bytes", p.memory.peak_reserved_bytes);
+    m.opt("device_in_use_bytes", p.memory.device_in_use_bytes);
+    m.opt("weights_bytes", p.memory.weights_bytes);
+    m.opt("kv_cache_bytes", p.memory.kv_cache_bytes);
+    m.opt("peak_rss_bytes", p.memory.peak_rss_bytes);
+  }
+  if (n.has("cold")) {
+    Node c = n.object("cold");
+    c.opt("load_ms", p.cold.load_ms);
+    c.opt("first_generate_ms", p.cold.first_generate_ms);
+  }
+  if (n.has("roofline")) {
+    Node r = n.object("roofline");
+    if (r.has("mbu")) p.roofline.mbu = r.number("mbu");
+    if (r.has("mfu")) p.roofline.mfu = r.number("mfu");
+    r.opt("decode_bytes_per_step", p.roofline.decode_bytes_per_step);
+    r.opt("prefill_flops", p.roofline.prefill_flops);
+  }
+  return p;
+}
+
+}  // namespace
+
+Results results_from_json(const json& j) {
+  if (!j.is_object()) throw Error(cat("expected a JSON object at the top level, got ", type_name(j)));
+  Node root(j, "");
+  if (!j.contains("schema_version")) throw Error("schema_version: missing (is this an llmbench results file?)");
+  Results r;
+  r.schema_version = static_cast<int>(root.integer("schema_version"));
+  if (r.schema_version != kResultsSchemaVersion)
+    throw Error(cat("schema_version ", r.schema_version, " is not supported (this llmbench reads version ",
+                    kResultsSchemaVersion, ")"));
+  root.opt("created_at", r.created_at);
+  root.opt("command", r.command);
+  root.opt("interrupted", r.interrupted);
+  r.env = env_from_json(root.object("env").get());
+  Node points = root.array("points");
+  for (std::size_t i = 0; i < points.get().size(); ++i) r.points.push_back(point_from(element_object(points, i)));
+  return r;
+}
+
+Results load_results(const std::string& path) {
+  const std::string text = read_file(path);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(cat(path, ": not valid JSON: ", e.what()));
+  }
+  try {
+    return results_from_json(j);
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
+  }
+}
+
+void save_results(const std::string& path, const Results& results) {
+  write_file_atomic(path, to_json(results).dump(2) + "\n");
+}
+
+}  // namespace llmbench
