@@ -1,0 +1,30 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "llmbench/report/results.h"
+
+namespace llmbench {
+
+enum class Format { table, md, csv, json };
+
+// "table" | "md" | "csv" | "json"; throws UsageError naming the value otherwise.
+Format parse_format(const std::string& name);
+
+// One row per point: model, batch, prompt, new tokens, temperature, attn, dtype, trimmed medians of
+// TTFT / output throughput / TPOT / e2e, peak memory, the largest CV, status. One column list drives
+// every format; csv and json carry raw numbers (ms, tok/s, bytes), table and md human units.
+std::string format_results(const Results& results, Format format);
+
+// One line per (ok point, metric) whose CV exceeds kCvWarning, for ttft_ms, tpot_ms and e2e_ms.
+std::vector<std::string> cv_warnings(const Results& results);
+
+// Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
+// ratio of each metric to the baseline's value at the same point (batch, prompt, ... all but model).
+// Throws UsageError when baseline_label is not empty and no point carries that label.
+std::string format_comparison(const Results& results, Format format, const std::string& baseline_label);
+
+// "1.50 GiB", "12.0 MiB", "512 B".
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace llmbench

@@ -1,0 +1,290 @@
+#include "llmbench/report/format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "llmbench/base/error.h"
+
+namespace llmbench {
+
+using nlohmann::json;
+
+Format parse_format(const std::string& name) {
+  if (name == "table") return Format::table;
+  if (name == "md") return Format::md;
+  if (name == "csv") return Format::csv;
+  if (name == "json") return Format::json;
+  throw UsageError(cat("--format: unknown format '", name, "' (expected table, md, csv or json)"));
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ULL << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ULL << 30));
+  else if (bytes >= (1ULL << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ULL << 20));
+  else if (bytes >= (1ULL << 10))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / double(1ULL << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+namespace {
+
+// Human text for table/md, raw value for csv/json (null when there is none).
+struct Cell {
+  std::string text;
+  json raw;
+};
+
+struct Column {
+  std::string key;     // csv header and json key
+  std::string header;  // table and md header
+  bool numeric = true; // right-aligned
+  std::function<Cell(const PointResult&)> cell;
+  bool machine_only = false;  // csv/json only: the table shows it elsewhere
+};
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string shortest(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+const Cell kMissing{"-", nullptr};
+
+// Trimmed median of a summary metric.
+std::function<Cell(const PointResult&)> median_of(const std::string& metric, int decimals) {
+  return [metric, decimals](const PointResult& p) {
+    auto it = p.summary.find(metric);
+    if (p.status != "ok" || it == p.summary.end()) return kMissing;
+    return Cell{fixed(it->second.trimmed_median, decimals), it->second.trimmed_median};
+  };
+}
+
+// Peak allocated on CUDA; on CPU the allocator counters are 0 and host peak RSS stands in.
+std::uint64_t peak_memory(const PointResult& p) {
+  return p.memory.peak_allocated_bytes > 0 ? p.memory.peak_allocated_bytes : p.memory.peak_rss_bytes;
+}
+
+const char* const kCvMetrics[] = {"ttft_ms", "tpot_ms", "e2e_ms"};
+
+double max_cv(const PointResult& p) {
+  double cv = 0;
+  for (const char* m : kCvMetrics) {
+    auto it = p.summary.find(m);
+    if (it != p.summary.end()) cv = std::max(cv, it->second.cv);
+  }
+  return cv;
+}
+
+std::vector<Column> result_columns() {
+  std::vector<Column> c;
+  c.push_back({"model", "model", false, [](const PointResult& p) {
+                 const std::string& s = p.params.label.empty() ? p.params.model : p.params.label;
+                 return Cell{s, s};
+               }});
+  c.push_back({"batch", "batch", true, [](const PointResult& p) {
+                 return Cell{std::to_string(p.params.batch), p.params.batch};
+               }});
+  c.push_back({"prompt_len", "prompt", true, [](const PointResult& p) {
+                 return Cell{std::to_string(p.params.prompt_len), p.params.prompt_len};
+               }});
+  c.push_back({"max_new_tokens", "new", true, [](const PointResult& p) {
+                 return Cell{std::to_string(p.params.max_new_tokens), p.params.max_new_tokens};
+               }});
+  c.push_back({"temperature", "temp", true, [](const PointResult& p) {
+                 return Cell{shortest(p.params.temperature), p.params.temperature};
+               }});
+  c.push_back({"attn", "attn", false, [](const PointResult& p) { return Cell{p.params.attn, p.params.attn}; }});
+  c.push_back({"dtype", "dtype", false, [](const PointResult& p) { return Cell{p.params.dtype, p.params.dtype}; }});
+  c.push_back({"ttft_ms", "TTFT ms", true, median_of("ttft_ms", 2)});
+  c.push_back({"output_tok_s", "out tok/s", true, median_of("output_tok_s", 1)});
+  c.push_back({"peak_memory_bytes", "peak mem", true, [](const PointResult& p) {
+                 if (p.status != "ok") return kMissing;
+                 return Cell{format_bytes(peak_memory(p)), peak_memory(p)};
+               }});
+  c.push_back({"tpot_ms", "TPOT ms", true, median_of("tpot_ms", 2)});
+  c.push_back({"e2e_ms", "e2e ms", true, median_of("e2e_ms", 2)});
+  c.push_back({"max_cv", "CV", true, [](const PointResult& p) {
+                 if (p.status != "ok" || p.summary.empty()) return kMissing;
+                 return Cell{fixed(100 * max_cv(p), 1) + "%", max_cv(p)};
+               }});
+  c.push_back({"status", "status", false, [](const PointResult& p) {
+                 return Cell{p.status == "ok" || p.error.empty() ? p.status : p.status + ": " + p.error, p.status};
+               }});
+  Column error{"error", "error", false, [](const PointResult& p) { return Cell{p.error, p.error}; }};
+  error.machine_only = true;
+  c.push_back(error);
+  return c;
+}
+
+std::string csv_field(const json& v) {
+  if (v.is_null()) return "";
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch == '\n' ? ' ' : ch);
+  return out;
+}
+
+std::string render(const std::vector<Column>& all, const std::vector<PointResult>& points, Format format) {
+  std::vector<Column> cols;
+  for (const auto& c : all)
+    if (!c.machine_only || format == Format::csv || format == Format::json) cols.push_back(c);
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& p : points) {
+    std::vector<Cell> row;
+    for (const auto& c : cols) row.push_back(c.cell(p));
+    rows.push_back(std::move(row));
+  }
+  std::ostringstream os;
+  if (format == Format::json) {
+    json out = json::array();
+    for (const auto& row : rows) {
+      json o = json::object();
+      for (std::size_t i = 0; i < cols.size(); ++i) o[cols[i].key] = row[i].raw;
+      out.push_back(o);
+    }
+    os << out.dump(2) << "\n";
+  } else if (format == Format::csv) {
+    for (std::size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << cols[i].key;
+    os << "\n";
+    for (const auto& row : rows) {
+      for (std::size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << csv_field(row[i].raw);
+      os << "\n";
+    }
+  } else if (format == Format::md) {
+    os << "|";
+    for (const auto& c : cols) os << " " << c.header << " |";
+    os << "\n|";
+    for (const auto& c : cols) os << (c.numeric ? " ---: |" : " --- |");
+    os << "\n";
+    for (const auto& row : rows) {
+      os << "|";
+      for (const auto& cell : row) os << " " << md_escape(cell.text) << " |";
+      os << "\n";
+    }
+  } else {
+    std::vector<std::size_t> width(cols.size());
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      width[i] = cols[i].header.size();
+      for (const auto& row : rows) width[i] = std::max(width[i], row[i].text.size());
+    }
+    auto line = [&](const std::function<std::string(std::size_t)>& text) {
+      std::string out;
+      for (std::size_t i = 0; i < cols.size(); ++i) {
+        std::string t = text(i);
+        std::string pad(width[i] - std::min(width[i], t.size()), ' ');
+        // The last column is left-aligned without trailing blanks.
+        if (i + 1 == cols.size()) out += cols[i].numeric ? pad + t : t;
+        else out += (cols[i].numeric ? pad + t : t + pad) + "  ";
+      }
+      os << out << "\n";
+    };
+    line([&](std::size_t i) { return cols[i].header; });
+    line([&](std::size_t i) { return std::string(width[i], '-'); });
+    for (const auto& row : rows) line([&](std::size_t i) { return row[i].text; });
+  }
+  return os.str();
+}
+
+std::string label_of(const PointParams& p) { return p.label.empty() ? p.model : p.label; }
+
+// The baseline point to compare `p` with: same workload (batch, prompt, new tokens, temperature),
+// preferring the one that also agrees on the most other parameters (attn, dtype, ...).
+const PointResult* baseline_for(const PointResult& p, const std::vector<const PointResult*>& baseline) {
+  const PointResult* best = nullptr;
+  int best_score = -1;
+  for (const PointResult* b : baseline) {
+    const PointParams &x = p.params, &y = b->params;
+    if (x.batch != y.batch || x.prompt_len != y.prompt_len || x.max_new_tokens != y.max_new_tokens ||
+        x.temperature != y.temperature)
+      continue;
+    const int score = (x.attn == y.attn) + (x.dtype == y.dtype) + (x.top_k == y.top_k) + (x.top_p == y.top_p) +
+                      (x.seed == y.seed) + (x.device == y.device) + (x.cuda_graph == y.cuda_graph) +
+                      (x.fused == y.fused);
+    if (score > best_score) best = b, best_score = score;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string format_results(const Results& results, Format format) {
+  return render(result_columns(), results.points, format);
+}
+
+std::vector<std::string> cv_warnings(const Results& results) {
+  std::vector<std::string> out;
+  for (const auto& p : results.points) {
+    if (p.status != "ok") continue;
+    for (const char* m : kCvMetrics) {
+      auto it = p.summary.find(m);
+      if (it == p.summary.end() || it->second.cv <= kCvWarning) continue;
+      out.push_back(cat(label_of(p.params), " batch ", p.params.batch, " prompt ", p.params.prompt_len, " new ",
+                        p.params.max_new_tokens, " temp ", shortest(p.params.temperature), " ", p.params.attn, " ",
+                        p.params.dtype, ": ", m, " CV ", fixed(100 * it->second.cv, 1), "% > ",
+                        fixed(100 * kCvWarning, 0), "% (noisy: more --runs, a quieter machine)"));
+    }
+  }
+  return out;
+}
+
+std::string format_comparison(const Results& results, Format format, const std::string& baseline_label) {
+  std::vector<Column> cols = result_columns();
+  if (baseline_label.empty()) return render(cols, results.points, format);
+  std::vector<const PointResult*> baseline;
+  for (const auto& p : results.points)
+    if (label_of(p.params) == baseline_label && p.status == "ok") baseline.push_back(&p);
+  bool known = false;
+  for (const auto& p : results.points) known = known || label_of(p.params) == baseline_label;
+  if (!known) throw UsageError(cat("baseline '", baseline_label, "' is not the label of any model"));
+
+  // A ratio column after each compared metric: value / baseline value at the same point.
+  auto ratio = [&](const std::string& key, const std::function<std::optional<double>(const PointResult&)>& value) {
+    return Column{key + "_vs_baseline", "x base", true, [=](const PointResult& p) {
+                    const PointResult* b = baseline_for(p, baseline);
+                    if (!b || p.status != "ok") return kMissing;
+                    auto v = value(p), bv = value(*b);
+                    if (!v || !bv || *bv == 0) return kMissing;
+                    return Cell{fixed(*v / *bv, 2) + "x", *v / *bv};
+                  }};
+  };
+  auto metric = [](const std::string& m) {
+    return [m](const PointResult& p) -> std::optional<double> {
+      auto it = p.summary.find(m);
+      if (it == p.summary.end()) return std::nullopt;
+      return it->second.trimmed_median;
+    };
+  };
+  std::vector<Column> out;
+  for (auto& c : cols) {
+    out.push_back(c);
+    if (c.key == "ttft_ms" || c.key == "output_tok_s" || c.key == "tpot_ms" || c.key == "e2e_ms")
+      out.push_back(ratio(c.key, metric(c.key)));
+    if (c.key == "peak_memory_bytes")
+      out.push_back(ratio(c.key, [](const PointResult& p) -> std::optional<double> {
+        return peak_memory(p) ? std::optional<double>(double(peak_memory(p))) : std::nullopt;
+      }));
+  }
+  return render(out, results.points, format);
+}
+
+}  // namespace llmbench

@@ -1,0 +1,143 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "llmbench/base/error.h"
+#include "llmbench/report/format.h"
+
+using namespace llmbench;
+using nlohmann::json;
+
+namespace {
+
+// A point whose every run has the given e2e / ttft / tpot, so trimmed medians are those values.
+PointResult point(const std::string& label, int batch, double ttft, double tpot, double e2e,
+                  std::uint64_t peak_bytes) {
+  PointResult p;
+  p.params.model = "org/" + label;
+  p.params.label = label;
+  p.params.batch = batch;
+  p.params.prompt_len = 16;
+  p.params.max_new_tokens = 8;
+  p.params.dtype = "float32";
+  p.trim = 1;
+  for (int i = 0; i < 5; ++i) {
+    RunRecord r;
+    r.ttft_ms = ttft;
+    r.prefill_ms = ttft / 2;
+    r.tpot_ms = tpot;
+    r.e2e_ms = e2e;
+    r.itl_ms.assign(7, tpot);
+    p.runs.push_back(r);
+  }
+  p.memory.peak_rss_bytes = peak_bytes;
+  summarize_point(p);
+  return p;
+}
+
+Results two_models() {
+  Results r;
+  r.points = {point("base", 1, 10, 5, 50, 1ULL << 30), point("base", 2, 20, 6, 80, 3ULL << 29),
+              point("fast", 1, 5, 4, 40, 1ULL << 29), point("fast", 2, 10, 3, 40, 3ULL << 29)};
+  PointResult failed;
+  failed.params.label = "fast";
+  failed.params.batch = 64;
+  failed.status = "failed";
+  failed.error = "out of memory, needs 80 GiB";
+  r.points.push_back(failed);
+  return r;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST(Format, ParseFormat) {
+  EXPECT_EQ(parse_format("md"), Format::md);
+  EXPECT_THROW(parse_format("xml"), UsageError);
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(3ULL << 29), "1.50 GiB");
+  EXPECT_EQ(format_bytes(12ULL << 20), "12.0 MiB");
+}
+
+TEST(Format, TableHasOneAlignedRowPerPoint) {
+  auto out = lines(format_results(two_models(), Format::table));
+  ASSERT_EQ(out.size(), 2u + 5u);
+  EXPECT_EQ(out[0].find("model"), 0u);
+  for (const char* h : {"TTFT ms", "out tok/s", "peak mem", "TPOT ms", "e2e ms", "CV", "status"})
+    EXPECT_NE(out[0].find(h), std::string::npos) << h;
+  // Right-aligned numbers end in the same column as their header.
+  const auto ttft_end = out[0].find("TTFT ms") + 7;
+  EXPECT_EQ(out[2].substr(ttft_end - 5, 5), "10.00");
+  // output tok/s = B * N / e2e = 1 * 8 / 0.05 s = 160.
+  EXPECT_NE(out[2].find("160.0"), std::string::npos);
+  EXPECT_NE(out[2].find("1.00 GiB"), std::string::npos);
+  EXPECT_NE(out[2].find("0.0%"), std::string::npos);
+  EXPECT_NE(out[6].find("failed: out of memory, needs 80 GiB"), std::string::npos);
+}
+
+TEST(Format, CsvAndJsonCarryRawNumbers) {
+  auto csv = lines(format_results(two_models(), Format::csv));
+  ASSERT_EQ(csv.size(), 6u);
+  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,ttft_ms,output_tok_s,"
+                    "peak_memory_bytes,tpot_ms,e2e_ms,max_cv,status,error");
+  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,10.0,160.0,1073741824,5.0,50.0,0.0,ok,");
+  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,,,,,,,failed,\"out of memory, needs 80 GiB\"");
+  json j = json::parse(format_results(two_models(), Format::json));
+  ASSERT_EQ(j.size(), 5u);
+  EXPECT_EQ(j[3]["output_tok_s"], 2 * 8 / 0.04);
+  EXPECT_TRUE(j[4]["ttft_ms"].is_null());
+  EXPECT_EQ(j[4]["error"], "out of memory, needs 80 GiB");
+}
+
+TEST(Format, MarkdownEscapesPipes) {
+  Results r = two_models();
+  r.points[4].error = "a|b";
+  auto md = lines(format_results(r, Format::md));
+  ASSERT_EQ(md.size(), 7u);
+  EXPECT_EQ(md[1].substr(0, 19), "| --- | ---: | ---:");
+  EXPECT_NE(md[6].find("failed: a\\|b"), std::string::npos);
+}
+
+TEST(Format, CvWarningsAboveFivePercent) {
+  Results r = two_models();
+  EXPECT_TRUE(cv_warnings(r).empty());
+  // e2e values 90, 100, 110, 100, 100: mean 100, std = sqrt(200 / 4) = 7.07 %.
+  const double e2e[] = {90, 100, 110, 100, 100};
+  for (int i = 0; i < 5; ++i) r.points[1].runs[i].e2e_ms = e2e[i];
+  summarize_point(r.points[1]);
+  auto w = cv_warnings(r);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("base batch 2"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("e2e_ms CV 7.1%"), std::string::npos) << w[0];
+}
+
+TEST(Format, ComparisonRatiosAgainstTheBaseline) {
+  json j = json::parse(format_comparison(two_models(), Format::json, "base"));
+  ASSERT_EQ(j.size(), 5u);
+  EXPECT_DOUBLE_EQ(j[0]["ttft_ms_vs_baseline"], 1.0);
+  EXPECT_DOUBLE_EQ(j[2]["ttft_ms_vs_baseline"], 0.5);            // 5 / 10, batch 1 with batch 1
+  EXPECT_DOUBLE_EQ(j[3]["ttft_ms_vs_baseline"], 0.5);            // 10 / 20, batch 2 with batch 2
+  EXPECT_DOUBLE_EQ(j[3]["e2e_ms_vs_baseline"], 0.5);             // 40 / 80
+  EXPECT_DOUBLE_EQ(j[3]["output_tok_s_vs_baseline"], 2.0);
+  EXPECT_DOUBLE_EQ(j[2]["peak_memory_bytes_vs_baseline"], 0.5);
+  EXPECT_TRUE(j[4]["ttft_ms_vs_baseline"].is_null());            // failed point, no baseline at batch 64
+  auto table = format_comparison(two_models(), Format::table, "base");
+  EXPECT_NE(table.find("0.50x"), std::string::npos);
+  EXPECT_THROW(format_comparison(two_models(), Format::table, "nope"), UsageError);
+  EXPECT_EQ(format_comparison(two_models(), Format::csv, ""), format_results(two_models(), Format::csv));
+}
+
+TEST(Format, ComparisonMatchesAcrossAnOverriddenAxis) {
+  // eager-vs-sdpa: the models differ in attn only; the workload still pairs them.
+  Results r;
+  r.points = {point("eager", 1, 10, 5, 50, 1), point("sdpa", 1, 8, 5, 45, 1)};
+  r.points[1].params.attn = "sdpa";
+  json j = json::parse(format_comparison(r, Format::json, "eager"));
+  EXPECT_DOUBLE_EQ(j[1]["ttft_ms_vs_baseline"], 0.8);
+}
