@@ -1,0 +1,28 @@
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "llmbench/config/run_options.h"
+
+namespace llmbench {
+
+// What `llmbench compare CONFIG.yaml` runs: one RunOptions per model entry, with the built-in
+// defaults, then `defaults:`, then `matrix:`, then the entry's own overrides applied in that order.
+struct ComparePlan {
+  std::vector<RunOptions> models;
+  std::string baseline;  // a label of `models`, or empty
+};
+
+// Throws UsageError "FILE:LINE:COL: key.path: message" on syntax errors, unknown keys (with the
+// closest known key), wrong types, empty lists, duplicate labels, an unknown baseline, and on any
+// option that validate() refuses. Relative prompt_file paths are taken relative to the YAML file.
+ComparePlan load_compare_config(const std::string& path);
+// Same, from text; `name` stands for the file in messages.
+ComparePlan parse_compare_config(const std::string& text, const std::string& name);
+
+// Levenshtein distance, and the candidate closest to `key` when it is close enough to be a typo.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
+
+}  // namespace llmbench
