@@ -1,6 +1,7 @@
 #include "llmbench/report/results.h"
 
-#include <functional>
+#include <algorithm>
+
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
@@ -11,49 +12,44 @@ using nlohmann::json;
 
 // ---------------------------------------------------------------- summaries
 
-namespace {
+const std::vector<std::string>& summary_metrics() {
+  static const std::vector<std::string> names = {"ttft_ms",      "prefill_ms",   "tpot_ms",      "e2e_ms",
+                                                 "itl_ms",       "output_tok_s", "decode_tok_s", "prefill_tok_s"};
+  return names;
+}
 
-// One value per run; `per_run` returns false to leave a run out (e.g. TPOT when N == 1).
-std::vector<double> collect(const std::vector<RunRecord>& runs,
-                            const std::function<bool(const RunRecord&, double&)>& per_run) {
+std::vector<double> metric_values(const PointResult& point, const std::string& metric) {
+  const double b = point.params.batch;
+  const double n = point.params.max_new_tokens;
+  const double p = point.params.prompt_len;
+  const auto& known = summary_metrics();
+  if (std::find(known.begin(), known.end(), metric) == known.end()) throw Error(cat("unknown metric '", metric, "'"));
   std::vector<double> out;
-  for (const auto& r : runs) {
-    double v = 0;
-    if (per_run(r, v)) out.push_back(v);
+  for (const auto& r : point.runs) {
+    if (metric == "ttft_ms") out.push_back(r.ttft_ms);
+    else if (metric == "prefill_ms") out.push_back(r.prefill_ms);
+    else if (metric == "tpot_ms") { if (n > 1) out.push_back(r.tpot_ms); }
+    else if (metric == "e2e_ms") out.push_back(r.e2e_ms);
+    else if (metric == "itl_ms") out.insert(out.end(), r.itl_ms.begin(), r.itl_ms.end());
+    else if (metric == "output_tok_s") { if (r.e2e_ms > 0) out.push_back(b * n / (r.e2e_ms / 1e3)); }
+    else if (metric == "decode_tok_s") { if (n > 1 && r.tpot_ms > 0) out.push_back(b / (r.tpot_ms / 1e3)); }
+    else if (metric == "prefill_tok_s") { if (r.prefill_ms > 0) out.push_back(b * p / (r.prefill_ms / 1e3)); }
   }
   return out;
 }
-
-}  // namespace
 
 void summarize_point(PointResult& point) {
   point.summary.clear();
   point.stages = {};
   if (point.runs.empty()) return;
-  const double b = point.params.batch;
-  const double n = point.params.max_new_tokens;
-  const double p = point.params.prompt_len;
-  const int trim = point.trim;
-  auto add = [&](const char* metric, const std::function<bool(const RunRecord&, double&)>& f) {
-    std::vector<double> values = collect(point.runs, f);
-    if (!values.empty()) point.summary[metric] = summarize(values, trim);
-  };
-  add("ttft_ms", [](const RunRecord& r, double& v) { return v = r.ttft_ms, true; });
-  add("prefill_ms", [](const RunRecord& r, double& v) { return v = r.prefill_ms, true; });
-  add("tpot_ms", [&](const RunRecord& r, double& v) { return v = r.tpot_ms, n > 1; });
-  add("e2e_ms", [](const RunRecord& r, double& v) { return v = r.e2e_ms, true; });
-  add("output_tok_s", [&](const RunRecord& r, double& v) { return v = b * n / (r.e2e_ms / 1e3), r.e2e_ms > 0; });
-  add("decode_tok_s", [&](const RunRecord& r, double& v) { return v = b / (r.tpot_ms / 1e3), n > 1 && r.tpot_ms > 0; });
-  add("prefill_tok_s",
-      [&](const RunRecord& r, double& v) { return v = b * p / (r.prefill_ms / 1e3), r.prefill_ms > 0; });
-  std::vector<double> itl;
-  for (const auto& r : point.runs) itl.insert(itl.end(), r.itl_ms.begin(), r.itl_ms.end());
-  if (!itl.empty()) point.summary["itl_ms"] = summarize(itl, trim);
-
+  for (const auto& metric : summary_metrics()) {
+    std::vector<double> values = metric_values(point, metric);
+    if (!values.empty()) point.summary[metric] = summarize(values, point.trim);
+  }
   auto stage = [&](double RunRecord::*field) {
     std::vector<double> values;
     for (const auto& r : point.runs) values.push_back(r.*field);
-    return trimmed_median(values, trim);
+    return trimmed_median(values, point.trim);
   };
   point.stages.tokenize_ms = stage(&RunRecord::tokenize_ms);
   point.stages.kv_init_ms = stage(&RunRecord::kv_init_ms);

@@ -91,6 +91,13 @@ struct Results {
 // Fills summary and stages of `point` from its raw runs (and params for the throughputs).
 void summarize_point(PointResult& point);
 
+// The per-run values of one summary metric, as summarize_point computes them (itl_ms: every ITL of
+// every run). Runs without a value are left out (tpot_ms and decode_tok_s when N == 1). Throws Error
+// on a name that is not a summary metric.
+std::vector<double> metric_values(const PointResult& point, const std::string& metric);
+// ttft_ms, prefill_ms, tpot_ms, e2e_ms, itl_ms, output_tok_s, decode_tok_s, prefill_tok_s.
+const std::vector<std::string>& summary_metrics();
+
 nlohmann::json to_json(const Results& results);
 // Throws Error with the JSON path on malformed input, and on a schema_version other than 1.
 Results results_from_json(const nlohmann::json& j);
