@@ -35,6 +35,10 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
     const std::size_t d = edit_distance(key, c);
     if (d < best_distance) best = c, best_distance = d;
   }
+  if (!best.empty() || key.size() < 3) return best;
+  // A truncated name ("ttft" for "ttft_ms") is far in edits but obvious.
+  for (const auto& c : candidates)
+    if (c.rfind(key, 0) == 0) return c;
   return best;
 }
 

@@ -27,6 +27,7 @@ TEST(CompareConfig, EditDistanceAndSuggestion) {
   EXPECT_EQ(closest_key("prompt-len", {"batch", "prompt_len", "max_new_tokens"}), "prompt_len");
   EXPECT_EQ(closest_key("tempreature", {"temperature", "top_p"}), "temperature");
   EXPECT_EQ(closest_key("zzzzzz", {"batch", "attn"}), "");
+  EXPECT_EQ(closest_key("max_new", {"batch", "max_new_tokens"}), "max_new_tokens");
 }
 
 TEST(CompareConfig, DefaultsMatrixAndOverridesApplyInOrder) {

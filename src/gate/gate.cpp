@@ -1,0 +1,445 @@
+#include "llmbench/gate/gate.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/config/compare_config.h"
+
+namespace llmbench {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kMemoryMetrics = {"peak_memory", "peak_allocated_bytes", "peak_reserved_bytes",
+                                                 "peak_rss_bytes"};
+
+bool is_memory(const std::string& m) {
+  return std::find(kMemoryMetrics.begin(), kMemoryMetrics.end(), m) != kMemoryMetrics.end();
+}
+
+bool higher_is_better(const std::string& m) { return m.size() > 6 && m.compare(m.size() - 6, 6, "_tok_s") == 0; }
+
+double memory_value(const PointResult& p, const std::string& m) {
+  if (m == "peak_allocated_bytes") return double(p.memory.peak_allocated_bytes);
+  if (m == "peak_reserved_bytes") return double(p.memory.peak_reserved_bytes);
+  if (m == "peak_rss_bytes") return double(p.memory.peak_rss_bytes);
+  // peak_memory: the allocator peak on CUDA; on the CPU the allocator counters are 0 and RSS stands in.
+  return double(p.memory.peak_allocated_bytes > 0 ? p.memory.peak_allocated_bytes : p.memory.peak_rss_bytes);
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+  return buf;
+}
+
+std::string signed_percent(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * (ratio - 1));
+  return buf;
+}
+
+std::string number(double v) {
+  char buf[64];
+  if (std::fabs(v) >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+// Points match on every parameter but `device` (a property of the environment); dtype is left out
+// too when the environments are allowed to differ in it.
+std::string point_key(const PointParams& p, bool with_dtype) {
+  std::ostringstream os;
+  os.precision(17);
+  os << p.model << '\x1f' << p.label << '\x1f' << p.batch << '\x1f' << p.prompt_len << '\x1f' << p.max_new_tokens
+     << '\x1f' << p.temperature << '\x1f' << p.attn << '\x1f' << (with_dtype ? p.dtype : "") << '\x1f' << p.top_k
+     << '\x1f' << p.top_p << '\x1f' << p.seed << '\x1f' << p.cuda_graph << '\x1f' << p.fused;
+  return os.str();
+}
+
+std::string describe(const PointParams& p) {
+  std::ostringstream os;
+  os << (p.label.empty() ? p.model : p.label) << " b" << p.batch << " p" << p.prompt_len << " n" << p.max_new_tokens
+     << " t" << p.temperature << " " << p.attn << " " << p.dtype;
+  return os.str();
+}
+
+template <class F>
+std::set<std::string> collect(const Results& r, F f) {
+  std::set<std::string> out;
+  for (const auto& p : r.points) out.insert(f(p));
+  return out;
+}
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + (x.empty() ? std::string("(none)") : x);
+  return out.empty() ? "(none)" : out;
+}
+
+std::string gpu_names(const EnvInfo& env) {
+  std::string out;
+  for (const auto& g : env.gpus) out += (out.empty() ? "" : " + ") + g.name;
+  return out.empty() ? "no GPU" : out;
+}
+
+// Which devices the points ran on, as "cpu" / "cuda".
+std::string device_kind(const PointParams& p) { return p.device.rfind("cuda", 0) == 0 ? "cuda" : p.device; }
+
+MetricVerdict judge_runs(const PointResult& b, const PointResult& c, const GateMetric& gm, double max_cv) {
+  MetricVerdict v;
+  v.metric = gm.name;
+  v.threshold = gm.threshold;
+  v.higher_is_better = higher_is_better(gm.name);
+  const std::vector<double> bv = metric_values(b, gm.name), cv = metric_values(c, gm.name);
+  if (bv.empty() || cv.empty()) {
+    v.verdict = Verdict::inconclusive;
+    v.reason = cat("no ", gm.name, " values in the ", bv.empty() ? "baseline" : "current", " runs");
+    return v;
+  }
+  const Summary bs = summarize(bv, b.trim), cs = summarize(cv, c.trim);
+  v.baseline = bs.trimmed_median;
+  v.current = cs.trimmed_median;
+  v.baseline_cv = bs.cv;
+  v.current_cv = cs.cv;
+  if (v.baseline == 0) {
+    v.verdict = Verdict::inconclusive;
+    v.reason = "baseline value is 0";
+    return v;
+  }
+  v.ratio = v.current / v.baseline;
+  const Interval ci = bootstrap_ratio_of_medians_ci95(cv, bv);
+  v.has_ci = true;
+  v.ci_lo = ci.lo;
+  v.ci_hi = ci.hi;
+  const double up = 1 + gm.threshold, down = 1 - gm.threshold;
+  // Worse means a larger ratio for times, a smaller one for throughputs.
+  const bool worse_clear = v.higher_is_better ? ci.hi < down : ci.lo > up;
+  const bool better_clear = v.higher_is_better ? ci.lo > up : ci.hi < down;
+  const bool beyond = v.ratio > up || v.ratio < down;
+  const bool ci_leaves_band = ci.lo < down || ci.hi > up;
+  const double noise = std::max(bs.cv, cs.cv);
+  if (worse_clear) {
+    v.verdict = Verdict::regressed;
+    v.reason = cat("change ", signed_percent(v.ratio), " and its CI95 are beyond ", percent(gm.threshold));
+  } else if (better_clear) {
+    v.verdict = Verdict::improved;
+    v.reason = cat("change ", signed_percent(v.ratio), " and its CI95 are beyond ", percent(gm.threshold));
+  } else if (beyond || (ci_leaves_band && noise > max_cv)) {
+    v.verdict = Verdict::inconclusive;
+    if (noise > max_cv)
+      v.reason = cat("CV too high (", percent(noise), " in the ", bs.cv >= cs.cv ? "baseline" : "current",
+                     ", limit ", percent(max_cv), "): the CI95 of the ratio [", number(ci.lo), ", ", number(ci.hi),
+                     "] spans the ", percent(gm.threshold), " threshold");
+    else
+      v.reason = cat("change ", signed_percent(v.ratio), " is beyond ", percent(gm.threshold),
+                     " but the CI95 of the ratio [", number(ci.lo), ", ", number(ci.hi), "] overlaps it");
+  } else {
+    v.verdict = Verdict::unchanged;
+    v.reason = cat("within ", percent(gm.threshold));
+  }
+  return v;
+}
+
+MetricVerdict judge_memory(const PointResult& b, const PointResult& c, const GateMetric& gm) {
+  MetricVerdict v;
+  v.metric = gm.name;
+  v.threshold = gm.threshold;
+  v.baseline = memory_value(b, gm.name);
+  v.current = memory_value(c, gm.name);
+  if (v.baseline == 0 || v.current == 0) {
+    v.verdict = Verdict::inconclusive;
+    v.reason = cat("not measured in the ", v.baseline == 0 ? "baseline" : "current", " file");
+    return v;
+  }
+  v.ratio = v.current / v.baseline;
+  // One value per point: memory is deterministic enough that the threshold alone decides.
+  if (v.ratio > 1 + gm.threshold) v.verdict = Verdict::regressed;
+  else if (v.ratio < 1 - gm.threshold) v.verdict = Verdict::improved;
+  else v.verdict = Verdict::unchanged;
+  v.reason = v.verdict == Verdict::unchanged ? cat("within ", percent(gm.threshold))
+                                              : cat("change ", signed_percent(v.ratio), " beyond ", percent(gm.threshold));
+  return v;
+}
+
+int severity(Verdict v) {
+  switch (v) {
+    case Verdict::missing: return 4;
+    case Verdict::regressed: return 3;
+    case Verdict::inconclusive: return 2;
+    case Verdict::improved: return 1;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& gate_metric_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& m : summary_metrics())
+      if (m != "itl_ms") n.push_back(m);
+    n.insert(n.end(), kMemoryMetrics.begin(), kMemoryMetrics.end());
+    return n;
+  }();
+  return names;
+}
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::improved: return "improved";
+    case Verdict::unchanged: return "unchanged";
+    case Verdict::regressed: return "regressed";
+    case Verdict::inconclusive: return "inconclusive";
+    case Verdict::missing: return "missing";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- config
+
+namespace {
+
+[[noreturn]] void config_fail(const std::string& file, const YAML::Node& at, const std::string& path,
+                              const std::string& message) {
+  const YAML::Mark m = at.Mark();
+  throw UsageError(cat(m.is_null() ? file : cat(file, ":", m.line + 1, ":", m.column + 1), ": ", path.empty() ? "" : path + ": ",
+                       message));
+}
+
+// 0.05 or "5%".
+double fraction(const std::string& file, const YAML::Node& n, const std::string& path) {
+  if (!n.IsScalar()) config_fail(file, n, path, "expected a fraction (0.05) or a percentage (5%)");
+  std::string s = n.Scalar();
+  const bool pct = !s.empty() && s.back() == '%';
+  if (pct) s.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(v >= 0))
+    config_fail(file, n, path, cat("expected a fraction (0.05) or a percentage (5%), got '", n.Scalar(), "'"));
+  return pct ? v / 100 : v;
+}
+
+bool boolean(const std::string& file, const YAML::Node& n, const std::string& path) {
+  try {
+    if (n.IsScalar()) return n.as<bool>();
+  } catch (const YAML::Exception&) {
+  }
+  config_fail(file, n, path, "expected true or false");
+}
+
+}  // namespace
+
+GateConfig parse_gate_config(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UsageError(cat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
+  }
+  GateConfig c;
+  if (root.IsNull()) return c;
+  if (!root.IsMap()) config_fail(name, root, "", "expected a mapping at the top level");
+  const std::vector<std::string> top = {"metrics", "max_cv", "allow_missing", "allow_env_mismatch"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    const YAML::Node v = it->second;
+    if (key == "metrics") {
+      if (!v.IsMap() || v.size() == 0)
+        config_fail(name, v, key, "expected a non-empty mapping of metric: threshold (e.g. ttft_ms: 5%)");
+      c.metrics.clear();
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        const std::string metric = m->first.Scalar();
+        const auto& known = gate_metric_names();
+        if (std::find(known.begin(), known.end(), metric) == known.end()) {
+          const std::string best = closest_key(metric, known);
+          config_fail(name, m->first, key,
+                      best.empty() ? cat("unknown metric '", metric, "'")
+                                   : cat("unknown metric '", metric, "' (did you mean '", best, "'?)"));
+        }
+        c.metrics.push_back({metric, fraction(name, m->second, key + "." + metric)});
+      }
+    } else if (key == "max_cv") {
+      c.max_cv = fraction(name, v, key);
+    } else if (key == "allow_missing") {
+      c.allow_missing = boolean(name, v, key);
+    } else if (key == "allow_env_mismatch") {
+      c.allow_env_mismatch = boolean(name, v, key);
+    } else {
+      const std::string best = closest_key(key, top);
+      config_fail(name, it->first, "",
+                  best.empty() ? cat("unknown key '", key, "'") : cat("unknown key '", key, "' (did you mean '", best, "'?)"));
+    }
+  }
+  return c;
+}
+
+GateConfig load_gate_config(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  return parse_gate_config(text, path);
+}
+
+// ---------------------------------------------------------------- the gate
+
+GateReport run_gate(const Results& baseline, const Results& current, const GateConfig& config,
+                    const std::string& baseline_name, const std::string& current_name) {
+  GateReport report;
+  report.baseline_name = baseline_name;
+  report.current_name = current_name;
+
+  std::vector<std::string> differences;
+  auto differ = [&](const std::string& what, const std::string& b, const std::string& c) {
+    if (b != c) differences.push_back(cat(what, ": ", b, " (baseline) vs ", c, " (current)"));
+  };
+  differ("GPU", gpu_names(baseline.env), gpu_names(current.env));
+  differ("device", join(collect(baseline, [](const PointResult& p) { return device_kind(p.params); })),
+         join(collect(current, [](const PointResult& p) { return device_kind(p.params); })));
+  const auto b_dtypes = collect(baseline, [](const PointResult& p) { return p.params.dtype; });
+  const auto c_dtypes = collect(current, [](const PointResult& p) { return p.params.dtype; });
+  differ("dtype", join(b_dtypes), join(c_dtypes));
+  differ("weights", join(collect(baseline, [](const PointResult& p) { return p.weights; })),
+         join(collect(current, [](const PointResult& p) { return p.weights; })));
+  if (!differences.empty()) {
+    if (!config.allow_env_mismatch) {
+      std::string all;
+      for (const auto& d : differences) all += (all.empty() ? "" : "; ") + d;
+      throw UsageError(cat("environments differ: ", all, " (pass --allow-env-mismatch to compare anyway)"));
+    }
+    report.env_differences = differences;
+  }
+  if (baseline.interrupted) report.notes.push_back("the baseline file is from an interrupted run");
+  if (current.interrupted) report.notes.push_back("the current file is from an interrupted run");
+
+  const bool with_dtype = b_dtypes == c_dtypes;
+  std::map<std::string, const PointResult*> current_by_key;
+  for (const auto& p : current.points) current_by_key.emplace(point_key(p.params, with_dtype), &p);
+  std::set<std::string> matched;
+
+  for (const auto& b : baseline.points) {
+    PointVerdict pv;
+    pv.params = b.params;
+    const std::string key = point_key(b.params, with_dtype);
+    auto it = current_by_key.find(key);
+    if (b.status != "ok") {
+      matched.insert(key);
+      report.notes.push_back(cat(describe(b.params), ": not gated, the baseline point ", b.status,
+                                 b.error.empty() ? "" : ": " + b.error));
+      continue;
+    }
+    if (it == current_by_key.end() || it->second->status != "ok") {
+      pv.verdict = Verdict::missing;
+      pv.reason = it == current_by_key.end()
+                      ? std::string("no such point in the current file")
+                      : cat("the current point ", it->second->status,
+                            it->second->error.empty() ? "" : ": " + it->second->error);
+      if (it != current_by_key.end()) matched.insert(key);
+      if (config.allow_missing) pv.reason += " (allowed)";
+      else ++report.regressions;
+      report.points.push_back(pv);
+      continue;
+    }
+    matched.insert(key);
+    const PointResult& c = *it->second;
+    for (const auto& gm : config.metrics) {
+      MetricVerdict mv = is_memory(gm.name) ? judge_memory(b, c, gm) : judge_runs(b, c, gm, config.max_cv);
+      if (severity(mv.verdict) > severity(pv.verdict)) pv.verdict = mv.verdict;
+      pv.metrics.push_back(mv);
+    }
+    if (pv.verdict == Verdict::regressed) ++report.regressions;
+    report.points.push_back(pv);
+  }
+  for (const auto& [key, p] : current_by_key)
+    if (!matched.count(key)) report.notes.push_back(cat(describe(p->params), ": new point, not in the baseline"));
+  return report;
+}
+
+// ---------------------------------------------------------------- output
+
+std::string gate_markdown(const GateReport& r) {
+  std::ostringstream os;
+  std::map<Verdict, int> count;
+  for (const auto& p : r.points) ++count[p.verdict];
+  os << "## llmbench gate: " << (r.passed() ? "PASS" : "FAIL") << "\n\n";
+  os << "Baseline `" << r.baseline_name << "`, current `" << r.current_name << "`: " << r.points.size()
+     << " points; " << r.regressions << " regressed or missing";
+  for (Verdict v : {Verdict::improved, Verdict::inconclusive, Verdict::unchanged})
+    if (count[v]) os << ", " << count[v] << " " << to_string(v);
+  os << ".\n\n";
+  os << "| point | metric | baseline | current | change | CI95 of ratio | threshold | verdict |\n";
+  os << "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
+  for (const auto& p : r.points) {
+    if (p.verdict == Verdict::missing) {
+      os << "| " << describe(p.params) << " | | | | | | | **missing**: " << p.reason << " |\n";
+      continue;
+    }
+    for (const auto& m : p.metrics) {
+      const bool bad = m.verdict == Verdict::regressed;
+      os << "| " << describe(p.params) << " | " << m.metric << " | " << number(m.baseline) << " | "
+         << number(m.current) << " | " << (m.ratio > 0 ? signed_percent(m.ratio) : "") << " | "
+         << (m.has_ci ? cat("[", signed_percent(m.ci_lo), ", ", signed_percent(m.ci_hi), "]") : "") << " | "
+         << percent(m.threshold) << " | " << (bad ? "**" : "") << to_string(m.verdict) << (bad ? "**" : "");
+      if (m.verdict == Verdict::inconclusive) os << ": " << m.reason;
+      os << " |\n";
+    }
+  }
+  if (!r.env_differences.empty()) {
+    os << "\nEnvironments differ (allowed):\n";
+    for (const auto& d : r.env_differences) os << "- " << d << "\n";
+  }
+  if (!r.notes.empty()) {
+    os << "\nNotes:\n";
+    for (const auto& n : r.notes) os << "- " << n << "\n";
+  }
+  os << "\nTimes: lower is better; *_tok_s: higher is better. Regressed = beyond the threshold and the "
+        "bootstrap CI95 of the ratio of medians wholly beyond it.\n";
+  return os.str();
+}
+
+json to_json(const GateReport& r) {
+  json points = json::array();
+  for (const auto& p : r.points) {
+    json metrics = json::array();
+    for (const auto& m : p.metrics) {
+      metrics.push_back({{"metric", m.metric},
+                         {"higher_is_better", m.higher_is_better},
+                         {"threshold", m.threshold},
+                         {"baseline", m.baseline},
+                         {"current", m.current},
+                         {"ratio", m.ratio},
+                         {"ci95", m.has_ci ? json{m.ci_lo, m.ci_hi} : json(nullptr)},
+                         {"baseline_cv", m.baseline_cv},
+                         {"current_cv", m.current_cv},
+                         {"verdict", to_string(m.verdict)},
+                         {"reason", m.reason}});
+    }
+    points.push_back({{"params",
+                       {{"model", p.params.model}, {"label", p.params.label}, {"batch", p.params.batch},
+                        {"prompt_len", p.params.prompt_len}, {"max_new_tokens", p.params.max_new_tokens},
+                        {"temperature", p.params.temperature}, {"attn", p.params.attn}, {"dtype", p.params.dtype}}},
+                      {"verdict", to_string(p.verdict)},
+                      {"reason", p.reason},
+                      {"metrics", metrics}});
+  }
+  return {{"passed", r.passed()},      {"exit_code", r.exit_code()},
+          {"regressions", r.regressions}, {"baseline", r.baseline_name},
+          {"current", r.current_name}, {"points", points},
+          {"env_differences", r.env_differences}, {"notes", r.notes}};
+}
+
+}  // namespace llmbench

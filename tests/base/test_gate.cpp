@@ -1,0 +1,212 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/gate/gate.h"
+
+using namespace llmbench;
+
+namespace {
+
+// 20 runs around `center` ms with a deterministic relative wobble of +-`noise` (phase picks the pattern).
+PointResult point(int batch, double center, double noise, double phase = 0, std::uint64_t peak = 1ULL << 30) {
+  PointResult p;
+  p.params.model = "tiny";
+  p.params.label = "tiny";
+  p.params.batch = batch;
+  p.params.prompt_len = 16;
+  p.params.max_new_tokens = 8;
+  p.params.device = "cuda";
+  p.trim = 2;
+  for (int i = 0; i < 20; ++i) {
+    const double e2e = center * (1 + noise * std::sin(1.7 * i + phase));
+    RunRecord r;
+    r.e2e_ms = e2e;
+    r.ttft_ms = 0.2 * e2e;
+    r.prefill_ms = 0.15 * e2e;
+    r.tpot_ms = 0.1 * e2e;
+    r.itl_ms.assign(7, r.tpot_ms);
+    p.runs.push_back(r);
+  }
+  p.memory.peak_allocated_bytes = peak;
+  summarize_point(p);
+  return p;
+}
+
+Results results(std::vector<PointResult> points) {
+  Results r;
+  r.env.gpus.push_back({0, "NVIDIA H200", 9, 0, 150ULL << 30, 132});
+  r.points = std::move(points);
+  return r;
+}
+
+const MetricVerdict& metric(const GateReport& r, std::size_t point, const std::string& name) {
+  for (const auto& m : r.points.at(point).metrics)
+    if (m.metric == name) return m;
+  throw std::runtime_error("no metric " + name);
+}
+
+}  // namespace
+
+TEST(Gate, ClearRegressionFails) {
+  GateReport r = run_gate(results({point(1, 100, 0.01)}), results({point(1, 120, 0.01, 1.0)}), GateConfig{});
+  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_EQ(r.regressions, 1);
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::regressed);
+  const auto& e2e = metric(r, 0, "e2e_ms");
+  EXPECT_EQ(e2e.verdict, Verdict::regressed);
+  EXPECT_NEAR(e2e.ratio, 1.2, 0.02);
+  EXPECT_GT(e2e.ci_lo, 1.05);
+  // Throughput fell by the same factor: also a regression, though its ratio is below 1.
+  const auto& tput = metric(r, 0, "output_tok_s");
+  EXPECT_TRUE(tput.higher_is_better);
+  EXPECT_EQ(tput.verdict, Verdict::regressed);
+  EXPECT_NEAR(tput.ratio, 1 / 1.2, 0.02);
+  EXPECT_EQ(metric(r, 0, "peak_memory").verdict, Verdict::unchanged);
+  const std::string md = gate_markdown(r);
+  EXPECT_NE(md.find("## llmbench gate: FAIL"), std::string::npos);
+  EXPECT_NE(md.find("**regressed**"), std::string::npos);
+  EXPECT_EQ(to_json(r)["passed"], false);
+}
+
+TEST(Gate, PureNoisePasses) {
+  // Same distribution (+-3 %), different draws.
+  GateReport r = run_gate(results({point(1, 100, 0.03), point(4, 300, 0.03)}),
+                          results({point(1, 100, 0.03, 2.0), point(4, 300, 0.03, 4.0)}), GateConfig{});
+  EXPECT_EQ(r.exit_code(), 0);
+  for (const auto& p : r.points)
+    for (const auto& m : p.metrics) {
+      EXPECT_NE(m.verdict, Verdict::regressed) << m.metric;
+      EXPECT_NE(m.verdict, Verdict::improved) << m.metric;
+    }
+  EXPECT_NE(gate_markdown(r).find("## llmbench gate: PASS"), std::string::npos);
+}
+
+TEST(Gate, ImprovementPasses) {
+  GateReport r = run_gate(results({point(1, 100, 0.01)}), results({point(1, 80, 0.01, 1.0, 1ULL << 29)}),
+                          GateConfig{});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(metric(r, 0, "ttft_ms").verdict, Verdict::improved);
+  EXPECT_EQ(metric(r, 0, "output_tok_s").verdict, Verdict::improved);
+  EXPECT_EQ(metric(r, 0, "peak_memory").verdict, Verdict::improved);
+  EXPECT_EQ(r.points[0].verdict, Verdict::improved);
+}
+
+TEST(Gate, NoisyChangeIsInconclusiveWithTheReason) {
+  // +8 % on the median, but runs wobble by +-30 %: the CI of the ratio spans the threshold.
+  GateReport r = run_gate(results({point(1, 100, 0.3)}), results({point(1, 108, 0.3, 1.0)}), GateConfig{});
+  EXPECT_EQ(r.exit_code(), 0);
+  const auto& e2e = metric(r, 0, "e2e_ms");
+  EXPECT_EQ(e2e.verdict, Verdict::inconclusive);
+  EXPECT_NE(e2e.reason.find("CV too high"), std::string::npos) << e2e.reason;
+  EXPECT_LT(e2e.ci_lo, 1.05);
+  EXPECT_NE(gate_markdown(r).find("inconclusive: CV too high"), std::string::npos);
+}
+
+TEST(Gate, MemoryUsesItsOwnThreshold) {
+  // +3 % peak memory is beyond the 2 % default; times unchanged.
+  const std::uint64_t base = 1000000000ULL;
+  GateReport r = run_gate(results({point(1, 100, 0.01, 0, base)}), results({point(1, 100, 0.01, 0, base * 103 / 100)}),
+                          GateConfig{});
+  EXPECT_EQ(metric(r, 0, "peak_memory").verdict, Verdict::regressed);
+  EXPECT_EQ(metric(r, 0, "e2e_ms").verdict, Verdict::unchanged);
+  EXPECT_FALSE(metric(r, 0, "peak_memory").has_ci);
+  EXPECT_EQ(r.exit_code(), 1);
+  // +1 % is within it.
+  r = run_gate(results({point(1, 100, 0.01, 0, base)}), results({point(1, 100, 0.01, 0, base * 101 / 100)}), GateConfig{});
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(Gate, MissingPointIsARegressionUnlessAllowed) {
+  Results base = results({point(1, 100, 0.01), point(4, 300, 0.01)});
+  Results cur = results({point(1, 100, 0.01), point(8, 500, 0.01)});
+  GateReport r = run_gate(base, cur, GateConfig{});
+  EXPECT_EQ(r.exit_code(), 1);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[1].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[1].params.batch, 4);
+  ASSERT_EQ(r.notes.size(), 1u);  // batch 8 is new
+  EXPECT_NE(r.notes[0].find("new point"), std::string::npos);
+  GateConfig allow;
+  allow.allow_missing = true;
+  EXPECT_EQ(run_gate(base, cur, allow).exit_code(), 0);
+  // A point that failed in the current run counts as missing too.
+  cur = results({point(1, 100, 0.01), point(4, 300, 0.01)});
+  cur.points[1].status = "failed";
+  cur.points[1].error = "out of memory";
+  r = run_gate(base, cur, GateConfig{});
+  EXPECT_EQ(r.points[1].verdict, Verdict::missing);
+  EXPECT_NE(r.points[1].reason.find("out of memory"), std::string::npos);
+}
+
+TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {
+  Results base = results({point(1, 100, 0.01)});
+  Results cur = results({point(1, 100, 0.01)});
+  cur.env.gpus[0].name = "NVIDIA A100-SXM4-80GB";
+  cur.points[0].weights = "checkpoint";
+  try {
+    run_gate(base, cur, GateConfig{});
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("GPU: NVIDIA H200 (baseline) vs NVIDIA A100-SXM4-80GB (current)"), std::string::npos) << m;
+    EXPECT_NE(m.find("weights: random (baseline) vs checkpoint (current)"), std::string::npos) << m;
+    EXPECT_NE(m.find("--allow-env-mismatch"), std::string::npos) << m;
+  }
+  GateConfig allow;
+  allow.allow_env_mismatch = true;
+  GateReport r = run_gate(base, cur, allow);
+  EXPECT_EQ(r.env_differences.size(), 2u);
+  EXPECT_EQ(r.exit_code(), 0);
+  // A dtype change: refused, and when allowed the points still pair up.
+  Results half = results({point(1, 100, 0.01)});
+  half.points[0].params.dtype = "float16";
+  EXPECT_THROW(run_gate(base, half, GateConfig{}), UsageError);
+  r = run_gate(base, half, allow);
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::unchanged);
+}
+
+TEST(Gate, MalformedFilesAreInputErrors) {
+  auto path = (std::filesystem::temp_directory_path() / "llmbench_gate_bad.json").string();
+  write_file_atomic(path, R"({"schema_version": 1, "env": {}, "points": [{"params": {"model": "tiny"}}]})");
+  try {
+    load_results(path);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": points[0].params.batch: missing");
+  }
+  write_file_atomic(path, R"({"schema_version": 9, "env": {}, "points": []})");
+  EXPECT_THROW(load_results(path), Error);
+  std::filesystem::remove(path);
+}
+
+TEST(Gate, ConfigFile) {
+  GateConfig c = parse_gate_config("metrics:\n  ttft_ms: 10%\n  peak_memory: 0.01\nmax_cv: 8%\nallow_missing: true\n",
+                                   "g.yaml");
+  ASSERT_EQ(c.metrics.size(), 2u);
+  EXPECT_EQ(c.metrics[0].name, "ttft_ms");
+  EXPECT_DOUBLE_EQ(c.metrics[0].threshold, 0.10);
+  EXPECT_DOUBLE_EQ(c.metrics[1].threshold, 0.01);
+  EXPECT_DOUBLE_EQ(c.max_cv, 0.08);
+  EXPECT_TRUE(c.allow_missing);
+  auto error_of = [](const std::string& yaml) {
+    try {
+      parse_gate_config(yaml, "g.yaml");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_of("metrics:\n  ttft: 5%\n"), "g.yaml:2:3: metrics: unknown metric 'ttft' (did you mean 'ttft_ms'?)");
+  EXPECT_EQ(error_of("metrics:\n  e2e_ms: fast\n"),
+            "g.yaml:2:11: metrics.e2e_ms: expected a fraction (0.05) or a percentage (5%), got 'fast'");
+  EXPECT_EQ(error_of("max_vc: 0.1\n"), "g.yaml:1:1: unknown key 'max_vc' (did you mean 'max_cv'?)");
+  EXPECT_EQ(error_of("metrics: {}\n"),
+            "g.yaml:1:10: metrics: expected a non-empty mapping of metric: threshold (e.g. ttft_ms: 5%)");
+  EXPECT_EQ(GateConfig{}.metrics.size(), parse_gate_config("", "g.yaml").metrics.size());
+}
