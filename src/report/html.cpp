@@ -1,0 +1,653 @@
+// `llmbench report`: the tables (HTML and Markdown) and the self-contained page around the charts.
+#include "llmbench/report/html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "html_internal.h"
+#include "llmbench/base/error.h"
+#include "llmbench/stats/stats.h"
+
+namespace llmbench {
+
+namespace report_detail {
+
+std::string model_label(const PointParams& p) { return p.label.empty() ? p.model : p.label; }
+
+namespace {
+template <class T, class F>
+bool varies(const std::vector<const PointResult*>& points, F get) {
+  std::set<T> seen;
+  for (const auto* p : points) seen.insert(get(p->params));
+  return seen.size() > 1;
+}
+
+Axes axes_of(const std::vector<const PointResult*>& pts) {
+  Axes a;
+  a.model = varies<std::string>(pts, [](const PointParams& p) { return model_label(p); });
+  a.dtype = varies<std::string>(pts, [](const PointParams& p) { return p.dtype; });
+  a.attn = varies<std::string>(pts, [](const PointParams& p) { return p.attn; });
+  a.batch = varies<int>(pts, [](const PointParams& p) { return p.batch; });
+  a.prompt_len = varies<int>(pts, [](const PointParams& p) { return p.prompt_len; });
+  a.max_new_tokens = varies<int>(pts, [](const PointParams& p) { return p.max_new_tokens; });
+  a.temperature = varies<double>(pts, [](const PointParams& p) { return p.temperature; });
+  a.device = varies<std::string>(pts, [](const PointParams& p) { return p.device; });
+  return a;
+}
+}  // namespace
+
+Axes varying_axes(const std::vector<ReportInput>& inputs) {
+  std::vector<const PointResult*> pts;
+  for (const auto& in : inputs)
+    for (const auto& p : in.results.points) pts.push_back(&p);
+  return axes_of(pts);
+}
+
+Axes varying_axes(const Results& results) {
+  std::vector<const PointResult*> pts;
+  for (const auto& p : results.points) pts.push_back(&p);
+  return axes_of(pts);
+}
+
+std::string point_label(const PointParams& p, const Axes& axes, bool with_model) {
+  std::string s = with_model ? model_label(p) + " " : "";
+  s += cat("b=", p.batch, " p=", p.prompt_len, " n=", p.max_new_tokens);
+  if (axes.temperature) s += " T=" + fmt_num(p.temperature);
+  if (axes.dtype) s += " " + p.dtype;
+  if (axes.attn) s += " " + p.attn;
+  if (axes.device) s += " " + p.device;
+  return s;
+}
+
+std::string point_key(const PointParams& p) {
+  return cat(model_label(p), "|", p.device, "|", p.dtype, "|", p.attn, "|", p.batch, "|", p.prompt_len, "|",
+             p.max_new_tokens, "|", p.temperature);
+}
+
+const Summary* find_summary(const PointResult& point, const std::string& metric) {
+  auto it = point.summary.find(metric);
+  return it == point.summary.end() || it->second.n == 0 ? nullptr : &it->second;
+}
+
+double headline(const PointResult& point, const std::string& metric) {
+  const Summary* s = find_summary(point, metric);
+  return s ? s->trimmed_median : std::nan("");
+}
+
+std::vector<double> raw_values(const PointResult& point, const std::string& metric) {
+  std::vector<double> v;
+  for (const auto& r : point.runs) {
+    if (metric == "e2e_ms") v.push_back(r.e2e_ms);
+    else if (metric == "ttft_ms") v.push_back(r.ttft_ms);
+    else if (metric == "tpot_ms") v.push_back(r.tpot_ms);
+    else if (metric == "prefill_ms") v.push_back(r.prefill_ms);
+    else if (metric == "itl_ms") v.insert(v.end(), r.itl_ms.begin(), r.itl_ms.end());
+  }
+  return v;
+}
+
+std::string fmt_num(double v) {
+  if (std::isnan(v)) return "–";
+  if (v == 0) return "0";
+  const double a = std::fabs(v);
+  const int decimals = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : 4;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string fmt_bytes(std::uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (1ULL << 30)) return fmt_num(b / (1ULL << 30)) + " GiB";
+  if (bytes >= (1ULL << 20)) return fmt_num(b / (1ULL << 20)) + " MiB";
+  if (bytes >= (1ULL << 10)) return fmt_num(b / (1ULL << 10)) + " KiB";
+  return cat(bytes, " B");
+}
+
+}  // namespace report_detail
+
+namespace {
+
+using nlohmann::json;
+using namespace report_detail;
+
+// A table as plain text cells; the HTML and Markdown writers escape them.
+struct Table {
+  std::string caption;
+  std::vector<std::string> head;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row_class;  // "", "good" or "bad" per row
+};
+
+struct Section {
+  std::string id;
+  std::string title;
+  std::string note;  // one explanatory line under the title
+  std::vector<Table> tables;
+};
+
+std::string pct(double fraction) { return fmt_num(fraction * 100) + " %"; }
+
+std::string peak_memory(const Memory& m) {
+  if (m.peak_allocated_bytes > 0)
+    return fmt_bytes(m.peak_allocated_bytes) + " alloc / " + fmt_bytes(m.peak_reserved_bytes) + " reserved";
+  if (m.peak_rss_bytes > 0) return fmt_bytes(m.peak_rss_bytes) + " RSS";
+  return "–";
+}
+
+std::string cv_cell(const PointResult& p, const std::string& metric) {
+  const Summary* s = find_summary(p, metric);
+  if (!s) return "–";
+  return pct(s->cv) + (s->cv > kCvWarning ? " (high)" : "");
+}
+
+std::string status_cell(const PointResult& p) {
+  return p.status == "failed" && !p.error.empty() ? "failed: " + p.error : p.status;
+}
+
+Table env_table(const ReportInput& in) {
+  const Results& r = in.results;
+  const EnvInfo& e = r.env;
+  Table t{"Environment: " + in.name, {"fact", "value"}, {}, {}};
+  auto add = [&](const std::string& k, const std::string& v) { t.rows.push_back({k, v}); };
+  add("llmbench", e.tool_version + " (commit " + e.git_commit + ")");
+  add("created", r.created_at);
+  add("command", r.command);
+  if (r.interrupted) add("interrupted", "yes: the sweep stopped early, later points are missing");
+  add("os", e.os + " (" + e.kernel + ")");
+  add("host", e.hostname);
+  add("cpu", cat(e.cpu_model, ", ", e.cpu_cores, " cores"));
+  add("ram", fmt_bytes(e.ram_bytes));
+  add("compiler", e.compiler);
+  add("libtorch", e.torch_version);
+  add("cuda", e.cuda_available ? "runtime " + e.cuda_runtime + ", driver supports " + e.cuda_driver : "not available");
+  for (const auto& g : e.gpus)
+    add(cat("gpu ", g.index), cat(g.name, ", compute ", g.cc_major, ".", g.cc_minor, ", ", fmt_bytes(g.memory_bytes),
+                                  ", ", g.sm_count, " SMs"));
+  if (e.ceilings) {
+    const Ceilings& c = *e.ceilings;
+    add("copy bandwidth", cat(fmt_num(c.copy_gb_s), " GB/s on ", c.device));
+    add("matmul rate", cat(fmt_num(c.matmul_tflop_s), " TFLOP/s ", c.matmul_dtype, " ", c.matmul_size, "³"));
+  }
+  return t;
+}
+
+Table config_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Configuration: " + in.name,
+          {"point", "model", "weights", "device", "dtype", "attn", "batch", "prompt len", "new tokens",
+           "temperature", "top-k", "top-p", "seed", "warm-up", "runs", "trim", "prompt", "tokenizer", "paths"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    const PointParams& q = p.params;
+    std::string paths;
+    for (const auto& [name, on] : p.paths) paths += (paths.empty() ? "" : ", ") + name + (on ? "" : " off");
+    t.rows.push_back({point_label(q, axes), q.model, p.weights == "checkpoint" ? p.checkpoint : p.weights, q.device,
+                      q.dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_num(q.temperature),
+                      cat(q.top_k), fmt_num(q.top_p), cat(q.seed), cat(p.warmup), cat(p.runs.size()), cat(p.trim),
+                      p.prompt_source, p.tokenizer, paths.empty() ? "–" : paths});
+  }
+  return t;
+}
+
+Table summary_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Summary: " + in.name + " (trimmed medians)",
+          {"point", "status", "runs", "TTFT ms", "TPOT ms", "e2e ms", "ITL p50 ms", "ITL p99 ms", "output tok/s",
+           "decode tok/s", "prefill tok/s", "peak memory", "CV e2e"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    const Summary* itl = find_summary(p, "itl_ms");
+    t.rows.push_back({point_label(p.params, axes), status_cell(p), cat(p.runs.size()), fmt_num(headline(p, "ttft_ms")),
+                      fmt_num(headline(p, "tpot_ms")), fmt_num(headline(p, "e2e_ms")),
+                      itl ? fmt_num(itl->p50) : "–", itl ? fmt_num(itl->p99) : "–",
+                      fmt_num(headline(p, "output_tok_s")), fmt_num(headline(p, "decode_tok_s")),
+                      fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms")});
+    t.row_class.push_back(p.status == "ok" ? "" : "bad");
+  }
+  return t;
+}
+
+Table percentile_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Percentiles: " + in.name,
+          {"point", "metric", "n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "trimmed median",
+           "CI95 of median", "CV"},
+          {},
+          {}};
+  const char* metrics[] = {"ttft_ms", "prefill_ms", "tpot_ms", "e2e_ms", "itl_ms", "output_tok_s"};
+  for (const auto& p : in.results.points) {
+    for (const char* m : metrics) {
+      const Summary* s = find_summary(p, m);
+      if (!s) continue;
+      t.rows.push_back({point_label(p.params, axes), m, cat(s->n), fmt_num(s->mean), fmt_num(s->std), fmt_num(s->min),
+                        fmt_num(s->p50), fmt_num(s->p90), fmt_num(s->p95), fmt_num(s->p99), fmt_num(s->max),
+                        fmt_num(s->trimmed_median), fmt_num(s->ci95_lo) + " – " + fmt_num(s->ci95_hi),
+                        cv_cell(p, m)});
+    }
+  }
+  return t;
+}
+
+Table stages_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Stages: " + in.name + " (trimmed medians, ms)",
+          {"point", "tokenize", "kv_init", "prefill", "decode", "detokenize", "sum"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    if (p.status != "ok") continue;
+    const Stages& s = p.stages;
+    t.rows.push_back({point_label(p.params, axes), fmt_num(s.tokenize_ms), fmt_num(s.kv_init_ms),
+                      fmt_num(s.prefill_ms), fmt_num(s.decode_ms), fmt_num(s.detokenize_ms),
+                      fmt_num(s.tokenize_ms + s.kv_init_ms + s.prefill_ms + s.decode_ms + s.detokenize_ms)});
+  }
+  return t;
+}
+
+Table efficiency_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Efficiency and cold start: " + in.name,
+          {"point", "MBU (decode)", "MFU (prefill)", "bytes per decode step", "prefill FLOPs", "load ms",
+           "cold: first generate ms", "warm: e2e ms", "cold / warm"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    if (p.status != "ok") continue;
+    const Roofline& r = p.roofline;
+    const double warm = headline(p, "e2e_ms");
+    const bool has_cold = p.cold.first_generate_ms > 0;
+    t.rows.push_back({point_label(p.params, axes), r.mbu ? pct(*r.mbu) : "unknown", r.mfu ? pct(*r.mfu) : "unknown",
+                      r.decode_bytes_per_step > 0 ? fmt_bytes(static_cast<std::uint64_t>(r.decode_bytes_per_step)) : "–",
+                      r.prefill_flops > 0 ? fmt_num(r.prefill_flops / 1e9) + " G" : "–",
+                      p.cold.load_ms > 0 ? fmt_num(p.cold.load_ms) : "–",
+                      has_cold ? fmt_num(p.cold.first_generate_ms) : "–", fmt_num(warm),
+                      has_cold && warm > 0 ? fmt_num(p.cold.first_generate_ms / warm) + "×" : "–"});
+  }
+  return t;
+}
+
+// Baseline (the first file) against each other file, per matching point and headline metric.
+Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axes) {
+  Table t{"Side by side (Δ against " + inputs.front().name + ")", {"point", "metric"}, {}, {}};
+  for (const auto& in : inputs) t.head.push_back(in.name);
+  for (std::size_t i = 1; i < inputs.size(); ++i) t.head.push_back("Δ " + inputs[i].name);
+  std::vector<std::string> keys;
+  std::vector<std::string> labels;
+  for (const auto& in : inputs)
+    for (const auto& p : in.results.points)
+      if (std::find(keys.begin(), keys.end(), point_key(p.params)) == keys.end()) {
+        keys.push_back(point_key(p.params));
+        labels.push_back(point_label(p.params, axes));
+      }
+  auto find = [](const ReportInput& in, const std::string& key) -> const PointResult* {
+    for (const auto& p : in.results.points)
+      if (point_key(p.params) == key) return &p;
+    return nullptr;
+  };
+  const std::pair<const char*, const char*> metrics[] = {
+      {"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"}, {"e2e_ms", "e2e ms"}, {"output_tok_s", "output tok/s"}};
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    for (const auto& [metric, title] : metrics) {
+      std::vector<std::string> row{labels[k], title};
+      std::vector<double> values;
+      for (const auto& in : inputs) {
+        const PointResult* p = find(in, keys[k]);
+        values.push_back(p ? headline(*p, metric) : std::nan(""));
+        row.push_back(fmt_num(values.back()));
+      }
+      for (std::size_t i = 1; i < values.size(); ++i) {
+        const double base = values[0], cur = values[i];
+        row.push_back(std::isnan(base) || std::isnan(cur) || base == 0
+                          ? "–"
+                          : (cur >= base ? "+" : "") + fmt_num((cur - base) / base * 100) + " %");
+      }
+      t.rows.push_back(row);
+    }
+  }
+  return t;
+}
+
+std::string cell_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return fmt_num(v.get<double>());
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Pass/fail colouring from any verdict-like value of a row.
+std::string verdict_class(const json& row) {
+  std::string cls;
+  for (auto it = row.begin(); it != row.end(); ++it) {
+    std::string key = it.key();
+    if (it->is_string()) {
+      std::string v = it->get<std::string>();
+      std::transform(v.begin(), v.end(), v.begin(), ::tolower);
+      if (v == "fail" || v == "failed" || v == "regression" || v == "regressed") return "bad";
+      if (v == "pass" || v == "passed" || v == "ok" || v == "improved" || v == "improvement") cls = "good";
+    } else if (it->is_boolean() && (key == "pass" || key == "passed" || key == "ok")) {
+      if (!it->get<bool>()) return "bad";
+      cls = "good";
+    }
+  }
+  return cls;
+}
+
+Table object_rows_table(const std::string& caption, const json& rows) {
+  Table t{caption, {}, {}, {}};
+  for (const auto& r : rows)
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (std::find(t.head.begin(), t.head.end(), it.key()) == t.head.end()) t.head.push_back(it.key());
+  for (const auto& r : rows) {
+    std::vector<std::string> row;
+    for (const auto& h : t.head) row.push_back(r.contains(h) ? cell_text(r[h]) : "–");
+    t.rows.push_back(row);
+    t.row_class.push_back(verdict_class(r));
+  }
+  return t;
+}
+
+bool is_object_array(const json& j) {
+  return j.is_array() && !j.empty() && std::all_of(j.begin(), j.end(), [](const json& e) { return e.is_object(); });
+}
+
+// The gate JSON shown generically: its scalar facts, then every list of rows it holds.
+std::vector<Table> gate_tables(const json& gate) {
+  std::vector<Table> out;
+  if (is_object_array(gate)) {
+    out.push_back(object_rows_table("Gate verdicts", gate));
+    return out;
+  }
+  if (!gate.is_object()) return out;
+  Table facts{"Gate", {"field", "value"}, {}, {}};
+  for (auto it = gate.begin(); it != gate.end(); ++it) {
+    if (is_object_array(*it)) continue;
+    facts.rows.push_back({it.key(), cell_text(*it)});
+    json one = json::object();
+    one[it.key()] = *it;
+    facts.row_class.push_back(verdict_class(one));
+  }
+  if (!facts.rows.empty()) out.push_back(facts);
+  for (auto it = gate.begin(); it != gate.end(); ++it)
+    if (is_object_array(*it)) out.push_back(object_rows_table("Gate: " + it.key(), *it));
+  return out;
+}
+
+std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, const std::optional<json>& gate) {
+  const Axes axes = varying_axes(inputs);
+  std::vector<Section> s;
+  s.push_back({"summary", "Summary",
+               "Trimmed medians over the timed runs; CV is std / mean of e2e (flagged above 5 %).", {}});
+  for (const auto& in : inputs) s.back().tables.push_back(summary_table(in, axes));
+  if (inputs.size() > 1) {
+    s.push_back({"files", "Files side by side", "The first file is the baseline.", {}});
+    s.back().tables.push_back(side_by_side_table(inputs, axes));
+  }
+  if (gate) s.push_back({"gate", "Gate verdicts", "", gate_tables(*gate)});
+  s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
+  s.push_back({"models", "Models", "", {}});
+  s.push_back({"stages", "Stage breakdown", "Where the time of one generate goes.", {}});
+  for (const auto& in : inputs) s.back().tables.push_back(stages_table(in, axes));
+  s.push_back({"efficiency", "MBU, MFU and cold start",
+               "MBU and MFU against ceilings measured on the same device; cold is the first generate of the process.",
+               {}});
+  for (const auto& in : inputs) s.back().tables.push_back(efficiency_table(in, axes));
+  s.push_back({"cold", "Cold versus warm", "", {}});
+  s.push_back({"distributions", "Distributions",
+               "ECDF of e2e, TTFT and ITL per point, with P50, P90 and P99 marked.", {}});
+  for (const auto& in : inputs) s.back().tables.push_back(percentile_table(in, axes));
+  s.push_back({"environment", "Environment and configuration", "", {}});
+  for (const auto& in : inputs) {
+    s.back().tables.push_back(env_table(in));
+    s.back().tables.push_back(config_table(in, axes));
+  }
+  return s;
+}
+
+bool numeric_cell(const std::string& c) {
+  return !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) ||
+                        ((c[0] == '-' || c[0] == '+') && c.size() > 1 && std::isdigit(static_cast<unsigned char>(c[1]))));
+}
+
+void write_table_html(std::ostringstream& os, const Table& t) {
+  os << "<div class=\"table-wrap\"><table>\n";
+  if (!t.caption.empty()) os << "<caption>" << html_escape(t.caption) << "</caption>\n";
+  os << "<thead><tr>";
+  for (const auto& h : t.head) os << "<th>" << html_escape(h) << "</th>";
+  os << "</tr></thead>\n<tbody>\n";
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const std::string cls = i < t.row_class.size() ? t.row_class[i] : "";
+    os << (cls.empty() ? "<tr>" : "<tr class=\"" + cls + "\">");
+    for (const auto& c : t.rows[i])
+      os << (numeric_cell(c) ? "<td class=\"num\">" : "<td>") << html_escape(c) << "</td>";
+    os << "</tr>\n";
+  }
+  if (t.rows.empty()) os << "<tr><td colspan=\"" << std::max<std::size_t>(1, t.head.size()) << "\">none</td></tr>\n";
+  os << "</tbody></table></div>\n";
+}
+
+std::string md_cell(const std::string& c) {
+  std::string out;
+  for (char ch : c) {
+    if (ch == '|') out += "\\|";
+    else if (ch == '\n' || ch == '\r') out += ' ';
+    else out += ch;
+  }
+  return out.empty() ? " " : out;
+}
+
+void write_table_md(std::ostringstream& os, const Table& t) {
+  if (!t.caption.empty()) os << "**" << md_cell(t.caption) << "**\n\n";
+  os << "|";
+  for (const auto& h : t.head) os << " " << md_cell(h) << " |";
+  os << "\n|";
+  for (std::size_t i = 0; i < t.head.size(); ++i) os << "---|";
+  os << "\n";
+  for (const auto& r : t.rows) {
+    os << "|";
+    for (const auto& c : r) os << " " << md_cell(c) << " |";
+    os << "\n";
+  }
+  os << "\n";
+}
+
+// JSON that can sit inside <script>: '<', '>' and '&' only occur inside strings, where \u escapes mean the same.
+std::string script_json(const json& j) {
+  const std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else out += c;
+  }
+  return out;
+}
+
+// A bundle inside <script>: "</script" would end the element early.
+std::string script_text(const std::string& js) {
+  std::string out;
+  out.reserve(js.size());
+  for (std::size_t i = 0; i < js.size(); ++i) {
+    if (js[i] == '<' && i + 1 < js.size() && js[i + 1] == '/' && i + 8 <= js.size()) {
+      std::string tag = js.substr(i + 2, 6);
+      std::transform(tag.begin(), tag.end(), tag.begin(), ::tolower);
+      if (tag == "script") {
+        out += "<\\/";
+        ++i;
+        continue;
+      }
+    }
+    out += js[i];
+  }
+  return out;
+}
+
+constexpr const char* kStyle = R"CSS(
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
+header { background: #1d2330; color: #fff; padding: 18px 28px; }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+header p { margin: 2px 0; color: #c9cfdb; }
+nav { padding: 8px 28px; background: #e8ebf0; position: sticky; top: 0; z-index: 1; }
+nav a { margin-right: 14px; color: #2a4d8f; text-decoration: none; }
+main { padding: 8px 28px 40px; }
+section { background: #fff; border-radius: 6px; padding: 6px 18px 16px; margin: 16px 0; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
+h2 { font-size: 18px; margin: 12px 0 4px; }
+.note { color: #5a6375; margin: 0 0 8px; }
+.notice { background: #fff4d6; border: 1px solid #e5b93c; padding: 10px 14px; border-radius: 6px; margin: 16px 0; }
+.table-wrap { overflow-x: auto; margin: 10px 0; }
+table { border-collapse: collapse; font-size: 13px; }
+caption { text-align: left; font-weight: 600; padding: 4px 0; }
+th, td { border-bottom: 1px solid #e3e6eb; padding: 3px 9px; text-align: left; white-space: nowrap; }
+th { background: #f0f2f5; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.bad td { background: #fde8e8; }
+tr.good td { background: #e7f6ea; }
+figure.chart { margin: 14px 0; }
+figure.chart figcaption { font-weight: 600; margin-bottom: 4px; }
+)CSS";
+
+// Renders every chart, then tells a watching test how it went.
+constexpr const char* kDriver = R"JS(
+(function () {
+  var charts = JSON.parse(document.getElementById('llmbench-charts').textContent);
+  window.__chartsTotal = charts.length;
+  window.__chartsRendered = 0;
+  window.__chartErrors = [];
+  window.__chartsDone = false;
+  var jobs = charts.map(function (c) {
+    var el = document.getElementById(c.id);
+    return vegaEmbed(el, c.spec, { actions: false, renderer: 'svg' }).then(function () {
+      if (el.querySelector('svg, canvas')) window.__chartsRendered++;
+      else window.__chartErrors.push(c.id + ': nothing drawn');
+    }, function (err) {
+      window.__chartErrors.push(c.id + ': ' + err);
+      console.error('llmbench chart ' + c.id + ' failed: ' + err);
+    });
+  });
+  Promise.all(jobs).then(function () { window.__chartsDone = true; });
+})();
+)JS";
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::optional<WebAssets> load_web_assets(const std::string& node_modules, std::string* why) {
+  namespace fs = std::filesystem;
+  WebAssets a;
+  a.dir = node_modules;
+  const std::pair<const char*, std::string*> files[] = {{"vega/build/vega.min.js", &a.vega},
+                                                        {"vega-lite/build/vega-lite.min.js", &a.vega_lite},
+                                                        {"vega-embed/build/vega-embed.min.js", &a.vega_embed}};
+  for (const auto& [rel, dst] : files) {
+    const fs::path path = fs::path(node_modules) / rel;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    if (in) ss << in.rdbuf();
+    if (!in || ss.str().empty()) {
+      if (why) *why = cat(path.string(), " is missing (run scripts/fetch-web-assets.sh, or set LLMBENCH_WEB_ASSETS)");
+      return std::nullopt;
+    }
+    *dst = ss.str();
+  }
+  return a;
+}
+
+std::optional<WebAssets> find_web_assets(std::string* why) {
+  const char* env = std::getenv("LLMBENCH_WEB_ASSETS");
+  if (env && *env) return load_web_assets(env, why);
+#ifdef LLMBENCH_SOURCE_DIR
+  return load_web_assets(std::string(LLMBENCH_SOURCE_DIR) + "/web/node_modules", why);
+#else
+  if (why) *why = "LLMBENCH_WEB_ASSETS is not set";
+  return std::nullopt;
+#endif
+}
+
+std::string render_html(const std::vector<ReportInput>& inputs, const ReportOptions& options) {
+  if (inputs.empty()) throw Error("report: no results to show");
+  const std::vector<Section> sections = build_sections(inputs, options.gate);
+  const json charts = options.assets ? chart_specs(inputs) : json::array();
+
+  std::ostringstream os;
+  os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+     << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+     << "<title>llmbench report</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
+  os << "<header><h1>llmbench report</h1>\n";
+  for (const auto& in : inputs) {
+    std::size_t n = in.results.points.size();
+    os << "<p>" << html_escape(in.name) << " · " << n << (n == 1 ? " point" : " points") << " · "
+       << html_escape(in.results.created_at) << " · llmbench " << html_escape(in.results.env.tool_version) << "</p>\n";
+  }
+  os << "</header>\n<nav>";
+  for (const auto& s : sections) os << "<a href=\"#" << s.id << "\">" << html_escape(s.title) << "</a>";
+  os << "</nav>\n<main>\n";
+  if (!options.assets)
+    os << "<div class=\"notice\" id=\"charts-missing\"><strong>Charts are missing:</strong> the Vega bundles were "
+          "not found when this report was written, so it holds the tables only. Run scripts/fetch-web-assets.sh "
+          "(or set LLMBENCH_WEB_ASSETS to a node_modules folder with vega, vega-lite and vega-embed) and write the "
+          "report again.</div>\n";
+
+  for (const auto& s : sections) {
+    std::vector<const json*> here;
+    for (const auto& c : charts)
+      if (c["section"] == s.id) here.push_back(&c);
+    if (s.tables.empty() && here.empty()) continue;
+    os << "<section id=\"" << s.id << "\">\n<h2>" << html_escape(s.title) << "</h2>\n";
+    if (!s.note.empty()) os << "<p class=\"note\">" << html_escape(s.note) << "</p>\n";
+    for (const auto* c : here)
+      os << "<figure class=\"chart\"><figcaption>" << html_escape((*c)["title"].get<std::string>())
+         << "</figcaption><div class=\"vega-chart\" id=\"" << (*c)["id"].get<std::string>() << "\"></div></figure>\n";
+    for (const auto& t : s.tables) write_table_html(os, t);
+    os << "</section>\n";
+  }
+  os << "</main>\n";
+
+  if (options.assets) {
+    json embedded = json::array();
+    for (const auto& c : charts) embedded.push_back({{"id", c["id"]}, {"spec", c["spec"]}});
+    os << "<script>" << script_text(options.assets->vega) << "</script>\n"
+       << "<script>" << script_text(options.assets->vega_lite) << "</script>\n"
+       << "<script>" << script_text(options.assets->vega_embed) << "</script>\n"
+       << "<script type=\"application/json\" id=\"llmbench-charts\">" << script_json(embedded) << "</script>\n"
+       << "<script>" << kDriver << "</script>\n";
+  } else {
+    os << "<script>window.__chartsMissing = true; window.__chartsTotal = 0; window.__chartsRendered = 0; "
+          "window.__chartErrors = []; window.__chartsDone = true;</script>\n";
+  }
+  os << "</body>\n</html>\n";
+  return os.str();
+}
+
+std::string render_markdown(const std::vector<ReportInput>& inputs, const std::optional<nlohmann::json>& gate) {
+  if (inputs.empty()) throw Error("report: no results to show");
+  std::ostringstream os;
+  os << "# llmbench report\n\n";
+  for (const auto& s : build_sections(inputs, gate)) {
+    if (s.tables.empty()) continue;
+    os << "## " << s.title << "\n\n";
+    if (!s.note.empty()) os << s.note << "\n\n";
+    for (const auto& t : s.tables) write_table_md(os, t);
+  }
+  return os.str();
+}
+
+}  // namespace llmbench

@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+#include "llmbench/base/fs.h"
+#include "llmbench/report/html.h"
+
+namespace llmbench {
+namespace {
+
+using nlohmann::json;
+
+std::size_t count(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+Summary summary_with(double trimmed_median, double p50, double p99, double cv) {
+  Summary s;
+  s.n = 5;
+  s.trimmed_median = trimmed_median;
+  s.p50 = p50;
+  s.p99 = p99;
+  s.cv = cv;
+  return s;
+}
+
+// Two points of one model, batch 1 and 4, with hand-set summaries.
+Results known_results(const std::string& label = "tiny") {
+  Results r;
+  r.created_at = "2026-11-30T10:00:00Z";
+  r.command = "llmbench run --model tiny";
+  r.env.tool_version = "0.1.0";
+  for (int batch : {1, 4}) {
+    PointResult p;
+    p.params.model = "tiny";
+    p.params.label = label;
+    p.params.batch = batch;
+    p.params.prompt_len = 16;
+    p.params.max_new_tokens = 8;
+    p.params.device = "cpu";
+    p.runs.resize(5);
+    p.summary["ttft_ms"] = summary_with(12.5 * batch, 12.0, 14.0, 0.02);
+    p.summary["tpot_ms"] = summary_with(1.25, 1.2, 1.5, 0.01);
+    p.summary["e2e_ms"] = summary_with(250, 249, 260, batch == 4 ? 0.125 : 0.03);
+    p.summary["itl_ms"] = summary_with(1.25, 1.5, 2.75, 0.01);
+    p.summary["output_tok_s"] = summary_with(1500, 1500, 1600, 0.03);
+    p.memory.peak_rss_bytes = 3ULL << 29;  // 1.5 GiB
+    r.points.push_back(p);
+  }
+  return r;
+}
+
+TEST(HtmlEscape, EscapesTheFiveSpecialCharacters) {
+  EXPECT_EQ(html_escape("<a href=\"x\" title='y'>&amp;</a>"),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;");
+  EXPECT_EQ(html_escape("plain ünïcödé"), "plain ünïcödé");
+  EXPECT_EQ(html_escape(""), "");
+}
+
+TEST(HtmlReport, SummaryTableHoldsTheTrimmedMediansOfAKnownResult) {
+  std::vector<ReportInput> in{{"a.json", known_results()}};
+  const std::string md = render_markdown(in, std::nullopt);
+  // point, status, runs, TTFT, TPOT, e2e, ITL p50, ITL p99, output, decode, prefill, memory, CV e2e
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 | ok | 5 | 12.50 | 1.250 | 250.0 | 1.500 | 2.750 | 1500 | – | – | "
+                    "1.500 GiB RSS | 3.000 % |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| tiny b=4 p=16 n=8 | ok | 5 | 50.00 | 1.250 | 250.0 | 1.500 | 2.750 | 1500 | – | – | "
+                    "1.500 GiB RSS | 12.50 % (high) |"),
+            std::string::npos)
+      << md;
+  const std::string html = render_html(in, {});
+  EXPECT_NE(html.find("<td>tiny b=4 p=16 n=8</td><td>ok</td><td class=\"num\">5</td><td class=\"num\">50.00</td>"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, EscapesEveryTextItPutsIntoThePage) {
+  std::vector<ReportInput> in{{"<i>file</i>.json", known_results("<script>alert(1)</script>")}};
+  in[0].results.command = "llmbench run --prompt 'a & \"b\"'";
+  ReportOptions opt;
+  opt.assets = WebAssets{"/fake", "var v = '</script>';", "var vl = 1;", "var ve = 1;"};
+  const std::string html = render_html(in, opt);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<i>file"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("llmbench run --prompt &#39;a &amp; &quot;b&quot;&#39;"), std::string::npos);
+  // Five script elements (three bundles, the chart JSON, the driver) and no other closing tag:
+  // the bundle's own "</script>" and the label inside the chart JSON are escaped.
+  EXPECT_EQ(count(html, "</script>"), 5u);
+  EXPECT_NE(html.find("var v = '<\\/script>';"), std::string::npos);
+  EXPECT_NE(html.find("\\u003cscript\\u003ealert(1)\\u003c/script\\u003e"), std::string::npos);
+}
+
+TEST(HtmlReport, MissingAssetsGiveTheTablesAndANotice) {
+  std::vector<ReportInput> in{{"a.json", known_results()}};
+  const std::string html = render_html(in, {});
+  EXPECT_NE(html.find("id=\"charts-missing\""), std::string::npos);
+  EXPECT_NE(html.find("Charts are missing"), std::string::npos);
+  EXPECT_NE(html.find("<caption>Summary: a.json (trimmed medians)</caption>"), std::string::npos);
+  EXPECT_EQ(html.find("vegaEmbed"), std::string::npos);
+  EXPECT_EQ(html.find("class=\"vega-chart\""), std::string::npos);
+
+  ReportOptions with;
+  with.assets = WebAssets{"/fake", "var v;", "var vl;", "var ve;"};
+  const std::string charted = render_html(in, with);
+  EXPECT_EQ(charted.find("charts-missing"), std::string::npos);
+  EXPECT_NE(charted.find("vegaEmbed"), std::string::npos);
+  EXPECT_EQ(count(charted, "class=\"vega-chart\""), chart_specs(in).size());
+}
+
+TEST(HtmlReport, FindsAssetsThroughTheEnvironmentVariable) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("llmbench-assets-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::setenv("LLMBENCH_WEB_ASSETS", dir.c_str(), 1);
+  std::string why;
+  EXPECT_FALSE(find_web_assets(&why));
+  EXPECT_NE(why.find(dir.string() + "/vega/build/vega.min.js"), std::string::npos) << why;
+
+  for (const char* rel : {"vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js"}) {
+    fs::create_directories((dir / rel).parent_path());
+    write_file_atomic((dir / rel).string(), std::string("// ") + rel);
+  }
+  EXPECT_FALSE(find_web_assets(&why));
+  EXPECT_NE(why.find("vega-embed.min.js"), std::string::npos) << why;
+
+  fs::create_directories(dir / "vega-embed/build");
+  write_file_atomic((dir / "vega-embed/build/vega-embed.min.js").string(), "// embed");
+  auto assets = find_web_assets(&why);
+  ASSERT_TRUE(assets);
+  EXPECT_EQ(assets->vega, "// vega/build/vega.min.js");
+  EXPECT_EQ(assets->vega_embed, "// embed");
+  ::unsetenv("LLMBENCH_WEB_ASSETS");
+  fs::remove_all(dir);
+}
+
+TEST(HtmlReport, SideBySideShowsTheChangeAgainstTheBaseline) {
+  Results base = known_results();
+  Results cur = known_results();
+  cur.points[0].summary["ttft_ms"].trimmed_median = 13.75;    // +10 % on 12.5
+  cur.points[1].summary["output_tok_s"].trimmed_median = 1200;  // -20 % on 1500
+  std::vector<ReportInput> in{{"base.json", base}, {"cur.json", cur}};
+  const std::string md = render_markdown(in, std::nullopt);
+  EXPECT_NE(md.find("| point | metric | base.json | cur.json | Δ cur.json |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 | TTFT ms | 12.50 | 13.75 | +10.00 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny b=4 p=16 n=8 | output tok/s | 1500 | 1200 | -20.00 % |"), std::string::npos) << md;
+}
+
+TEST(HtmlReport, GateVerdictRowsAreShownGenerically) {
+  std::vector<ReportInput> in{{"a.json", known_results()}};
+  json gate = {{"verdict", "fail"},
+               {"checks", json::array({{{"metric", "ttft_ms"}, {"verdict", "regression"}, {"delta", 0.125}},
+                                       {{"metric", "tpot | ms"}, {"verdict", "pass"}}})}};
+  const std::string md = render_markdown(in, gate);
+  EXPECT_NE(md.find("| delta | metric | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0.1250 | ttft_ms | regression |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| – | tpot \\| ms | pass |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| verdict | fail |"), std::string::npos) << md;
+  const std::string html = render_html(in, {std::nullopt, gate});
+  EXPECT_NE(html.find("<tr class=\"bad\"><td class=\"num\">0.1250</td><td>ttft_ms</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"good\"><td>–</td><td>tpot | ms</td><td>pass</td>"), std::string::npos);
+}
+
+TEST(HtmlReport, ChartsOfTheSampleSweep) {
+  const std::string path = std::string(LLMBENCH_TEST_DATA) + "/results/sample-sweep.json";
+  const json raw = json::parse(read_file(path));
+  std::vector<ReportInput> in{{"sample", load_results(path)}};
+  const json charts = chart_specs(in);
+  std::map<std::string, int> per_section;
+  for (const auto& c : charts) per_section[c["section"].get<std::string>()]++;
+  // Two models × batch 1, 2, 4: one batch sweep, one model comparison, a distribution chart per point.
+  EXPECT_EQ(per_section["sweeps"], 1);
+  EXPECT_EQ(per_section["models"], 1);
+  EXPECT_EQ(per_section["stages"], 1);
+  EXPECT_EQ(per_section["efficiency"], 1);
+  EXPECT_EQ(per_section["cold"], 1);
+  EXPECT_EQ(per_section["distributions"], 6);
+  EXPECT_EQ(per_section.count("files"), 0u);
+
+  for (const auto& c : charts) {
+    if (c["section"] == "sweeps") {
+      std::set<std::string> series;
+      std::set<double> xs;
+      for (const auto& row : c["spec"]["data"]["values"]) {
+        series.insert(row["series"].get<std::string>());
+        xs.insert(row["x"].get<double>());
+      }
+      EXPECT_EQ(series, (std::set<std::string>{"qwen2.5-0.5b", "llama3.2-1b"}));
+      EXPECT_EQ(xs, (std::set<double>{1, 2, 4}));
+    }
+  }
+  // The first point's ECDFs: one value per run for e2e, all ITLs pooled, and the file's percentiles as rules.
+  const json& first = charts[charts.size() - 6]["spec"];
+  ASSERT_EQ(first["hconcat"].size(), 3u);
+  const json& p0 = raw["points"][0];
+  EXPECT_EQ(first["hconcat"][0]["layer"][0]["data"]["values"].size(), p0["runs"].size());
+  std::size_t itl = 0;
+  for (const auto& r : p0["runs"]) itl += r["itl_ms"].size();
+  EXPECT_EQ(first["hconcat"][2]["layer"][0]["data"]["values"].size(), itl);
+  const json& rules = first["hconcat"][0]["layer"][1]["data"]["values"];
+  EXPECT_DOUBLE_EQ(rules[0]["v"].get<double>(), p0["summary"]["e2e_ms"]["p50"].get<double>());
+  EXPECT_DOUBLE_EQ(rules[1]["v"].get<double>(), p0["summary"]["e2e_ms"]["p90"].get<double>());
+  EXPECT_DOUBLE_EQ(rules[2]["v"].get<double>(), p0["summary"]["e2e_ms"]["p99"].get<double>());
+}
+
+}  // namespace
+}  // namespace llmbench
