@@ -15,5 +15,6 @@ struct Command {
 using Commands = std::vector<Command>;
 
 void add_info_command(CLI::App& root, Commands& out);
+void add_gate_command(CLI::App& root, Commands& out);
 
 }  // namespace llmbench::cli
