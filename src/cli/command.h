@@ -16,5 +16,6 @@ using Commands = std::vector<Command>;
 
 void add_info_command(CLI::App& root, Commands& out);
 void add_gate_command(CLI::App& root, Commands& out);
+void add_report_command(CLI::App& root, Commands& out);
 
 }  // namespace llmbench::cli

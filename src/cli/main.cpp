@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   cli::Commands commands;
   cli::add_info_command(app, commands);
   cli::add_gate_command(app, commands);
+  cli::add_report_command(app, commands);
 
   try {
     app.parse(argc, argv);
