@@ -1,0 +1,53 @@
+#include "tokenizer_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "llmbench/base/error.h"
+
+namespace llmbench::tok {
+namespace {
+
+// A token is written as "text" or {"content": "text", ...}; null means none.
+std::optional<std::string> token_text(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  const auto& v = j[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  throw Error(cat(key, " is neither a string nor {\"content\": ...}"));
+}
+
+}  // namespace
+
+TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string& source) {
+  TokenizerConfig c;
+  if (text.empty()) return c;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(source, ": malformed JSON: ", e.what()));
+  }
+  if (!j.is_object()) throw Error(cat(source, ": not a JSON object"));
+  try {
+    c.bos_token = token_text(j, "bos_token");
+    c.eos_token = token_text(j, "eos_token");
+    if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) c.add_bos_token = j["add_bos_token"].get<bool>();
+    if (j.contains("add_eos_token") && j["add_eos_token"].is_boolean()) c.add_eos_token = j["add_eos_token"].get<bool>();
+    if (j.contains("chat_template")) {
+      const auto& t = j["chat_template"];
+      if (t.is_string()) {
+        c.chat_template = t.get<std::string>();
+      } else if (t.is_array()) {  // [{"name": "default", "template": ...}, ...]
+        for (const auto& named : t)
+          if (named.value("name", std::string()) == "default") c.chat_template = named.value("template", std::string());
+      }
+    }
+  } catch (const Error& e) {
+    throw Error(cat(source, ": ", e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(source, ": ", e.what()));
+  }
+  return c;
+}
+
+}  // namespace llmbench::tok
