@@ -114,6 +114,13 @@ BpeModel::BpeModel(const nlohmann::json& model, bool byte_level) : byte_level_(b
   }
 }
 
+bool BpeModel::never_merges_across(std::string_view mark) const {
+  for (const std::string& key : keys_)
+    for (std::size_t p = key.find(mark, 1); p != std::string::npos; p = key.find(mark, p + 1))
+      if (p < mark.size() || key.compare(p - mark.size(), mark.size(), mark) != 0) return false;
+  return true;
+}
+
 std::optional<TokenId> BpeModel::id_of(std::string_view token) const {
   auto it = vocab_.find(token);
   if (it == vocab_.end()) return std::nullopt;

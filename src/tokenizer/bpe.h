@@ -56,6 +56,9 @@ class BpeModel {
   }
   std::optional<TokenId> id_of(std::string_view token) const;
   std::size_t size() const { return vocab_size_; }
+  // True when no token holds `mark` right after something else: then no merge crosses the point
+  // before such a mark, and a long word can be encoded in pieces split there (same ids, cacheable).
+  bool never_merges_across(std::string_view mark) const;
   TokenId max_id() const { return TokenId(id_to_token_.size()) - 1; }
 
  private:

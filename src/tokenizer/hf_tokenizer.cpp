@@ -45,7 +45,10 @@ class HfTokenizer : public Tokenizer {
   tok::AddedTokenMatcher normalized_added_;  // normalized: true, matched after normalisation
   std::unordered_map<TokenId, tok::AddedToken> added_by_id_;
   std::size_t vocab_size_ = 0;
+  bool split_at_metaspace_ = false;  // no pre-tokenizer, but words can be cut before "▁" (Llama 2)
 };
+
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";
 
 HfTokenizer::HfTokenizer(const json& j, const tok::TokenizerConfig& config, const std::string& source) {
   if (!j.is_object()) throw Error("not a JSON object");
@@ -63,6 +66,7 @@ HfTokenizer::HfTokenizer(const json& j, const tok::TokenizerConfig& config, cons
   model_ = std::make_unique<tok::BpeModel>(model, tok::pre_tokenizer_is_byte_level(node("pre_tokenizer")));
 
   vocab_size_ = model_->size();
+  split_at_metaspace_ = !pre_tokenizer_ && model_->never_merges_across(kMetaspace);
   std::vector<std::string> special_contents;
   for (const auto& a : node("added_tokens").is_array() ? node("added_tokens") : json::array()) {
     tok::AddedToken t;
@@ -139,6 +143,16 @@ void HfTokenizer::encode_text(std::string_view text, bool at_start, std::vector<
 
 void HfTokenizer::encode_normalized(std::string_view text, bool at_start, std::vector<TokenId>& ids) const {
   if (text.empty()) return;
+  if (!pre_tokenizer_ && split_at_metaspace_) {
+    // Cut before each "▁" that follows another character; runs of "▁" stay together.
+    std::size_t start = 0;
+    for (std::size_t p = text.find(kMetaspace, 1); p != std::string_view::npos; p = text.find(kMetaspace, p + 3)) {
+      if (p >= 3 && text.compare(p - 3, 3, kMetaspace) == 0) continue;
+      model_->encode_word(text.substr(start, p - start), ids);
+      start = p;
+    }
+    return model_->encode_word(text.substr(start), ids);
+  }
   if (!pre_tokenizer_) return model_->encode_word(text, ids);
   thread_local std::vector<tok::Piece> pieces;
   tok::PieceStore store;

@@ -1,4 +1,5 @@
 // Exact ids against HF tokenizers 0.23 (fixtures made by scripts/reference/make_tokenizer_fixtures.py).
+#include "llmbench/tokenizer/bench_text.h"
 #include "llmbench/tokenizer/stream_decoder.h"
 #include "llmbench/tokenizer/utf8.h"
 #include "test_tokenizer_common.h"
@@ -85,6 +86,17 @@ TEST_P(HfReference, ChatPromptMatchesTransformers) {
   std::vector<ChatMessage> messages;
   for (const auto& m : tf["chat_messages"]) messages.push_back({m["role"], m["content"]});
   EXPECT_EQ(tok_->apply_chat(messages, true), tf["chat_prompt"].get<std::string>());
+}
+
+// The 1 MB benchmark text (the same bytes the fixture script made) gives HF's token count: long
+// inputs, caches and the fast paths agree with HF beyond the corpus.
+TEST_P(HfReference, BenchTextTokenCount) {
+  auto perf = nlohmann::json::parse(testing::slurp(std::string(LLMBENCH_TEST_DATA) + "/tokenizer/reference/hf_throughput.json"));
+  if (!perf["results"].contains(GetParam())) GTEST_SKIP() << "no HF figure for " << GetParam();
+  auto corpus = nlohmann::json::parse(testing::slurp(std::string(LLMBENCH_TEST_DATA) + "/tokenizer/corpus.json"));
+  std::string text = bench_text(corpus.get<std::vector<std::string>>());
+  ASSERT_EQ(text.size(), perf["bench_text_bytes"].get<std::size_t>());
+  EXPECT_EQ(tok_->encode(text, false).size(), perf["results"][GetParam()]["tokens"].get<std::size_t>());
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReference, ::testing::Values("llama3", "qwen3", "llama2", "tiny"));
