@@ -1,0 +1,56 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "llmbench/model/attention.h"
+#include "llmbench/model/kv_cache.h"
+#include "llmbench/model/model_config.h"
+#include "llmbench/model/rope.h"
+#include "llmbench/model/weights.h"
+
+// The Llama/Qwen2 decoder: Embedding → N × (RMSNorm → attention → residual → RMSNorm → SwiGLU →
+// residual) → RMSNorm → lm_head. prefill() and decode_step() are separate so the speed work can
+// capture decode_step() in a CUDA graph: its shapes depend only on (B, T_max), it reads its positions
+// from device tensors and it never syncs with the host.
+namespace llmbench {
+
+// Per-run state on the device, updated in place by prefill/decode_step.
+struct DecodeState {
+  torch::Tensor positions;  // [B] int64: the position id the next token of each row gets
+  torch::Tensor column;     // [1] int64: the cache column the next token is written to
+  torch::Tensor valid;      // [B, T_max] bool: cache columns holding real (non-pad) tokens
+};
+
+class Decoder {
+ public:
+  Decoder(const ModelConfig& config, const Weights& weights, AttnImpl attn)
+      : config_(config), weights_(weights), attn_(attn) {}
+
+  // ids [B, P] int64, attention_mask [B, P] (1: token, 0: left pad) → last-position logits [B, V] float32.
+  // Position ids follow HF: cumsum(mask) − 1, pads get 1. Writes cache columns [0, P).
+  torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
+                        KvCache& cache, DecodeState& state) const;
+
+  // tokens [B] int64 → logits [B, V] float32; writes cache column state.column, then advances state.
+  torch::Tensor decode_step(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
+
+  void set_attn(AttnImpl attn) { attn_ = attn; }
+
+ private:
+  // x [B, S, H] through layer `i`; `write` stores this layer's k/v [B, Hkv, S, D] and returns the
+  // full k/v to attend over.
+  template <class Write>
+  torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                      const torch::Tensor& mask, Write&& write) const;
+  torch::Tensor logits(const torch::Tensor& last_hidden) const;
+
+  const ModelConfig& config_;
+  const Weights& weights_;
+  AttnImpl attn_;
+};
+
+// HF's RMSNorm: normalise in float32, cast back, then scale.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+}  // namespace llmbench

@@ -1,0 +1,102 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "llmbench/model/attention.h"
+#include "llmbench/model/decoder.h"
+#include "llmbench/model/kv_cache.h"
+#include "llmbench/model/model_config.h"
+#include "llmbench/model/rope.h"
+#include "llmbench/model/sampler.h"
+#include "llmbench/model/weights.h"
+
+// The model facade the runner and the CLI use:
+//   auto m = Model::load({"qwen2.5-7b", "bfloat16", "cuda", "eager", seed});
+//   m->allocate_cache(B, P + N);         // once per (batch, max length); returns bytes
+//   m->reset_cache();                    // before each timed run; frees nothing
+//   logits = m->prefill(ids, mask);      // [B, P] → [B, V] float32, last position only
+//   logits = m->decode_step(tokens);     // [B] → [B, V] float32; capturable (no host sync)
+namespace llmbench {
+
+// "float32|fp32", "bfloat16|bf16", "float16|fp16|half" → dtype; UsageError otherwise.
+torch::Dtype parse_dtype(const std::string& name);
+std::string dtype_name(torch::Dtype dtype);
+
+struct ModelLoadOptions {
+  std::string model = "tiny";   // preset, directory or org/name
+  std::string dtype = "float32";
+  std::string device = "cpu";   // cpu | cuda | cuda:N | auto
+  std::string attn = "eager";   // eager | sdpa
+  std::uint64_t seed = 0;       // random weights only
+};
+
+struct ModelInfo {
+  std::string spec;             // as given
+  std::string preset;           // empty unless a preset
+  ModelConfig config;
+  std::string weights;          // "checkpoint" | "random"
+  std::string checkpoint_dir;   // empty for random weights
+  std::string dtype;
+  std::string device;
+  std::string attn;
+  double load_ms = 0;           // resolve + read/draw + convert + copy (device synchronised)
+  std::int64_t weight_bytes = 0;
+};
+
+struct GenerateOptions {
+  std::int64_t max_new_tokens = 32;
+  SamplingParams sampling;
+  bool ignore_eos = false;      // true: always max_new_tokens (benchmarks); false: a row stops at EOS
+};
+
+struct GenerateResult {
+  std::vector<std::vector<std::int64_t>> tokens;  // new tokens per prompt (EOS included when hit)
+  torch::Tensor last_logits;                      // [B, V] float32 on the CPU: the prefill's
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> load(const ModelLoadOptions& options);
+
+  const ModelInfo& info() const { return info_; }
+  const ModelConfig& config() const { return info_.config; }
+  torch::Device device() const { return device_; }
+  torch::Dtype dtype() const { return dtype_; }
+  void set_attn(AttnImpl attn);
+
+  // Allocates the KV cache, rope tables and decode state for (batch, max_len); a no-op when the shape
+  // is unchanged. Throws UsageError when max_len exceeds the model's positions. Returns cache bytes.
+  std::int64_t allocate_cache(std::int64_t batch, std::int64_t max_len);
+  // Zeroes the cache and the decode state in place.
+  void reset_cache();
+  const KvCache& cache() const { return cache_; }
+
+  // ids [B, P] int64 (values in [0, vocab)), attention_mask [B, P] (1 token, 0 left pad; undefined: all
+  // ones), on any device → last-position logits [B, V] float32 on the model's device.
+  torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask = {});
+  // tokens [B] int64 → logits [B, V] float32. Throws when the cache is full (host-side counter, no sync).
+  torch::Tensor decode_step(const torch::Tensor& tokens);
+
+  // Left-pads the prompts, allocates the cache for P + max_new_tokens, prefills and decodes.
+  // Throws UsageError for an empty prompt, an id outside the vocabulary or a too-long context.
+  GenerateResult generate(const std::vector<std::vector<std::int64_t>>& prompts, const GenerateOptions& options);
+
+ private:
+  Model() = default;
+
+  ModelInfo info_;
+  torch::Device device_{torch::kCPU};
+  torch::Dtype dtype_ = torch::kFloat32;
+  Weights weights_;
+  std::unique_ptr<Decoder> decoder_;
+  KvCache cache_;
+  Rope rope_;
+  DecodeState state_;
+  std::int64_t next_column_ = 0;  // host mirror of state_.column, to refuse writes past T_max
+};
+
+}  // namespace llmbench

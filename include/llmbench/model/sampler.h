@@ -1,0 +1,36 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/torch.h>
+
+// Next-token selection on the device: greedy, temperature, top-k, top-p. No host syncs, so a decode
+// step followed by sample() stays capturable.
+namespace llmbench {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0: greedy (argmax)
+  std::int64_t top_k = 0;    // 0: off
+  double top_p = 1.0;        // 1: off
+  std::uint64_t seed = 0;
+};
+
+// A generator of `device`'s kind seeded with `seed` (independent of torch's global generators).
+at::Generator make_generator(torch::Device device, std::uint64_t seed);
+
+class Sampler {
+ public:
+  // Throws UsageError for temperature < 0, top_k < 0 or top_p outside (0, 1].
+  Sampler(const SamplingParams& params, torch::Device device);
+
+  // logits [B, V] float → token ids [B] int64 on the same device. Same seed and logits → same ids.
+  torch::Tensor sample(const torch::Tensor& logits);
+
+  bool greedy() const { return params_.temperature == 0.0; }
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  at::Generator gen_;
+};
+
+}  // namespace llmbench

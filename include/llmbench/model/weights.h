@@ -1,0 +1,48 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "llmbench/model/model_config.h"
+
+// The decoder's tensors in our layout: q/k/v and gate/up fused at load so each is one GEMM.
+namespace llmbench {
+
+struct LayerWeights {
+  torch::Tensor input_norm;  // [H]
+  torch::Tensor qkv;         // [(Hq + 2 Hkv) D, H]  rows: q, then k, then v
+  torch::Tensor qkv_bias;    // [(Hq + 2 Hkv) D] or undefined
+  torch::Tensor o;           // [H, Hq D]
+  torch::Tensor o_bias;      // [H] or undefined
+  torch::Tensor post_norm;   // [H]
+  torch::Tensor gate_up;     // [2 I, H]  rows: gate, then up
+  torch::Tensor down;        // [H, I]
+};
+
+struct Weights {
+  torch::Tensor embed;       // [V, H]
+  std::vector<LayerWeights> layers;
+  torch::Tensor final_norm;  // [H]
+  torch::Tensor lm_head;     // [V, H]; the same tensor as embed when tied
+
+  // Bytes of all distinct tensors on the device (a tied head counts once).
+  std::int64_t bytes() const;
+};
+
+struct WeightsLoadStats {
+  double load_ms = 0;           // mmap, validate, convert, copy to the device (synchronised)
+  std::int64_t file_bytes = 0;  // tensor bytes read from the checkpoint
+};
+
+// Loads a safetensors checkpoint directory with HF Llama/Qwen2 names, converting each tensor once to
+// `dtype` on `device`. Throws Error naming a missing tensor, or (tensor, expected, got) for a shape that
+// disagrees with `config`; extra tensors are a log::warn.
+Weights load_weights(const ModelConfig& config, const std::string& dir, torch::Dtype dtype,
+                     torch::Device device, WeightsLoadStats* stats = nullptr);
+
+// Seeded random weights in the exact shapes, drawn directly on `device` (normal(0, 0.02), norms 1).
+Weights random_weights(const ModelConfig& config, torch::Dtype dtype, torch::Device device, std::uint64_t seed);
+
+}  // namespace llmbench

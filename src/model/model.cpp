@@ -1,0 +1,153 @@
+#include "llmbench/model/model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+#include "llmbench/bench/device_env.h"
+#include "llmbench/model/presets.h"
+
+namespace llmbench {
+
+torch::Dtype parse_dtype(const std::string& name) {
+  if (name == "float32" || name == "fp32") return torch::kFloat32;
+  if (name == "bfloat16" || name == "bf16") return torch::kBFloat16;
+  if (name == "float16" || name == "fp16" || name == "half") return torch::kFloat16;
+  throw UsageError(cat("unknown dtype '", name, "' (expected float32, bfloat16 or float16)"));
+}
+
+std::string dtype_name(torch::Dtype dtype) {
+  if (dtype == torch::kBFloat16) return "bfloat16";
+  if (dtype == torch::kFloat16) return "float16";
+  return "float32";
+}
+
+std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Model> m(new Model());
+  m->dtype_ = parse_dtype(o.dtype);
+  const AttnImpl attn = parse_attn(o.attn);
+  m->device_ = torch::Device(resolve_device(o.device));
+  ResolvedModel r = resolve_model(o.model);
+
+  ModelInfo& info = m->info_;
+  info.spec = o.model;
+  info.preset = r.preset;
+  info.config = r.config;
+  info.dtype = dtype_name(m->dtype_);
+  info.device = m->device_.str();
+  info.attn = to_string(attn);
+  if (r.checkpoint_dir) {
+    info.weights = "checkpoint";
+    info.checkpoint_dir = *r.checkpoint_dir;
+    m->weights_ = load_weights(info.config, info.checkpoint_dir, m->dtype_, m->device_);
+  } else {
+    info.weights = "random";
+    m->weights_ = random_weights(info.config, m->dtype_, m->device_, o.seed);
+  }
+  info.weight_bytes = m->weights_.bytes();
+  info.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  m->decoder_ = std::make_unique<Decoder>(info.config, m->weights_, attn);
+  log::info(cat("model ", o.model, ": weights: ", info.weights,
+                info.checkpoint_dir.empty() ? "" : " (" + info.checkpoint_dir + ")", ", ", info.dtype, " on ",
+                info.device, ", ", info.weight_bytes / 1e6, " MB in ", info.load_ms, " ms"));
+  return m;
+}
+
+void Model::set_attn(AttnImpl attn) {
+  decoder_->set_attn(attn);
+  info_.attn = to_string(attn);
+}
+
+std::int64_t Model::allocate_cache(std::int64_t batch, std::int64_t max_len) {
+  check_context(config(), max_len);
+  if (cache_.allocated() && cache_.batch() == batch && cache_.max_len() == max_len) return cache_.bytes();
+  cache_ = KvCache();  // free the old one first: peak memory holds one cache, not two
+  cache_ = KvCache(config(), batch, max_len, dtype_, device_);
+  rope_ = Rope(config(), max_len, dtype_, device_);
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device_);
+  state_.positions = torch::zeros({batch}, i64);
+  state_.column = torch::zeros({1}, i64);
+  state_.valid = torch::zeros({batch, max_len}, i64.dtype(torch::kBool));
+  next_column_ = 0;
+  return cache_.bytes();
+}
+
+void Model::reset_cache() {
+  if (!cache_.allocated()) return;
+  cache_.reset();
+  state_.positions.zero_();
+  state_.column.zero_();
+  state_.valid.zero_();
+  next_column_ = 0;
+}
+
+torch::Tensor Model::prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask) {
+  if (!cache_.allocated()) throw Error("prefill before allocate_cache");
+  if (ids.dim() != 2 || ids.size(0) != cache_.batch() || ids.size(1) < 1)
+    throw UsageError(cat("prefill: ids must be [", cache_.batch(), ", P >= 1], got ", ids.sizes()));
+  if (ids.size(1) > cache_.max_len())
+    throw UsageError(cat("prompt of ", ids.size(1), " tokens does not fit the KV cache of ", cache_.max_len()));
+  torch::Tensor d_ids = ids.to(device_, torch::kInt64);
+  torch::Tensor mask = attention_mask.defined() ? attention_mask.to(device_, torch::kInt64) : torch::ones_like(d_ids);
+  next_column_ = ids.size(1);
+  return decoder_->prefill(d_ids, mask, rope_, cache_, state_);
+}
+
+torch::Tensor Model::decode_step(const torch::Tensor& tokens) {
+  if (next_column_ < 1) throw Error("decode_step before prefill");
+  if (next_column_ >= cache_.max_len())
+    throw Error(cat("KV cache full: ", cache_.max_len(), " positions (allocate a longer cache)"));
+  ++next_column_;
+  return decoder_->decode_step(tokens.to(device_, torch::kInt64), rope_, cache_, state_);
+}
+
+GenerateResult Model::generate(const std::vector<std::vector<std::int64_t>>& prompts, const GenerateOptions& o) {
+  if (prompts.empty()) throw UsageError("no prompt given");
+  if (o.max_new_tokens < 1) throw UsageError(cat("max new tokens must be >= 1, got ", o.max_new_tokens));
+  const auto batch = static_cast<std::int64_t>(prompts.size());
+  std::int64_t p = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    if (prompts[i].empty()) throw UsageError(cat("prompt ", i, " is empty"));
+    for (auto id : prompts[i])
+      if (id < 0 || id >= config().vocab_size)
+        throw UsageError(cat("token id ", id, " in prompt ", i, " is outside the vocabulary [0, ", config().vocab_size, ")"));
+    p = std::max<std::int64_t>(p, static_cast<std::int64_t>(prompts[i].size()));
+  }
+  allocate_cache(batch, p + o.max_new_tokens);
+  reset_cache();
+
+  torch::Tensor ids = torch::zeros({batch, p}, torch::kInt64);   // [B, P] left-padded with 0
+  torch::Tensor mask = torch::zeros({batch, p}, torch::kInt64);  // [B, P]
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto n = static_cast<std::int64_t>(prompts[b].size());
+    ids[b].narrow(0, p - n, n).copy_(torch::tensor(prompts[b], torch::kInt64));
+    mask[b].narrow(0, p - n, n).fill_(1);
+  }
+
+  Sampler sampler(o.sampling, device_);
+  const auto& eos = config().eos_token_ids;
+  GenerateResult out;
+  out.tokens.resize(batch);
+  std::vector<bool> done(batch, false);
+  torch::Tensor logits = prefill(ids, mask);  // [B, V]
+  out.last_logits = logits.cpu();
+  for (std::int64_t step = 0; step < o.max_new_tokens; ++step) {
+    torch::Tensor next = sampler.sample(logits);  // [B] int64
+    const torch::Tensor host = next.cpu();        // generate() is not timed: one sync per token is fine
+    bool all_done = true;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      if (done[b]) continue;
+      const std::int64_t id = host[b].item<std::int64_t>();
+      out.tokens[b].push_back(id);
+      if (!o.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end()) done[b] = true;
+      all_done = all_done && done[b];
+    }
+    if (all_done || step + 1 == o.max_new_tokens) break;
+    logits = decode_step(next);
+  }
+  return out;
+}
+
+}  // namespace llmbench

@@ -1,0 +1,196 @@
+#include "llmbench/model/weights.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <unordered_set>
+
+#include <torch/cuda.h>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+#include "llmbench/model/safetensors.h"
+#include "llmbench/model/sampler.h"
+
+namespace llmbench {
+
+namespace {
+
+std::string shape_str(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+torch::Dtype torch_dtype(StDtype d) {
+  switch (d) {
+    case StDtype::F32: return torch::kFloat32;
+    case StDtype::F16: return torch::kFloat16;
+    case StDtype::BF16: return torch::kBFloat16;
+  }
+  return torch::kFloat32;
+}
+
+// Copies checkpoint tensors into preallocated (fused) device tensors, tracking which names were used.
+class Loader {
+ public:
+  Loader(const SafetensorsCheckpoint& ckpt, torch::Dtype dtype, torch::Device device)
+      : ckpt_(ckpt), options_(torch::TensorOptions().dtype(dtype).device(device)) {}
+
+  // A host tensor over the mapping (copied when the mapping is misaligned for the element type).
+  torch::Tensor source(const std::string& name, std::vector<std::int64_t> expected) {
+    const TensorView* v = ckpt_.find(name);
+    if (!v) throw Error(cat("checkpoint is missing tensor '", name, "' (expected shape ", shape_str(expected), ")"));
+    if (v->shape != expected)
+      throw Error(cat("tensor '", name, "' has shape ", shape_str(v->shape), ", expected ", shape_str(expected),
+                      " from config.json"));
+    used_.insert(name);
+    bytes_ += static_cast<std::int64_t>(v->nbytes);
+    const auto opts = torch::TensorOptions().dtype(torch_dtype(v->dtype));
+    auto* ptr = const_cast<std::uint8_t*>(v->data);
+    if (reinterpret_cast<std::uintptr_t>(ptr) % element_size(v->dtype) == 0)
+      return torch::from_blob(ptr, v->shape, opts);
+    torch::Tensor t = torch::empty(v->shape, opts);
+    std::memcpy(t.data_ptr(), ptr, v->nbytes);
+    return t;
+  }
+
+  torch::Tensor one(const std::string& name, std::vector<std::int64_t> shape) {
+    torch::Tensor t = torch::empty(shape, options_);
+    t.copy_(source(name, shape));
+    return t;
+  }
+
+  // Stacks tensors along dim 0 into one device tensor: q/k/v → qkv, gate/up → gate_up.
+  torch::Tensor fused(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& parts) {
+    std::vector<std::int64_t> shape = parts[0].second;
+    shape[0] = 0;
+    for (const auto& p : parts) shape[0] += p.second[0];
+    torch::Tensor t = torch::empty(shape, options_);
+    std::int64_t row = 0;
+    for (const auto& [name, s] : parts) {
+      t.narrow(0, row, s[0]).copy_(source(name, s));
+      row += s[0];
+    }
+    return t;
+  }
+
+  void warn_unused(bool tied) const {
+    std::vector<std::string> extra;
+    for (const auto& [name, view] : ckpt_.tensors()) {
+      if (used_.count(name)) continue;
+      if (name.size() >= 19 && name.compare(name.size() - 19, 19, "rotary_emb.inv_freq") == 0) continue;
+      if (tied && name == "lm_head.weight") continue;
+      extra.push_back(name);
+    }
+    if (extra.empty()) return;
+    std::string list;
+    for (std::size_t i = 0; i < extra.size() && i < 5; ++i) list += (i ? ", " : "") + extra[i];
+    log::warn(cat("checkpoint has ", extra.size(), " unexpected tensor(s), ignored: ", list,
+                  extra.size() > 5 ? ", ..." : ""));
+  }
+
+  std::int64_t bytes() const { return bytes_; }
+
+ private:
+  const SafetensorsCheckpoint& ckpt_;
+  torch::TensorOptions options_;
+  std::unordered_set<std::string> used_;
+  std::int64_t bytes_ = 0;
+};
+
+void sync(torch::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+}  // namespace
+
+std::int64_t Weights::bytes() const {
+  std::set<const void*> seen;
+  std::int64_t n = 0;
+  auto add = [&](const torch::Tensor& t) {
+    if (t.defined() && seen.insert(t.data_ptr()).second) n += t.numel() * static_cast<std::int64_t>(t.element_size());
+  };
+  add(embed);
+  add(final_norm);
+  add(lm_head);
+  for (const auto& l : layers)
+    for (const auto* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.o, &l.o_bias, &l.post_norm, &l.gate_up, &l.down}) add(*t);
+  return n;
+}
+
+Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype dtype, torch::Device device,
+                     WeightsLoadStats* stats) {
+  torch::NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
+  SafetensorsCheckpoint ckpt(dir);
+  Loader ld(ckpt, dtype, device);
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
+
+  Weights w;
+  w.embed = ld.one("model.embed_tokens.weight", {c.vocab_size, H});
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = cat("model.layers.", i, ".");
+    LayerWeights l;
+    l.input_norm = ld.one(p + "input_layernorm.weight", {H});
+    l.qkv = ld.fused({{p + "self_attn.q_proj.weight", {Q, H}},
+                      {p + "self_attn.k_proj.weight", {KV, H}},
+                      {p + "self_attn.v_proj.weight", {KV, H}}});
+    if (c.qkv_bias)
+      l.qkv_bias = ld.fused({{p + "self_attn.q_proj.bias", {Q}},
+                             {p + "self_attn.k_proj.bias", {KV}},
+                             {p + "self_attn.v_proj.bias", {KV}}});
+    l.o = ld.one(p + "self_attn.o_proj.weight", {H, Q});
+    if (c.o_bias) l.o_bias = ld.one(p + "self_attn.o_proj.bias", {H});
+    l.post_norm = ld.one(p + "post_attention_layernorm.weight", {H});
+    l.gate_up = ld.fused({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}});
+    l.down = ld.one(p + "mlp.down_proj.weight", {H, I});
+    w.layers.push_back(std::move(l));
+  }
+  w.final_norm = ld.one("model.norm.weight", {H});
+  w.lm_head = c.tie_word_embeddings ? w.embed : ld.one("lm_head.weight", {c.vocab_size, H});
+  ld.warn_unused(c.tie_word_embeddings);
+  sync(device);
+  if (stats) {
+    stats->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    stats->file_bytes = ld.bytes();
+  }
+  return w;
+}
+
+Weights random_weights(const ModelConfig& c, torch::Dtype dtype, torch::Device device, std::uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  at::Generator gen = make_generator(device, seed);
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  // CPU normal_ lacks half kernels on libtorch 1.13: draw in float32 there, convert once.
+  const bool draw_f32 = device.is_cpu() && dtype != torch::kFloat32;
+  auto normal = [&](std::vector<std::int64_t> shape) {
+    torch::Tensor t = torch::empty(shape, draw_f32 ? options.dtype(torch::kFloat32) : options);
+    t.normal_(0.0, 0.02, gen);
+    return draw_f32 ? t.to(dtype) : t;
+  };
+  auto ones = [&](std::int64_t n) { return torch::ones({n}, options); };
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
+
+  Weights w;
+  w.embed = normal({c.vocab_size, H});
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    LayerWeights l;
+    l.input_norm = ones(H);
+    l.qkv = normal({Q + 2 * KV, H});
+    if (c.qkv_bias) l.qkv_bias = normal({Q + 2 * KV});
+    l.o = normal({H, Q});
+    if (c.o_bias) l.o_bias = normal({H});
+    l.post_norm = ones(H);
+    l.gate_up = normal({2 * I, H});
+    l.down = normal({H, I});
+    w.layers.push_back(std::move(l));
+  }
+  w.final_norm = ones(H);
+  w.lm_head = c.tie_word_embeddings ? w.embed : normal({c.vocab_size, H});
+  sync(device);
+  return w;
+}
+
+}  // namespace llmbench
