@@ -70,15 +70,46 @@ class UnicodeNormalizer : public Normalizer {
   UnicodeNormalizer(int options, bool ascii_stable) : options_(options), ascii_stable_(ascii_stable) {}
   void apply(std::string& text) const override {
     if (ascii_stable_ && is_ascii(text)) return;  // ASCII is already in every normal form
-    utf8proc_uint8_t* out = nullptr;
-    auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), utf8proc_ssize_t(text.size()), &out,
-                          utf8proc_option_t(options_));
-    if (n < 0) throw Error(cat("unicode normalisation failed: ", utf8proc_errmsg(n)));
-    text.assign(reinterpret_cast<char*>(out), std::size_t(n));
-    std::free(out);
+    if (!ascii_stable_) {
+      text = map(text);
+      return;
+    }
+    // An ASCII character never combines with what precedes it, so the text can be cut before each one:
+    // only the stretches from the ASCII character before a non-ASCII run to the end of that run go
+    // through utf8proc (the ASCII character may take combining marks, as in "e" + U+0301).
+    std::string out;
+    out.reserve(text.size() + 16);
+    const std::size_t n = text.size();
+    auto ascii = [&](std::size_t k) { return static_cast<unsigned char>(text[k]) < 0x80; };
+    std::size_t i = 0;
+    while (i < n) {
+      std::size_t j = i;
+      while (j < n && ascii(j)) ++j;
+      if (j == n) {
+        out.append(text, i, n - i);
+        break;
+      }
+      std::size_t start = j > i ? j - 1 : j;
+      out.append(text, i, start - i);
+      std::size_t k = j;
+      while (k < n && !ascii(k)) ++k;
+      out += map(std::string_view(text).substr(start, k - start));
+      i = k;
+    }
+    text = std::move(out);
   }
 
  private:
+  std::string map(std::string_view s) const {
+    utf8proc_uint8_t* out = nullptr;
+    auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()), &out,
+                          utf8proc_option_t(options_));
+    if (n < 0) throw Error(cat("unicode normalisation failed: ", utf8proc_errmsg(n)));
+    std::string result(reinterpret_cast<char*>(out), std::size_t(n));
+    std::free(out);
+    return result;
+  }
+
   int options_;
   bool ascii_stable_;
 };
