@@ -15,6 +15,7 @@ struct Command {
 using Commands = std::vector<Command>;
 
 void add_info_command(CLI::App& root, Commands& out);
+void add_generate_command(CLI::App& root, Commands& out);
 void add_tokenize_command(CLI::App& root, Commands& out);
 void add_gate_command(CLI::App& root, Commands& out);
 void add_report_command(CLI::App& root, Commands& out);

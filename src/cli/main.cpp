@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
 
   cli::Commands commands;
   cli::add_info_command(app, commands);
+  cli::add_generate_command(app, commands);
   cli::add_tokenize_command(app, commands);
   cli::add_gate_command(app, commands);
   cli::add_report_command(app, commands);

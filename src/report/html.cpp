@@ -122,7 +122,8 @@ struct Table {
   std::string caption;
   std::vector<std::string> head;
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row_class;  // "", "good" or "bad" per row
+  std::vector<std::string> row_class;  // "", "good", "warn" or "bad" per row
+  bool facts = false;                   // a key/value list: text wraps, nothing right-aligned
 };
 
 struct Section {
@@ -134,12 +135,14 @@ struct Section {
 
 std::string pct(double fraction) { return fmt_num(fraction * 100) + " %"; }
 
+// Peak allocated on a GPU, peak RSS on the host otherwise.
 std::string peak_memory(const Memory& m) {
-  if (m.peak_allocated_bytes > 0)
-    return fmt_bytes(m.peak_allocated_bytes) + " alloc / " + fmt_bytes(m.peak_reserved_bytes) + " reserved";
+  if (m.peak_allocated_bytes > 0) return fmt_bytes(m.peak_allocated_bytes);
   if (m.peak_rss_bytes > 0) return fmt_bytes(m.peak_rss_bytes) + " RSS";
   return "–";
 }
+
+std::string bytes_or_dash(std::uint64_t b) { return b > 0 ? fmt_bytes(b) : "–"; }
 
 std::string cv_cell(const PointResult& p, const std::string& metric) {
   const Summary* s = find_summary(p, metric);
@@ -154,7 +157,7 @@ std::string status_cell(const PointResult& p) {
 Table env_table(const ReportInput& in) {
   const Results& r = in.results;
   const EnvInfo& e = r.env;
-  Table t{"Environment: " + in.name, {"fact", "value"}, {}, {}};
+  Table t{"Environment: " + in.name, {"fact", "value"}, {}, {}, true};
   auto add = [&](const std::string& k, const std::string& v) { t.rows.push_back({k, v}); };
   add("llmbench", e.tool_version + " (commit " + e.git_commit + ")");
   add("created", r.created_at);
@@ -234,6 +237,21 @@ Table percentile_table(const ReportInput& in, const Axes& axes) {
   return t;
 }
 
+Table memory_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Memory: " + in.name,
+          {"point", "peak allocated", "peak reserved", "device in use", "weights", "KV cache", "peak RSS (host)"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    if (p.status != "ok") continue;
+    const Memory& m = p.memory;
+    t.rows.push_back({point_label(p.params, axes), bytes_or_dash(m.peak_allocated_bytes),
+                      bytes_or_dash(m.peak_reserved_bytes), bytes_or_dash(m.device_in_use_bytes),
+                      bytes_or_dash(m.weights_bytes), bytes_or_dash(m.kv_cache_bytes), bytes_or_dash(m.peak_rss_bytes)});
+  }
+  return t;
+}
+
 Table stages_table(const ReportInput& in, const Axes& axes) {
   Table t{"Stages: " + in.name + " (trimmed medians, ms)",
           {"point", "tokenize", "kv_init", "prefill", "decode", "detokenize", "sum"},
@@ -299,13 +317,24 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
         values.push_back(p ? headline(*p, metric) : std::nan(""));
         row.push_back(fmt_num(values.back()));
       }
+      std::string cls;
       for (std::size_t i = 1; i < values.size(); ++i) {
         const double base = values[0], cur = values[i];
-        row.push_back(std::isnan(base) || std::isnan(cur) || base == 0
-                          ? "–"
-                          : (cur >= base ? "+" : "") + fmt_num((cur - base) / base * 100) + " %");
+        if (std::isnan(base) || std::isnan(cur) || base == 0) {
+          row.push_back("–");
+          continue;
+        }
+        const double change = (cur - base) / base;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%+.2f %%", change * 100);
+        row.push_back(buf);
+        // Colour only changes beyond the noise a CV warning would flag.
+        const double worse = std::string(metric) == "output_tok_s" ? -change : change;
+        if (worse > kCvWarning) cls = "bad";
+        else if (worse < -kCvWarning && cls.empty()) cls = "good";
       }
       t.rows.push_back(row);
+      t.row_class.push_back(cls);
     }
   }
   return t;
@@ -314,6 +343,13 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
 std::string cell_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_float()) return fmt_num(v.get<double>());
+  if (v.is_null()) return "–";
+  if (v.is_array() && v.empty()) return "none";
+  if (v.is_array() && std::none_of(v.begin(), v.end(), [](const json& e) { return e.is_structured(); })) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : "; ") + cell_text(e);
+    return s;
+  }
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -321,36 +357,85 @@ std::string cell_text(const json& v) {
 std::string verdict_class(const json& row) {
   std::string cls;
   for (auto it = row.begin(); it != row.end(); ++it) {
-    std::string key = it.key();
+    const std::string key = it.key();
     if (it->is_string()) {
       std::string v = it->get<std::string>();
       std::transform(v.begin(), v.end(), v.begin(), ::tolower);
       if (v == "fail" || v == "failed" || v == "regression" || v == "regressed") return "bad";
-      if (v == "pass" || v == "passed" || v == "ok" || v == "improved" || v == "improvement") cls = "good";
+      if (v == "inconclusive" || v == "missing") cls = "warn";
+      if (cls.empty() && (v == "pass" || v == "passed" || v == "improved" || v == "improvement")) cls = "good";
     } else if (it->is_boolean() && (key == "pass" || key == "passed" || key == "ok")) {
       if (!it->get<bool>()) return "bad";
-      cls = "good";
+      if (cls.empty()) cls = "good";
     }
   }
   return cls;
 }
 
+bool is_object_array(const json& j) {
+  return j.is_array() && !j.empty() && std::all_of(j.begin(), j.end(), [](const json& e) { return e.is_object(); });
+}
+
+// "k=v k=v" of an object's members.
+std::string inline_object(const json& o) {
+  std::string s;
+  for (auto it = o.begin(); it != o.end(); ++it) s += (s.empty() ? "" : " ") + it.key() + "=" + cell_text(*it);
+  return s;
+}
+
+// Rows with nested row lists (gate: points[].metrics[]) become one flat row per innermost entry; the
+// outer fields repeat, and a name both levels use gets the list's name in front on the inner one.
+std::vector<json> flatten_rows(const json& rows) {
+  std::vector<json> out;
+  for (const auto& r : rows) {
+    json base = json::object();
+    const json* nested = nullptr;
+    std::string nested_key;
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      if (!nested && is_object_array(*it)) {
+        nested = &*it;
+        nested_key = it.key();
+      } else if (it->is_object()) {
+        base[it.key()] = inline_object(*it);
+      } else {
+        base[it.key()] = *it;
+      }
+    }
+    if (!nested) {
+      out.push_back(base);
+      continue;
+    }
+    for (const auto& child : flatten_rows(*nested)) {
+      json row = base;
+      for (auto it = child.begin(); it != child.end(); ++it)
+        row[base.contains(it.key()) ? nested_key + "." + it.key() : it.key()] = *it;
+      out.push_back(row);
+    }
+  }
+  return out;
+}
+
 Table object_rows_table(const std::string& caption, const json& rows) {
   Table t{caption, {}, {}, {}};
+  const std::vector<json> flat = flatten_rows(rows);
+  // Columns that came from an object (a point's params) first: they say what the row is about.
   for (const auto& r : rows)
     for (auto it = r.begin(); it != r.end(); ++it)
+      if (it->is_object() && std::find(t.head.begin(), t.head.end(), it.key()) == t.head.end())
+        t.head.push_back(it.key());
+  for (const auto& r : flat)
+    for (auto it = r.begin(); it != r.end(); ++it)
       if (std::find(t.head.begin(), t.head.end(), it.key()) == t.head.end()) t.head.push_back(it.key());
-  for (const auto& r : rows) {
+  // Verdicts last, where the eye ends a row.
+  std::stable_partition(t.head.begin(), t.head.end(),
+                        [](const std::string& h) { return h.find("verdict") == std::string::npos; });
+  for (const auto& r : flat) {
     std::vector<std::string> row;
     for (const auto& h : t.head) row.push_back(r.contains(h) ? cell_text(r[h]) : "–");
     t.rows.push_back(row);
     t.row_class.push_back(verdict_class(r));
   }
   return t;
-}
-
-bool is_object_array(const json& j) {
-  return j.is_array() && !j.empty() && std::all_of(j.begin(), j.end(), [](const json& e) { return e.is_object(); });
 }
 
 // The gate JSON shown generically: its scalar facts, then every list of rows it holds.
@@ -361,10 +446,10 @@ std::vector<Table> gate_tables(const json& gate) {
     return out;
   }
   if (!gate.is_object()) return out;
-  Table facts{"Gate", {"field", "value"}, {}, {}};
+  Table facts{"Gate", {"field", "value"}, {}, {}, true};
   for (auto it = gate.begin(); it != gate.end(); ++it) {
     if (is_object_array(*it)) continue;
-    facts.rows.push_back({it.key(), cell_text(*it)});
+    facts.rows.push_back({it.key(), it->is_object() ? inline_object(*it) : cell_text(*it)});
     json one = json::object();
     one[it.key()] = *it;
     facts.row_class.push_back(verdict_class(one));
@@ -390,10 +475,13 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
   s.push_back({"models", "Models", "", {}});
   s.push_back({"stages", "Stage breakdown", "Where the time of one generate goes.", {}});
   for (const auto& in : inputs) s.back().tables.push_back(stages_table(in, axes));
-  s.push_back({"efficiency", "MBU, MFU and cold start",
+  s.push_back({"efficiency", "MBU, MFU, memory and cold start",
                "MBU and MFU against ceilings measured on the same device; cold is the first generate of the process.",
                {}});
-  for (const auto& in : inputs) s.back().tables.push_back(efficiency_table(in, axes));
+  for (const auto& in : inputs) {
+    s.back().tables.push_back(efficiency_table(in, axes));
+    s.back().tables.push_back(memory_table(in, axes));
+  }
   s.push_back({"cold", "Cold versus warm", "", {}});
   s.push_back({"distributions", "Distributions",
                "ECDF of e2e, TTFT and ITL per point, with P50, P90 and P99 marked.", {}});
@@ -412,7 +500,7 @@ bool numeric_cell(const std::string& c) {
 }
 
 void write_table_html(std::ostringstream& os, const Table& t) {
-  os << "<div class=\"table-wrap\"><table>\n";
+  os << (t.facts ? "<div class=\"table-wrap\"><table class=\"facts\">\n" : "<div class=\"table-wrap\"><table>\n");
   if (!t.caption.empty()) os << "<caption>" << html_escape(t.caption) << "</caption>\n";
   os << "<thead><tr>";
   for (const auto& h : t.head) os << "<th>" << html_escape(h) << "</th>";
@@ -421,7 +509,7 @@ void write_table_html(std::ostringstream& os, const Table& t) {
     const std::string cls = i < t.row_class.size() ? t.row_class[i] : "";
     os << (cls.empty() ? "<tr>" : "<tr class=\"" + cls + "\">");
     for (const auto& c : t.rows[i])
-      os << (numeric_cell(c) ? "<td class=\"num\">" : "<td>") << html_escape(c) << "</td>";
+      os << (!t.facts && numeric_cell(c) ? "<td class=\"num\">" : "<td>") << html_escape(c) << "</td>";
     os << "</tr>\n";
   }
   if (t.rows.empty()) os << "<tr><td colspan=\"" << std::max<std::size_t>(1, t.head.size()) << "\">none</td></tr>\n";
@@ -504,8 +592,10 @@ caption { text-align: left; font-weight: 600; padding: 4px 0; }
 th, td { border-bottom: 1px solid #e3e6eb; padding: 3px 9px; text-align: left; white-space: nowrap; }
 th { background: #f0f2f5; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.facts td { white-space: normal; word-break: break-word; max-width: 1100px; }
 tr.bad td { background: #fde8e8; }
 tr.good td { background: #e7f6ea; }
+tr.warn td { background: #fff6dc; }
 figure.chart { margin: 14px 0; }
 figure.chart figcaption { font-weight: 600; margin-bottom: 4px; }
 )CSS";

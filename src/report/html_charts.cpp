@@ -82,7 +82,7 @@ void add_distributions(const std::vector<ReportInput>& inputs, const Axes& axes,
       }
       if (parts.empty()) continue;
       const std::string title = prefixed(inputs, in, point_label(p.params, axes));
-      out.push_back(chart("distributions", title, {{"title", title}, {"hconcat", parts}}));
+      out.push_back(chart("distributions", title, {{"hconcat", parts}}));
     }
   }
 }
@@ -202,20 +202,28 @@ void add_sweeps(const std::vector<ReportInput>& inputs, json& out) {
     Axes axes = varying_axes(in.results);
     for (const auto& [axis, axis_title] : sweep_axes) {
       std::set<double> xs;
+      std::vector<std::string> series;
       json rows = json::array();
       for (const auto& p : in.results.points) {
         if (!usable(p)) continue;
         xs.insert(axis_value(p.params, axis));
+        const std::string name = series_label(p.params, axes, axis);
+        if (std::find(series.begin(), series.end(), name) == series.end()) series.push_back(name);
         for (const char* key : {"output_tok_s", "tpot_ms"}) {
           double v = headline(p, key);
           if (std::isnan(v)) continue;
           rows.push_back({{"x", axis_value(p.params, axis)},
-                          {"series", series_label(p.params, axes, axis)},
+                          {"series", name},
                           {"metric", key},
                           {"value", v}});
         }
       }
       if (xs.size() < 2) continue;
+      json x = {{"field", "x"}, {"type", "quantitative"}, {"title", axis_title}, {"scale", {{"zero", false}}},
+                {"axis", {{"values", std::vector<double>(xs.begin(), xs.end())}}}};
+      if (std::string(axis) == "batch" && *xs.begin() > 0) x["scale"] = {{"type", "log"}, {"base", 2}};
+      json color = field("series", "nominal", "series");
+      color["scale"] = {{"domain", series}};
       json parts = json::array();
       for (const auto& [key, title] : {std::pair<const char*, const char*>{"output_tok_s", "output tok/s"},
                                        std::pair<const char*, const char*>{"tpot_ms", "TPOT ms"}}) {
@@ -226,9 +234,9 @@ void add_sweeps(const std::vector<ReportInput>& inputs, json& out) {
              {"transform", json::array({{{"filter", {{"field", "metric"}, {"equal", key}}}}})},
              {"mark", {{"type", "line"}, {"point", true}}},
              {"encoding",
-              {{"x", {{"field", "x"}, {"type", "quantitative"}, {"title", axis_title}, {"scale", {{"zero", false}}}}},
+              {{"x", x},
                {"y", {{"field", "value"}, {"type", "quantitative"}, {"title", title}}},
-               {"color", field("series", "nominal", "series")},
+               {"color", color},
                {"tooltip", json::array({field("series", "nominal"), {{"field", "x"}, {"type", "quantitative"}, {"title", axis_title}},
                                         {{"field", "value"}, {"type", "quantitative"}, {"format", ".3f"}, {"title", title}}})}}}});
       }

@@ -152,6 +152,12 @@ TEST(HtmlReport, SideBySideShowsTheChangeAgainstTheBaseline) {
   EXPECT_NE(md.find("| point | metric | base.json | cur.json | Δ cur.json |"), std::string::npos) << md;
   EXPECT_NE(md.find("| tiny b=1 p=16 n=8 | TTFT ms | 12.50 | 13.75 | +10.00 % |"), std::string::npos) << md;
   EXPECT_NE(md.find("| tiny b=4 p=16 n=8 | output tok/s | 1500 | 1200 | -20.00 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 | TPOT ms | 1.250 | 1.250 | +0.00 % |"), std::string::npos) << md;
+  // Slower TTFT and lower throughput are both worse: red rows; unchanged rows stay plain.
+  const std::string html = render_html(in, {});
+  EXPECT_NE(html.find("<tr class=\"bad\"><td>tiny b=1 p=16 n=8</td><td>TTFT ms</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"bad\"><td>tiny b=4 p=16 n=8</td><td>output tok/s</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>tiny b=1 p=16 n=8</td><td>TPOT ms</td>"), std::string::npos);
 }
 
 TEST(HtmlReport, GateVerdictRowsAreShownGenerically) {
@@ -167,6 +173,26 @@ TEST(HtmlReport, GateVerdictRowsAreShownGenerically) {
   const std::string html = render_html(in, {std::nullopt, gate});
   EXPECT_NE(html.find("<tr class=\"bad\"><td class=\"num\">0.1250</td><td>ttft_ms</td>"), std::string::npos);
   EXPECT_NE(html.find("<tr class=\"good\"><td>–</td><td>tpot | ms</td><td>pass</td>"), std::string::npos);
+}
+
+TEST(HtmlReport, NestedGateRowsAreFlattened) {
+  std::vector<ReportInput> in{{"a.json", known_results()}};
+  json gate = {{"passed", false},
+               {"notes", json::array()},
+               {"points", json::array({{{"params", {{"batch", 4}, {"model", "tiny"}}},
+                                        {"verdict", "regressed"},
+                                        {"metrics", json::array({{{"metric", "ttft_ms"},
+                                                                  {"ci95", {1.125, 1.25}},
+                                                                  {"verdict", "regressed"}},
+                                                                 {{"metric", "tpot_ms"},
+                                                                  {"ci95", nullptr},
+                                                                  {"verdict", "inconclusive"}}})}}})}};
+  const std::string md = render_markdown(in, gate);
+  EXPECT_NE(md.find("| notes | none |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| params | ci95 | metric | metrics.verdict | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| batch=4 model=tiny | 1.125; 1.250 | ttft_ms | regressed | regressed |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| batch=4 model=tiny | – | tpot_ms | inconclusive | regressed |"), std::string::npos) << md;
 }
 
 TEST(HtmlReport, ChartsOfTheSampleSweep) {
