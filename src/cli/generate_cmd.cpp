@@ -1,0 +1,154 @@
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/bench/device_env.h"
+#include "llmbench/model/model.h"
+
+namespace llmbench::cli {
+
+namespace {
+
+// "1,2,3;4,5,6" → {{1,2,3},{4,5,6}}: ';' separates the prompts of a batch.
+std::vector<std::vector<std::int64_t>> parse_prompt_ids(const std::string& text) {
+  std::vector<std::vector<std::int64_t>> prompts;
+  std::stringstream batch(text);
+  std::string prompt;
+  while (std::getline(batch, prompt, ';')) {
+    std::vector<std::int64_t> ids;
+    std::stringstream items(prompt);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+      if (b == std::string::npos) throw UsageError(cat("--prompt-ids: empty id in prompt ", prompts.size()));
+      item = item.substr(b, e - b + 1);
+      std::size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != item.size()) throw UsageError(cat("--prompt-ids: '", item, "' is not a token id"));
+      ids.push_back(v);
+    }
+    if (ids.empty()) throw UsageError(cat("--prompt-ids: prompt ", prompts.size(), " is empty"));
+    prompts.push_back(std::move(ids));
+  }
+  if (prompts.empty()) throw UsageError("--prompt-ids: no prompt given");
+  return prompts;
+}
+
+std::int64_t peak_device_bytes(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda())
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak;
+#endif
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& root, Commands& out) {
+  struct Options {
+    std::string model = "tiny";
+    std::string prompt_ids;
+    std::int64_t max_new_tokens = 32;
+    double temperature = 0.0;
+    std::int64_t top_k = 0;
+    double top_p = 1.0;
+    std::uint64_t seed = 0;
+    std::string device = "auto";
+    std::string dtype = "auto";
+    std::string attn = "eager";
+    bool ignore_eos = false;
+    bool json = false;
+    std::string dump_logits;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* app = root.add_subcommand("generate", "Generate tokens with the model core (greedy unless --temperature > 0)");
+  app->add_option("--model", opt->model, "Preset (tiny, qwen2.5-7b, llama-3-8b, deepseek-r1-7b), directory or org/name")
+      ->capture_default_str();
+  app->add_option("--prompt-ids", opt->prompt_ids, "Token ids: \"1,2,3;4,5,6\" (';' separates the prompts of a batch)")
+      ->required();
+  app->add_option("--max-new-tokens", opt->max_new_tokens, "New tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app->add_option("--temperature", opt->temperature, "0: greedy")->capture_default_str();
+  app->add_option("--top-k", opt->top_k, "0: off")->capture_default_str();
+  app->add_option("--top-p", opt->top_p, "1: off")->capture_default_str();
+  app->add_option("--seed", opt->seed, "Sampling seed (and random-weights seed)")->capture_default_str();
+  app->add_option("--device", opt->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app->add_option("--dtype", opt->dtype, "auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16, float16")->capture_default_str();
+  app->add_option("--attn", opt->attn, "eager or sdpa")->capture_default_str();
+  app->add_flag("--ignore-eos", opt->ignore_eos, "Always generate --max-new-tokens (do not stop at EOS)");
+  app->add_flag("--json", opt->json, "Print {\"token_ids\": [[...], ...], ...} on stdout");
+  app->add_option("--dump-logits", opt->dump_logits, "Write the prefill's last-position logits as JSON {\"last_logits\": [[...]]}");
+
+  out.push_back({app, [opt] {
+                   const auto prompts = parse_prompt_ids(opt->prompt_ids);
+                   if (!opt->dump_logits.empty()) check_writable(opt->dump_logits);
+                   const std::string device = resolve_device(opt->device);
+                   std::string dtype = opt->dtype;
+                   if (dtype == "auto") dtype = device == "cpu" ? "float32" : "bfloat16";
+                   SamplingParams sampling{opt->temperature, opt->top_k, opt->top_p, opt->seed};
+                   Sampler check(sampling, torch::kCPU);  // validates the sampling flags before loading
+                   (void)check;
+                   auto model = Model::load({opt->model, dtype, device, opt->attn, opt->seed});
+                   GenerateOptions g;
+                   g.max_new_tokens = opt->max_new_tokens;
+                   g.sampling = sampling;
+                   g.ignore_eos = opt->ignore_eos;
+                   const auto start = std::chrono::steady_clock::now();
+                   GenerateResult r = model->generate(prompts, g);
+                   const double gen_ms =
+                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+                   const ModelInfo& info = model->info();
+
+                   if (!opt->dump_logits.empty()) {
+                     nlohmann::json rows = nlohmann::json::array();
+                     for (std::int64_t b = 0; b < r.last_logits.size(0); ++b) {
+                       torch::Tensor row = r.last_logits[b].contiguous();
+                       rows.push_back(std::vector<float>(row.data_ptr<float>(), row.data_ptr<float>() + row.numel()));
+                     }
+                     write_file_atomic(opt->dump_logits, nlohmann::json{{"last_logits", rows}}.dump() + "\n");
+                   }
+                   if (opt->json) {
+                     nlohmann::json j{{"token_ids", r.tokens},
+                                      {"model", info.spec},
+                                      {"preset", info.preset},
+                                      {"weights", info.weights},
+                                      {"checkpoint", info.checkpoint_dir},
+                                      {"dtype", info.dtype},
+                                      {"device", info.device},
+                                      {"attn", info.attn},
+                                      {"load_ms", info.load_ms},
+                                      {"generate_ms", gen_ms},
+                                      {"weight_bytes", info.weight_bytes},
+                                      {"kv_cache_bytes", model->cache().bytes()},
+                                      {"config", to_json(info.config)}};
+                     if (model->device().is_cuda()) j["peak_memory_bytes"] = peak_device_bytes(model->device());
+                     std::cout << j.dump() << "\n";
+                   } else {
+                     std::cout << "model: " << info.spec << " (weights: " << info.weights << ", " << info.dtype << " on "
+                               << info.device << ", " << info.weight_bytes / 1e6 << " MB, load " << info.load_ms
+                               << " ms)\n";
+                     for (std::size_t b = 0; b < r.tokens.size(); ++b) {
+                       std::cout << "[" << b << "]";
+                       for (auto id : r.tokens[b]) std::cout << " " << id;
+                       std::cout << "\n";
+                     }
+                   }
+                   return 0;
+                 }});
+}
+
+}  // namespace llmbench::cli
