@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -22,9 +23,11 @@ namespace {
 // "1,2,3;4,5,6" → {{1,2,3},{4,5,6}}: ';' separates the prompts of a batch.
 std::vector<std::vector<std::int64_t>> parse_prompt_ids(const std::string& text) {
   std::vector<std::vector<std::int64_t>> prompts;
-  std::stringstream batch(text);
-  std::string prompt;
-  while (std::getline(batch, prompt, ';')) {
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(';', start), text.size());
+    const std::string prompt = text.substr(start, end - start);
+    start = end + 1;
     std::vector<std::int64_t> ids;
     std::stringstream items(prompt);
     std::string item;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End-to-end: `llmbench generate` on the tiny preset and on an HF fixture checkpoint (ids held to HF),
+# plus error cases that must exit non-zero with one `llmbench: error:` line.
+set -u
+bin=$1
+data=$2
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+out=$("$bin" --log-level warn generate --model tiny --device cpu --prompt-ids "1,5,9;7,3" --max-new-tokens 6 --ignore-eos --json) \
+  || fail "generate on tiny exited non-zero"
+python3 - "$out" <<'PY' || fail "tiny --json: $out"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["weights"] == "random" and d["preset"] == "tiny", d
+assert [len(t) for t in d["token_ids"]] == [6, 6], d["token_ids"]
+assert all(0 <= i < 512 for t in d["token_ids"] for i in t)
+assert d["kv_cache_bytes"] == 4 * 2 * 2 * 2 * 9 * 32 * 4, d["kv_cache_bytes"]  # L·2·B·Hkv·T·D·4 bytes
+PY
+txt=$("$bin" --log-level warn generate --model tiny --device cpu --prompt-ids "1,5,9" --max-new-tokens 3) || fail "text output"
+grep -q 'weights: random' <<<"$txt" || fail "text output must say weights: random: $txt"
+
+# Same seed, same sampled tokens.
+a=$("$bin" --log-level off generate --device cpu --prompt-ids "4,5" --max-new-tokens 8 --ignore-eos --temperature 1 --seed 7 --json)
+b=$("$bin" --log-level off generate --device cpu --prompt-ids "4,5" --max-new-tokens 8 --ignore-eos --temperature 1 --seed 7 --json)
+[ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token_ids"])' "$a")" = \
+  "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token_ids"])' "$b")" ] || fail "seeded sampling not reproducible"
+
+# A fixture checkpoint: greedy ids and dumped logits against HF's reference.json (unequal-length batch).
+ref=$data/models/llama3_tied/reference.json
+ids=$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["float32"][1]; print(";".join(",".join(map(str,p)) for p in b["prompts"]))' "$ref")
+out=$("$bin" --log-level warn generate --model "$data/models/llama3_tied" --device cpu --prompt-ids "$ids" \
+      --max-new-tokens 24 --ignore-eos --json --dump-logits "$tmp/logits.json") || fail "generate on fixture"
+python3 - "$out" "$ref" "$tmp/logits.json" <<'PY' || fail "fixture output differs from HF"
+import json, sys
+d, ref, dump = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))["float32"][1], json.load(open(sys.argv[3]))
+assert d["weights"] == "checkpoint", d
+assert d["token_ids"] == ref["greedy_ids"], (d["token_ids"], ref["greedy_ids"])
+for ours, hf in zip(dump["last_logits"], ref["last_logits"]):
+    assert len(ours) == len(hf)
+    assert max(abs(a - b) for a, b in zip(ours, hf)) / max(abs(x) for x in hf) < 1e-4
+PY
+
+expect_error() {  # expected exit code, then the generate arguments
+  local want=$1; shift
+  err=$("$bin" --log-level off generate "$@" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq "$want" ] || fail "generate $* should exit $want, got $rc ($err)"
+  [ "$(wc -l <<<"$err")" -eq 1 ] || fail "generate $*: error should be one line: $err"
+  grep -q '^llmbench: error: ' <<<"$err" || fail "generate $*: error prefix: $err"
+}
+expect_error 2 --device cpu --prompt-ids "1,2,x"
+expect_error 2 --device cpu --prompt-ids "1,512"                        # outside tiny's 512-token vocabulary
+expect_error 2 --device cpu --prompt-ids "1;"                           # empty prompt
+expect_error 2 --device cpu --prompt-ids "1" --max-new-tokens 4096      # beyond max_position_embeddings
+expect_error 2 --device cpu --prompt-ids "1" --model no-such-model
+expect_error 2 --device cpu --prompt-ids "1" --model no-org/no-model
+expect_error 2 --device cpu --prompt-ids "1" --dtype int8
+expect_error 2 --device cpu --prompt-ids "1" --top-p 0
+expect_error 2 --device cpu                                             # --prompt-ids is required
+mkdir -p "$tmp/bad" && echo '{"architectures": ["GPT2LMHeadModel"]}' > "$tmp/bad/config.json"
+expect_error 1 --device cpu --prompt-ids "1" --model "$tmp/bad"
+echo "generate: all checks passed"
