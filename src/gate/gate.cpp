@@ -12,6 +12,7 @@
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/config/compare_config.h"
+#include "llmbench/report/format.h"
 
 namespace llmbench {
 
@@ -390,8 +391,9 @@ std::string gate_markdown(const GateReport& r) {
     }
     for (const auto& m : p.metrics) {
       const bool bad = m.verdict == Verdict::regressed;
-      os << "| " << describe(p.params) << " | " << m.metric << " | " << number(m.baseline) << " | "
-         << number(m.current) << " | " << (m.ratio > 0 ? signed_percent(m.ratio) : "") << " | "
+      auto value = [&](double v) { return is_memory(m.metric) ? format_bytes(std::uint64_t(v)) : number(v); };
+      os << "| " << describe(p.params) << " | " << m.metric << " | " << value(m.baseline) << " | "
+         << value(m.current) << " | " << (m.ratio > 0 ? signed_percent(m.ratio) : "") << " | "
          << (m.has_ci ? cat("[", signed_percent(m.ci_lo), ", ", signed_percent(m.ci_hi), "]") : "") << " | "
          << percent(m.threshold) << " | " << (bad ? "**" : "") << to_string(m.verdict) << (bad ? "**" : "");
       if (m.verdict == Verdict::inconclusive) os << ": " << m.reason;
