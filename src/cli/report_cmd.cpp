@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -17,6 +18,16 @@ nlohmann::json load_gate(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(cat(path, ": not valid JSON: ", e.what()));
   }
+}
+
+// File names as shown in the page: the base names, unless two files share one.
+std::vector<std::string> display_names(const std::vector<std::string>& paths) {
+  std::vector<std::string> names;
+  for (const auto& p : paths) names.push_back(std::filesystem::path(p).filename().string());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t j = i + 1; j < names.size(); ++j)
+      if (names[i] == names[j]) return paths;
+  return names;
 }
 
 }  // namespace
@@ -46,7 +57,9 @@ void add_report_command(CLI::App& root, Commands& out) {
                    if (!opt->output.empty()) check_writable(opt->output);
                    // Everything is read and checked before anything is written.
                    std::vector<ReportInput> inputs;
-                   for (const auto& path : opt->inputs) inputs.push_back({path, load_results(path)});
+                   const std::vector<std::string> names = display_names(opt->inputs);
+                   for (std::size_t i = 0; i < names.size(); ++i)
+                     inputs.push_back({names[i], load_results(opt->inputs[i])});
                    std::optional<nlohmann::json> gate;
                    if (!opt->gate.empty()) gate = load_gate(opt->gate);
 
