@@ -8,6 +8,7 @@ packages=(
   libtorch-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libgtest-dev
   libsentencepiece-dev libpcre2-dev libutf8proc-dev
   nodejs
+  chromium  # headless browser of the report test (tests/cli/report_browser.sh)
   "$@"
 )
 # npm fetches the real tokenizer files for the tests; NodeSource's nodejs bundles it (and conflicts with Debian's npm).

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/fetch-tokenizers.sh
+scripts/fetch-web-assets.sh
 
 dir=build
 args=()
