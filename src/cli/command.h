@@ -4,6 +4,10 @@
 #include <functional>
 #include <vector>
 
+namespace llmbench {
+struct Results;
+}
+
 namespace llmbench::cli {
 
 // A subcommand: its CLI11 node and what to do when it was the one parsed.
@@ -16,8 +20,15 @@ using Commands = std::vector<Command>;
 
 void add_info_command(CLI::App& root, Commands& out);
 void add_generate_command(CLI::App& root, Commands& out);
-void add_tokenize_command(CLI::App& root, Commands& out);
 void add_gate_command(CLI::App& root, Commands& out);
+void add_tokenize_command(CLI::App& root, Commands& out);
 void add_report_command(CLI::App& root, Commands& out);
+void add_run_command(CLI::App& root, Commands& out);
+void add_compare_command(CLI::App& root, Commands& out);
+
+// Writes the results file (if any), prints `format` on stdout (with ratios against `baseline` when
+// given), logs CV warnings; returns the exit code: 0, 1 when a point failed, 130/143 when interrupted.
+int finish_results(const Results& results, const std::string& output, const std::string& format,
+                   const std::string& baseline);
 
 }  // namespace llmbench::cli

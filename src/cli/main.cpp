@@ -30,9 +30,11 @@ int main(int argc, char** argv) {
   cli::Commands commands;
   cli::add_info_command(app, commands);
   cli::add_generate_command(app, commands);
-  cli::add_tokenize_command(app, commands);
   cli::add_gate_command(app, commands);
+  cli::add_tokenize_command(app, commands);
   cli::add_report_command(app, commands);
+  cli::add_run_command(app, commands);
+  cli::add_compare_command(app, commands);
 
   try {
     app.parse(argc, argv);

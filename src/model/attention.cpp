@@ -28,8 +28,9 @@ torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tens
   const auto hkv = k.size(1), t = k.size(2), g = hq / hkv;
   torch::Tensor qg = q.reshape({b, hkv, g * s, d});  // [B, Hkv, G·S, D]; head h uses K/V head h / G
   const double lowest = q.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::lowest()
-                        : q.scalar_type() == torch::kBFloat16 ? -3.38953139e38
-                                                              : -65504.0;
+                        : q.scalar_type() == torch::kBFloat16
+                            ? static_cast<double>(static_cast<float>(std::numeric_limits<c10::BFloat16>::lowest()))
+                            : static_cast<double>(static_cast<float>(std::numeric_limits<c10::Half>::lowest()));
   torch::Tensor allowed = mask.unsqueeze(2);  // [B, 1, 1, S, T]
   if (impl == AttnImpl::eager) {
     torch::Tensor scores = torch::matmul(qg, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));

@@ -1,9 +1,11 @@
 #include "sp_tokenizer.h"
 
-#include <sentencepiece_processor.h>
-
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/utf8.h"
+#include "spm_module.h"
+
+#include <memory>
+#include <mutex>
 
 namespace llmbench {
 namespace {
@@ -11,29 +13,32 @@ namespace {
 // A sentencepiece .model through libsentencepiece (checkpoints that ship no tokenizer.json).
 class SpTokenizer : public Tokenizer {
  public:
-  SpTokenizer(const std::string& model_bytes, const tok::TokenizerConfig& config, const std::string& source) {
-    auto status = sp_.LoadFromSerializedProto(model_bytes);
-    if (!status.ok()) throw Error(cat(source, ": not a sentencepiece model: ", status.ToString()));
+  SpTokenizer(const std::string& model_bytes, const tok::TokenizerConfig& config, const std::string& source)
+      : m_(tok::spm_module()) {
+    char error[512] = {0};
+    sp_ = m_.load(model_bytes.data(), model_bytes.size(), error, sizeof error);
+    if (!sp_) throw Error(cat(source, ": not a sentencepiece model: ", error));
+    guard_.reset(sp_, m_.free);
     add_bos_ = config.add_bos_token.value_or(true);
     add_eos_ = config.add_eos_token.value_or(false);
     info_.source = source;
     info_.kind = "sentencepiece";
-    if (sp_.bos_id() >= 0) info_.bos_id = sp_.bos_id();
-    if (sp_.eos_id() >= 0) info_.eos_id = sp_.eos_id();
+    if (m_.bos_id(sp_) >= 0) info_.bos_id = m_.bos_id(sp_);
+    if (m_.eos_id(sp_) >= 0) info_.eos_id = m_.eos_id(sp_);
     if (config.bos_token) {
       info_.bos_token = *config.bos_token;
-      int id = sp_.PieceToId(*config.bos_token);
-      if (id != sp_.unk_id() || *config.bos_token == sp_.IdToPiece(sp_.unk_id())) info_.bos_id = id;
+      int id = piece_to_id(*config.bos_token);
+      if (id != m_.unk_id(sp_) || *config.bos_token == piece(m_.unk_id(sp_))) info_.bos_id = id;
     } else if (info_.bos_id) {
-      info_.bos_token = sp_.IdToPiece(*info_.bos_id);
+      info_.bos_token = piece(*info_.bos_id);
     }
     if (config.eos_token) {
-      int id = sp_.PieceToId(*config.eos_token);
-      if (id != sp_.unk_id()) info_.eos_id = id;
+      int id = piece_to_id(*config.eos_token);
+      if (id != m_.unk_id(sp_)) info_.eos_id = id;
     }
     std::vector<std::string> specials;
-    for (int i = 0; i < sp_.GetPieceSize(); ++i)
-      if (sp_.IsControl(i)) specials.push_back(sp_.IdToPiece(i));
+    for (int i = 0; i < m_.piece_size(sp_); ++i)
+      if (m_.is_control(sp_, i)) specials.push_back(piece(i));
     info_.chat_format = detect_chat_format(config.chat_template, specials);
   }
 
@@ -41,8 +46,12 @@ class SpTokenizer : public Tokenizer {
     std::size_t bad = utf8::first_invalid(text);
     if (bad != text.size()) throw Error(cat("text is not valid UTF-8 at byte offset ", bad));
     std::vector<int> pieces;
-    auto status = sp_.Encode(std::string(text), &pieces);
-    if (!status.ok()) throw Error(cat("sentencepiece encode failed: ", status.ToString()));
+    char error[512] = {0};
+    const int* raw = nullptr;
+    std::lock_guard<std::mutex> lock(mu_);  // the module's result buffers are per handle
+    int count = m_.encode(sp_, text.data(), text.size(), &raw, error, sizeof error);
+    if (count < 0) throw Error(cat("sentencepiece encode failed: ", error));
+    pieces.assign(raw, raw + count);
     std::vector<TokenId> ids;
     ids.reserve(pieces.size() + 2);
     if (add_special && add_bos_ && info_.bos_id) ids.push_back(*info_.bos_id);
@@ -52,10 +61,14 @@ class SpTokenizer : public Tokenizer {
   }
 
   std::string decode(const std::vector<TokenId>& ids, bool skip_special) const override {
-    std::string out;
-    auto status = sp_.Decode(valid_ids(ids), &out);
-    if (!status.ok()) throw Error(cat("sentencepiece decode failed: ", status.ToString()));
-    return out;
+    std::vector<int> valid = valid_ids(ids);
+    char error[512] = {0};
+    const char* text = nullptr;
+    std::size_t len = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (m_.decode(sp_, valid.data(), valid.size(), &text, &len, error, sizeof error) != 0)
+      throw Error(cat("sentencepiece decode failed: ", error));
+    return std::string(text, len);
   }
 
   // Pieces with ▁ as spaces and <0xNN> as raw bytes, the first leading space dropped (as Decode does),
@@ -63,22 +76,22 @@ class SpTokenizer : public Tokenizer {
   std::string decode_bytes(const std::vector<TokenId>& ids, bool skip_special) const override {
     std::string out;
     for (int id : valid_ids(ids)) {
-      if (sp_.IsControl(id)) continue;
-      if (sp_.IsByte(id)) {
-        out.push_back(char(std::stoi(sp_.IdToPiece(id).substr(3, 2), nullptr, 16)));
+      if (m_.is_control(sp_, id)) continue;
+      if (m_.is_byte(sp_, id)) {
+        out.push_back(char(std::stoi(piece(id).substr(3, 2), nullptr, 16)));
         continue;
       }
-      if (sp_.IsUnknown(id)) {
+      if (m_.is_unknown(sp_, id)) {
         out += " \xE2\x81\x87 ";
         continue;
       }
-      const std::string& piece = sp_.IdToPiece(id);
-      for (std::size_t k = 0; k < piece.size();) {
-        if (piece.compare(k, 3, "\xE2\x96\x81") == 0) {
+      const std::string piece_text = piece(id);
+      for (std::size_t k = 0; k < piece_text.size();) {
+        if (piece_text.compare(k, 3, "\xE2\x96\x81") == 0) {
           out.push_back(' ');
           k += 3;
         } else {
-          out.push_back(piece[k++]);
+          out.push_back(piece_text[k++]);
         }
       }
     }
@@ -86,18 +99,29 @@ class SpTokenizer : public Tokenizer {
     return out;
   }
 
-  std::size_t vocab_size() const override { return std::size_t(sp_.GetPieceSize()); }
+  std::size_t vocab_size() const override { return std::size_t(m_.piece_size(sp_)); }
 
  private:
   std::vector<int> valid_ids(const std::vector<TokenId>& ids) const {
     std::vector<int> out;
     out.reserve(ids.size());
     for (TokenId id : ids)
-      if (id >= 0 && id < sp_.GetPieceSize()) out.push_back(id);
+      if (id >= 0 && id < m_.piece_size(sp_)) out.push_back(id);
     return out;
   }
 
-  sentencepiece::SentencePieceProcessor sp_;
+  // Piece text of `id`.
+  std::string piece(int id) const {
+    std::size_t len = 0;
+    const char* p = m_.id_to_piece(sp_, id, &len);
+    return std::string(p, len);
+  }
+  int piece_to_id(const std::string& piece) const { return m_.piece_to_id(sp_, piece.data(), piece.size()); }
+
+  const tok::SpmModule& m_;
+  LlmbenchSpm* sp_ = nullptr;
+  std::shared_ptr<LlmbenchSpm> guard_;  // frees sp_ through the module
+  mutable std::mutex mu_;
   bool add_bos_ = true;
   bool add_eos_ = false;
 };

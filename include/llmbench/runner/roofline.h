@@ -1,0 +1,21 @@
+#pragma once
+#include <optional>
+
+#include "llmbench/base/env.h"
+#include "llmbench/bench/memory.h"
+
+namespace llmbench {
+
+// Bytes one decode step must read: every weight except the embedding table (looked up by index), plus
+// the KV cache at the mean context P + N/2.
+double decode_bytes_per_step(const ModelShape& s, int batch, int prompt_len, int max_new_tokens, int elem_bytes);
+
+// FLOPs of the prefill: 2 per weight per prompt token for the layers, the lm_head on the last position only,
+// and eager attention's two [P x P] products per head (the full square, as eager computes it).
+double prefill_flops(const ModelShape& s, int batch, int prompt_len);
+
+// MBU = bytes / TPOT / copy bandwidth; MFU = FLOPs / prefill time / matmul rate. Empty without ceilings.
+std::optional<double> mbu(double bytes_per_step, double tpot_ms, const std::optional<Ceilings>& c);
+std::optional<double> mfu(double flops, double prefill_ms, const std::optional<Ceilings>& c);
+
+}  // namespace llmbench

@@ -1,0 +1,76 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/base/log.h"
+#include "llmbench/bench/interrupt.h"
+#include "llmbench/report/format.h"
+#include "llmbench/runner/runner.h"
+#include "run_options_cli.h"
+
+namespace llmbench::cli {
+namespace {
+
+// A one-line progress bar on stderr, redrawn in place; only used when stderr is a terminal.
+void draw_progress(const Progress& p) {
+  const int width = 24;
+  int filled = p.runs > 0 && p.run >= 0 ? width * (p.run + 1) / p.runs : 0;
+  std::fprintf(stderr, "\r[%d/%d] %-28.28s [%s%s] %s %d/%d ", p.point + 1, p.points, p.label.c_str(),
+               std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+               p.run < 0 ? "warm-up" : "run", p.run < 0 ? -p.run : p.run + 1, p.runs);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int finish_results(const Results& results, const std::string& output, const std::string& format,
+                   const std::string& baseline) {
+  if (!output.empty()) save_results(output, results);
+  Format f = parse_format(format);
+  std::cout << (baseline.empty() && f != Format::json ? format_results(results, f)
+                                                      : format_comparison(results, f, baseline));
+  for (const auto& w : cv_warnings(results)) log::warn(w);
+  if (!output.empty()) log::info(cat("results written to ", output));
+  if (results.interrupted) {
+    log::warn("interrupted: the finished points were kept");
+    return interrupt_exit_code();
+  }
+  for (const auto& p : results.points)
+    if (p.status != "ok") return kExitFailure;
+  return kExitOk;
+}
+
+void add_run_command(CLI::App& root, Commands& out) {
+  struct State {
+    RunFlags flags;
+    std::string output;
+    std::string format = "table";
+    bool no_roofline = false;
+  };
+  auto st = std::make_shared<State>();
+  auto* app = root.add_subcommand("run", "Measure generation latency: warm-ups, timed runs, statistics, results JSON");
+  add_run_flags(*app, st->flags);
+  app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
+  app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
+  app->add_flag("--no-roofline", st->no_roofline, "Skip measuring the device ceilings (no MBU/MFU)");
+  out.push_back({app, [st] {
+                   RunOptions options = finish_run_flags(st->flags);
+                   parse_format(st->format);
+                   if (!st->output.empty()) check_writable(st->output);
+                   install_interrupt_handlers();
+                   RunHooks hooks;
+                   hooks.measure_ceilings = !st->no_roofline;
+                   const bool tty = ::isatty(STDERR_FILENO);
+                   if (tty) hooks.on_progress = draw_progress;
+                   Results results = run_benchmark(options, hooks);
+                   if (tty) std::fprintf(stderr, "\r\033[K");
+                   return finish_results(results, st->output, st->format, "");
+                 }});
+}
+
+}  // namespace llmbench::cli

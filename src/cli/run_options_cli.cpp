@@ -1,0 +1,83 @@
+#include "run_options_cli.h"
+
+#include <sstream>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+
+namespace llmbench::cli {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s, const std::string& flag) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    if (b == std::string::npos) throw UsageError(cat(flag, ": empty value in '", s, "'"));
+    out.push_back(item.substr(b, e - b + 1));
+  }
+  if (out.empty()) throw UsageError(cat(flag, ": no value given"));
+  return out;
+}
+
+template <class T>
+std::vector<T> parse_list(const std::string& s, const std::string& flag) {
+  std::vector<T> out;
+  for (const auto& item : split_commas(s, flag)) {
+    std::istringstream is(item);
+    T v{};
+    if (!(is >> v) || !is.eof()) throw UsageError(cat(flag, ": '", item, "' is not a number"));
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_run_flags(CLI::App& app, RunFlags& f) {
+  RunOptions& o = f.options;
+  app.add_option("--model,-m", o.model, "Preset (tiny, deepseek-r1-7b, llama-3-8b, qwen2.5-7b), directory or org/name")
+      ->capture_default_str();
+  app.add_option("--label", o.label, "Name shown for this model in tables (default: --model)");
+  app.add_option("--batch,-b", f.batch, "Prompts per batch; comma list sweeps")->capture_default_str();
+  app.add_option("--prompt-len,-p", f.prompt_len, "Prompt tokens; comma list sweeps")->capture_default_str();
+  app.add_option("--max-new-tokens,-n", f.max_new_tokens, "Tokens generated per run (EOS ignored); comma list sweeps")
+      ->capture_default_str();
+  app.add_option("--temperature", f.temperature, "0 = greedy; comma list sweeps")->capture_default_str();
+  app.add_option("--attn", f.attn, "eager or sdpa; comma list sweeps")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "bfloat16, float16 or float32; comma list sweeps")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed generate loops before the timed ones")->capture_default_str();
+  app.add_option("--runs", o.runs, "Timed generate loops")->capture_default_str();
+  app.add_option("--trim", o.trim, "Values dropped from each end for the trimmed median")->capture_default_str();
+  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--top-k", o.top_k, "Sample among the k most likely (0 = off)")->capture_default_str();
+  app.add_option("--top-p", o.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of prompts, random weights and sampling")->capture_default_str();
+  app.add_option("--prompt", o.prompt, "Prompt text, tokenized then cut or repeated to --prompt-len");
+  app.add_option("--prompt-file", f.prompt_file, "File whose text is the prompt");
+  app.add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat format");
+  app.add_option("--chat-format", o.chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
+  app.add_flag("--no-cuda-graph", f.no_cuda_graph, "Run the decode step eagerly instead of replaying a CUDA graph");
+  app.add_flag("--no-fused", f.no_fused, "Use the plain (unfused) ops instead of fused kernels");
+}
+
+RunOptions finish_run_flags(RunFlags& f) {
+  RunOptions o = f.options;
+  o.batch = parse_list<int>(f.batch, "--batch");
+  o.prompt_len = parse_list<int>(f.prompt_len, "--prompt-len");
+  o.max_new_tokens = parse_list<int>(f.max_new_tokens, "--max-new-tokens");
+  o.temperature = parse_list<double>(f.temperature, "--temperature");
+  o.attn = split_commas(f.attn, "--attn");
+  o.dtype = split_commas(f.dtype, "--dtype");
+  if (!f.prompt_file.empty()) {
+    if (o.prompt) throw UsageError("give --prompt or --prompt-file, not both");
+    o.prompt = read_file(f.prompt_file);
+  }
+  o.cuda_graph = !f.no_cuda_graph;
+  o.fused = !f.no_fused;
+  validate(o);
+  return o;
+}
+
+}  // namespace llmbench::cli

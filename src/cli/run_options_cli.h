@@ -1,0 +1,26 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "llmbench/config/run_options.h"
+
+namespace llmbench::cli {
+
+// The `run` options bound to a CLI11 app; sweep axes are comma lists kept as strings until parsed.
+struct RunFlags {
+  RunOptions options;
+  std::string batch = "4", prompt_len = "512", max_new_tokens = "64", temperature = "0";
+  std::string attn = "eager", dtype = "bfloat16";
+  std::string prompt_file;
+  bool no_cuda_graph = false;
+  bool no_fused = false;
+};
+
+// Adds --model, the sweep axes and every other run option to `app`.
+void add_run_flags(CLI::App& app, RunFlags& f);
+// Parses the comma lists and the prompt file into f.options; throws UsageError naming the flag.
+RunOptions finish_run_flags(RunFlags& f);
+
+}  // namespace llmbench::cli

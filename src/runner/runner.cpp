@@ -1,0 +1,286 @@
+#include "llmbench/runner/runner.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <torch/torch.h>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+#include "llmbench/bench/device_env.h"
+#include "llmbench/bench/event_clock.h"
+#include "llmbench/bench/interrupt.h"
+#include "llmbench/bench/memory.h"
+#include "llmbench/model/model.h"
+#include "llmbench/model/presets.h"
+#include "llmbench/model/sampler.h"
+#include "llmbench/runner/model_tokenizer.h"
+#include "llmbench/runner/prompts.h"
+#include "llmbench/runner/roofline.h"
+#include "llmbench/tokenizer/tokenizer.h"
+
+namespace llmbench {
+namespace {
+
+ModelShape shape_of(const ModelConfig& c) {
+  ModelShape s;
+  s.hidden = c.hidden_size;
+  s.intermediate = c.intermediate_size;
+  s.layers = c.num_layers;
+  s.heads = c.num_heads;
+  s.kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.vocab = c.vocab_size;
+  s.tied_embeddings = c.tie_word_embeddings;
+  s.qkv_bias = c.qkv_bias;
+  return s;
+}
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+bool is_oom(const std::exception& e) {
+  std::string m = e.what();
+  return m.find("out of memory") != std::string::npos || m.find("CUDA out of memory") != std::string::npos;
+}
+
+// What one point needs besides the loaded model.
+struct PointContext {
+  Model& model;
+  const Tokenizer* tokenizer;  // null: synthetic ids only, nothing to detokenize
+  const PromptSpec& prompt_spec;
+  const PromptIds& synthetic;  // used when prompt_spec.text is empty
+  torch::Device device;
+  SamplingParams sampling;
+};
+
+// One generate loop with the timeline of README "Metrics". Every stamp after t_1 comes from the
+// event clock (CUDA events on the stream), so the decode loop has no host synchronisation.
+RunRecord generate_once(PointContext& ctx, int max_new_tokens) {
+  const int n = max_new_tokens;
+  EventClock clock(ctx.device, n + 2);  // 0: prefill start, 1: prefill end, 1 + i: token i sampled
+  Sampler sampler(ctx.sampling, ctx.device);
+
+  const auto t0 = HostClock::now();
+  const PromptIds prompts = ctx.prompt_spec.text ? text_prompts(ctx.prompt_spec, *ctx.tokenizer) : ctx.synthetic;
+  const int64_t b = static_cast<int64_t>(prompts.rows.size()), p = static_cast<int64_t>(prompts.rows[0].size());
+  torch::Tensor ids_host = torch::empty({b, p}, torch::kInt64);  // [B, P] int64
+  for (int64_t r = 0; r < b; ++r) std::copy(prompts.rows[r].begin(), prompts.rows[r].end(), ids_host[r].data_ptr<int64_t>());
+  torch::Tensor ids = ids_host.to(ctx.device);                     // [B, P] int64
+  torch::Tensor mask = torch::ones({b, p}, ids.options());         // [B, P] int64
+  torch::Tensor out = torch::empty({b, n}, ids.options());         // [B, N] int64
+  synchronize_device(ctx.device);
+  const auto t_tok = HostClock::now();
+
+  ctx.model.reset_cache();
+  synchronize_device(ctx.device);
+  const auto t_kv = HostClock::now();
+
+  clock.mark(0);
+  torch::Tensor logits = ctx.model.prefill(ids, mask);            // [B, V] float32
+  clock.mark(1);
+  torch::Tensor tok = sampler.sample(logits);                      // [B] int64
+  out.select(1, 0).copy_(tok);
+  clock.mark(2);
+  torch::Tensor first = tok.to(torch::kCPU);                       // the first ids on the host
+  const auto t_1 = HostClock::now();
+  (void)first;
+
+  for (int i = 2; i <= n; ++i) {
+    logits = ctx.model.decode_step(tok);
+    tok = sampler.sample(logits);
+    out.select(1, i - 1).copy_(tok);
+    clock.mark(1 + i);
+  }
+  clock.synchronize();
+  torch::Tensor generated = out.to(torch::kCPU);                   // [B, N] int64
+  const auto t_detok = HostClock::now();
+  if (ctx.tokenizer) {
+    for (int64_t r = 0; r < b; ++r) {
+      const int64_t* row = generated[r].data_ptr<int64_t>();
+      std::vector<TokenId> toks(row, row + n);
+      ctx.tokenizer->decode(toks, true);
+    }
+  }
+  const auto t_end = HostClock::now();
+
+  RunRecord rec;
+  rec.tokenize_ms = ms_between(t0, t_tok);
+  rec.kv_init_ms = ms_between(t_tok, t_kv);
+  rec.prefill_ms = clock.elapsed_ms(0, 1);
+  rec.ttft_ms = ms_between(t0, t_1);
+  rec.itl_ms.reserve(n > 1 ? n - 1 : 0);
+  for (int i = 2; i <= n; ++i) rec.itl_ms.push_back(clock.elapsed_ms(i, 1 + i));
+  rec.decode_ms = n > 1 ? clock.elapsed_ms(2, 1 + n) : 0.0;
+  rec.tpot_ms = n > 1 ? rec.decode_ms / (n - 1) : 0.0;
+  rec.detokenize_ms = ms_between(t_detok, t_end);
+  rec.e2e_ms = ms_between(t0, t_end);
+  return rec;
+}
+
+}  // namespace
+
+void append_results(Results& into, Results&& more) {
+  for (auto& p : more.points) into.points.push_back(std::move(p));
+  into.interrupted = into.interrupted || more.interrupted;
+}
+
+Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
+  validate(options);
+  torch::NoGradGuard no_grad;
+  const std::string device_name = resolve_device(options.device);
+  const torch::Device device(device_name);
+
+  Results results;
+  results.created_at = now_iso8601();
+  results.env = collect_env();
+  if (hooks.measure_ceilings) results.env.ceilings = measure_ceilings(device_name, 5);
+
+  std::vector<PointParams> points = expand(options);
+  for (auto& p : points) p.device = device_name;
+  const std::string label = options.label.empty() ? options.model : options.label;
+
+  // Refuse what can be refused before loading anything: contexts beyond the model's positions, and
+  // (for a single point) a configuration whose estimate does not fit.
+  const ModelConfig planned = resolve_model(options.model).config;
+  for (const auto& p : points) {
+    check_context(planned, p.prompt_len + p.max_new_tokens);
+    parse_attn(p.attn);
+  }
+  if (points.size() == 1) {
+    const auto& p = points[0];
+    const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
+    check_fits(device, estimate_memory(shape_of(planned), p.batch, p.prompt_len, p.max_new_tokens, elem).total(),
+               cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
+  }
+
+  bool first_generate = true;
+  size_t i = 0;
+  while (i < points.size() && !interrupted()) {
+    // Points are nested with dtype outermost: load the model once per dtype.
+    const std::string dtype_name = points[i].dtype;
+    size_t end = i;
+    while (end < points.size() && points[end].dtype == dtype_name) ++end;
+
+    std::unique_ptr<Model> model;
+    std::string load_error;
+    try {
+      model = Model::load({options.model, dtype_name, device_name, points[i].attn, options.seed});
+    } catch (const Error& e) {
+      if (dynamic_cast<const UsageError*>(&e) || points.size() == 1) throw;
+      load_error = e.what();
+    }
+    std::unique_ptr<Tokenizer> tokenizer;
+    if (model) tokenizer = load_model_tokenizer(model->info());
+    if (options.prompt && !tokenizer)
+      throw UsageError(cat("model '", options.model, "' has no tokenizer (random weights without a checkpoint): drop --prompt to use synthetic ids"));
+
+    for (; i < end && !interrupted(); ++i) {
+      PointResult pr;
+      pr.params = points[i];
+      pr.params.label = label;
+      pr.warmup = options.warmup;
+      pr.trim = options.trim;
+      if (!model) {
+        pr.status = "failed";
+        pr.error = load_error;
+        results.points.push_back(std::move(pr));
+        continue;
+      }
+      const ModelConfig& cfg = model->config();
+      pr.weights = model->info().weights;
+      pr.checkpoint = model->info().checkpoint_dir;
+      pr.tokenizer = tokenizer ? tokenizer->info().source : "synthetic ids";
+      pr.cold.load_ms = model->info().load_ms;
+      pr.paths = {{"cuda_graph", false}, {"fused", false}};
+      const PointParams& pp = pr.params;
+      if (hooks.on_progress) hooks.on_progress({static_cast<int>(i), static_cast<int>(points.size()), -options.warmup, options.runs, label});
+      try {
+        check_context(cfg, pp.prompt_len + pp.max_new_tokens);
+        model->set_attn(parse_attn(pp.attn));
+        const int elem = static_cast<int>(c10::elementSize(parse_dtype(pp.dtype)));
+        MemoryEstimate est = estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
+        check_fits(device, est.kv_cache + est.activations,
+                   cat("batch ", pp.batch, " x ", pp.prompt_len + pp.max_new_tokens, " positions"));
+
+        PromptSpec spec;
+        spec.batch = pp.batch;
+        spec.prompt_len = pp.prompt_len;
+        spec.vocab_size = cfg.vocab_size;
+        spec.seed = pp.seed;
+        spec.text = options.prompt;
+        spec.chat = options.chat;
+        if (!options.chat_format.empty()) spec.chat_format = parse_chat_format(options.chat_format);
+        PromptIds synthetic = spec.text ? PromptIds{} : synthetic_prompts(spec);
+        pr.prompt_source = spec.text ? text_prompts(spec, *tokenizer).source : synthetic.source;
+
+        pr.memory.kv_cache_bytes = model->allocate_cache(pp.batch, pp.prompt_len + pp.max_new_tokens);
+        pr.memory.weights_bytes = static_cast<std::uint64_t>(model->info().weight_bytes);
+        SamplingParams sampling{pp.temperature, pp.top_k, pp.top_p, pp.seed};
+        PointContext ctx{*model, tokenizer.get(), spec, synthetic, device, sampling};
+
+        for (int w = 0; w < options.warmup && !interrupted(); ++w) {
+          RunRecord r = generate_once(ctx, pp.max_new_tokens);
+          if (first_generate) pr.cold.first_generate_ms = r.e2e_ms;
+          first_generate = false;
+          if (hooks.on_progress) hooks.on_progress({static_cast<int>(i), static_cast<int>(points.size()), -(w + 1), options.runs, label});
+        }
+        synchronize_device(device);
+        reset_peak_memory(device);
+        for (int r = 0; r < options.runs && !interrupted(); ++r) {
+          RunRecord rec = generate_once(ctx, pp.max_new_tokens);
+          if (first_generate) pr.cold.first_generate_ms = rec.e2e_ms;
+          first_generate = false;
+          pr.runs.push_back(std::move(rec));
+          if (hooks.on_progress) hooks.on_progress({static_cast<int>(i), static_cast<int>(points.size()), r, options.runs, label});
+        }
+        pr.memory.peak_allocated_bytes = peak_allocated_bytes(device);
+        pr.memory.peak_reserved_bytes = peak_reserved_bytes(device);
+        pr.memory.device_in_use_bytes = device_in_use_bytes(device);
+        pr.memory.peak_rss_bytes = peak_rss_bytes();
+        if (static_cast<int>(pr.runs.size()) < options.runs) {
+          pr.status = "interrupted";
+          pr.error = cat("interrupted after ", pr.runs.size(), " of ", options.runs, " timed runs");
+        }
+        if (pr.runs.size() > 0) summarize_point(pr);
+        if (pr.status == "ok") {
+          const ModelShape shape = shape_of(cfg);
+          pr.roofline.decode_bytes_per_step = decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
+          pr.roofline.prefill_flops = prefill_flops(shape, pp.batch, pp.prompt_len);
+          if (pp.max_new_tokens > 1)
+            pr.roofline.mbu = mbu(pr.roofline.decode_bytes_per_step, pr.summary.at("tpot_ms").trimmed_median, results.env.ceilings);
+          // The matmul ceiling holds for one dtype only.
+          if (results.env.ceilings && results.env.ceilings->matmul_dtype == pp.dtype)
+            pr.roofline.mfu = mfu(pr.roofline.prefill_flops, pr.summary.at("prefill_ms").trimmed_median, results.env.ceilings);
+        }
+      } catch (const std::exception& e) {
+        pr.status = "failed";
+        pr.error = first_line(is_oom(e) && !dynamic_cast<const OutOfMemoryError*>(&e)
+                                  ? cat("out of memory: ", first_line(e.what()), " (", format_gib(available_bytes(device)), " free after release)")
+                                  : std::string(e.what()));
+        pr.runs.clear();
+        log::warn(cat("point ", i + 1, " failed: ", pr.error));
+      }
+      release_cached_memory(device);
+      results.points.push_back(std::move(pr));
+    }
+    model.reset();
+    release_cached_memory(device);
+  }
+  results.interrupted = interrupted();
+  // Nothing measured and nothing interrupted: report the failure as the command's error.
+  bool any_ok = false;
+  for (const auto& p : results.points) any_ok = any_ok || p.status != "failed";
+  if (!any_ok && !results.interrupted && !results.points.empty()) {
+    const std::string& e = results.points.front().error;
+    if (e.rfind("out of memory", 0) == 0) throw OutOfMemoryError(e);
+    throw Error(e);
+  }
+  return results;
+}
+
+}  // namespace llmbench
