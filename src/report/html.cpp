@@ -590,7 +590,7 @@ h2 { font-size: 18px; margin: 12px 0 4px; }
 table { border-collapse: collapse; font-size: 13px; }
 caption { text-align: left; font-weight: 600; padding: 4px 0; }
 th, td { border-bottom: 1px solid #e3e6eb; padding: 3px 9px; text-align: left; white-space: nowrap; }
-th { background: #f0f2f5; }
+th { background: #f0f2f5; white-space: normal; vertical-align: bottom; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.facts td { white-space: normal; word-break: break-word; max-width: 1100px; }
 tr.bad td { background: #fde8e8; }
@@ -687,8 +687,16 @@ std::string render_html(const std::vector<ReportInput>& inputs, const ReportOpti
     os << "<p>" << html_escape(in.name) << " · " << n << (n == 1 ? " point" : " points") << " · "
        << html_escape(in.results.created_at) << " · llmbench " << html_escape(in.results.env.tool_version) << "</p>\n";
   }
+  auto charts_in = [&](const Section& s) {
+    std::vector<const json*> here;
+    for (const auto& c : charts)
+      if (c["section"] == s.id) here.push_back(&c);
+    return here;
+  };
   os << "</header>\n<nav>";
-  for (const auto& s : sections) os << "<a href=\"#" << s.id << "\">" << html_escape(s.title) << "</a>";
+  for (const auto& s : sections)
+    if (!s.tables.empty() || !charts_in(s).empty())
+      os << "<a href=\"#" << s.id << "\">" << html_escape(s.title) << "</a>";
   os << "</nav>\n<main>\n";
   if (!options.assets)
     os << "<div class=\"notice\" id=\"charts-missing\"><strong>Charts are missing:</strong> the Vega bundles were "
@@ -697,9 +705,7 @@ std::string render_html(const std::vector<ReportInput>& inputs, const ReportOpti
           "report again.</div>\n";
 
   for (const auto& s : sections) {
-    std::vector<const json*> here;
-    for (const auto& c : charts)
-      if (c["section"] == s.id) here.push_back(&c);
+    const std::vector<const json*> here = charts_in(s);
     if (s.tables.empty() && here.empty()) continue;
     os << "<section id=\"" << s.id << "\">\n<h2>" << html_escape(s.title) << "</h2>\n";
     if (!s.note.empty()) os << "<p class=\"note\">" << html_escape(s.note) << "</p>\n";
