@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `llmbench tokenize`: JSON output, --no-special, --text-file, chat wrapping, the real Llama 3 file
+# against its HF fixture, and the error conventions.
+set -u
+bin="$1"
+data="$2/tokenizer"
+cache="$(cd "$2/../.." && pwd)/.cache/tokenizers"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# tiny: BOS (id 1) is added by default, not with --no-special; decoded text round-trips.
+json=$("$bin" tokenize --tokenizer tiny --text "Hello, world!" --json) || fail "tokenize --json exited non-zero"
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["ids"][0] == 1 and d["count"] == len(d["ids"]) > 1, d
+assert d["decoded"] == "<|begin_of_text|>Hello, world!", d
+' "$json" || fail "tiny --json: $json"
+json=$("$bin" tokenize --tokenizer tiny --text "Hello, world!" --no-special --json) || fail "--no-special"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert 1 not in d["ids"] and d["decoded"] == "Hello, world!", d' "$json" \
+  || fail "tiny --no-special: $json"
+
+printf 'caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87\n' >"$out/text.txt"
+json=$("$bin" tokenize --tokenizer tiny --text-file "$out/text.txt" --no-special --json) || fail "--text-file"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["decoded"] == "café 中文\n", d' "$json" || fail "--text-file: $json"
+
+plain=$("$bin" tokenize --tokenizer tiny --text "ab") || fail "plain output"
+[[ "$plain" =~ ^1( [0-9]+)+$ ]] || fail "plain output is not space-separated ids: $plain"
+
+# The real Llama 3 tokenizer, when fetched: ids equal to HF's fixture, chat header tokens.
+if [ -s "$cache/llama3/tokenizer.json" ]; then
+  python3 - "$bin" "$cache/llama3" "$data/reference/llama3.json" <<'PY' || fail "llama3 ids differ from HF"
+import json, subprocess, sys
+bin, tok, ref = sys.argv[1:]
+for case in json.load(open(ref))["cases"][:6]:
+    if not case["text"]:
+        continue
+    out = subprocess.run([bin, "tokenize", "--tokenizer", tok, "--text", case["text"], "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["ids"] == case["ids"], (case["text"], out)
+PY
+  # --chat renders what transformers' apply_chat_template rendered (saved in the fixture).
+  python3 - "$bin" "$cache/llama3" "$data/reference/llama3.json" <<'PY' || fail "llama3 --chat differs from transformers"
+import json, subprocess, sys
+bin, tok, ref = sys.argv[1:]
+tf = json.load(open(ref))["transformers"]
+out = subprocess.run([bin, "tokenize", "--tokenizer", tok, "--text", tf["chat_messages"][0]["content"], "--chat", "--json"],
+                     capture_output=True, text=True, check=True).stdout
+d = json.loads(out)
+assert d["decoded"] == tf["chat_prompt"], d
+assert d["ids"][:2] == [128000, 128006], d  # <|begin_of_text|> <|start_header_id|> (added_tokens in the file)
+PY
+elif [ ! -f "$cache/UNAVAILABLE" ]; then
+  fail "missing $cache/llama3: run scripts/fetch-tokenizers.sh"
+fi
+
+expect_exit() {  # expect_exit CODE ARGS...
+  local want="$1"; shift
+  "$bin" tokenize "$@" >"$out/stdout" 2>"$out/stderr"
+  local got=$?
+  [ "$got" = "$want" ] || fail "tokenize $* exited $got, expected $want: $(cat "$out/stderr")"
+  [ "$want" = 0 ] || grep -q '^llmbench: error: ' "$out/stderr" || fail "no one-line error for $*"
+}
+expect_exit 2 --tokenizer tiny
+expect_exit 2 --tokenizer tiny --text a --text-file "$out/text.txt"
+expect_exit 1 --tokenizer /nonexistent/tokenizer --text a
+printf '{"model": {"type": "BPE", "vocab": {' >"$out/truncated.json"
+expect_exit 1 --tokenizer "$out/truncated.json" --text a
+grep -q "malformed JSON" "$out/stderr" || fail "truncated json: $(cat "$out/stderr")"
+printf 'ab\xffcd' >"$out/bad.txt"
+expect_exit 1 --tokenizer tiny --text-file "$out/bad.txt"
+grep -q "byte offset 2" "$out/stderr" || fail "invalid UTF-8: $(cat "$out/stderr")"
+expect_exit 2 --tokenizer tiny --text a --chat
+echo "tokenize: ok"
