@@ -33,7 +33,9 @@ async function main() {
     page.on('console', (m) => {
       if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
     });
-    page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+    let pageFailed;
+    const failure = new Promise((resolve) => { pageFailed = resolve; });
+    page.on('pageerror', (e) => { problems.push('page error: ' + e.message); pageFailed(); });
     // The page must be self-contained: anything but the file itself is a failure.
     await page.route('**/*', (route) => {
       const url = route.request().url();
@@ -42,7 +44,12 @@ async function main() {
       return route.abort();
     });
     await page.goto('file://' + path.resolve(args.html));
-    await page.waitForFunction(() => window.__chartsDone === true, null, { timeout: 60000 });
+    // A script error can stop the page before it ever reports: stop waiting then too.
+    const done = await Promise.race([
+      page.waitForFunction(() => window.__chartsDone === true, null, { timeout: 60000 }).then(() => true, () => false),
+      failure.then(() => false),
+    ]);
+    if (!done) problems.push('the page never reported its charts done (window.__chartsDone)');
     const state = await page.evaluate(() => {
       const charts = Array.from(document.querySelectorAll('.vega-chart')).map((el) => {
         const svg = el.querySelector('svg');
@@ -75,7 +82,7 @@ async function main() {
     }
     for (const t of args.texts) if (!state.text.includes(t)) problems.push('page text lacks: ' + t);
     await page.screenshot({ path: args.shot, fullPage: true });
-    console.log(`render_check: ${args.html}: ${state.charts.length} charts drawn, ${state.tables} tables, ` +
+    console.log(`render_check: ${args.html}: ${state.rendered || 0} of ${state.charts.length} charts rendered, ${state.tables} tables, ` +
                 `screenshot ${args.shot}`);
   } finally {
     await browser.close();
