@@ -82,6 +82,26 @@ TEST(HtmlReport, SummaryTableHoldsTheTrimmedMediansOfAKnownResult) {
             std::string::npos);
 }
 
+TEST(HtmlReport, FailedPointsStayInTheSummaryAndLeaveTheCharts) {
+  Results r = known_results();
+  r.points[1].status = "failed";
+  r.points[1].error = "out of memory";
+  r.points[1].summary.clear();
+  r.points[1].runs.clear();
+  std::vector<ReportInput> in{{"a.json", r}};
+  const std::string html = render_html(in, {});
+  EXPECT_NE(html.find("<tr class=\"bad\"><td>tiny b=4 p=16 n=8</td><td>failed: out of memory</td>"
+                      "<td class=\"num\">0</td><td>–</td>"),
+            std::string::npos);
+  // Only the ok point is plotted: its stages and its distributions; one point is no sweep.
+  const json charts = chart_specs(in);
+  ASSERT_EQ(charts.size(), 2u) << charts.dump(1);
+  EXPECT_EQ(charts[0]["section"], "stages");
+  EXPECT_EQ(charts[0]["spec"]["data"]["values"].size(), 5u);  // five stages of one point
+  EXPECT_EQ(charts[1]["section"], "distributions");
+  EXPECT_EQ(charts[1]["title"], "tiny b=1 p=16 n=8");
+}
+
 TEST(HtmlReport, EscapesEveryTextItPutsIntoThePage) {
   std::vector<ReportInput> in{{"<i>file</i>.json", known_results("<script>alert(1)</script>")}};
   in[0].results.command = "llmbench run --prompt 'a & \"b\"'";
