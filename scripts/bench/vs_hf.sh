@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# GPU host: HF transformers (eager, sdpa, static cache + torch.compile) and llmbench (default fast paths, and
+# "plain": --no-cuda-graph --no-fused) on the same workloads in one invocation, then one Markdown table.
+# Workloads: Qwen2.5-7B batch 1 and 4, Llama-3-8B batch 1; prompt 512, 64 new tokens, bfloat16, random
+# weights, eager attention for llmbench. Needs llmbench built (scripts/gpu-build.sh) and python3 with torch
+# and transformers.
+# Usage: scripts/bench/vs_hf.sh [--quick]
+#   --quick          3 timed runs, 1 warm-up (compiled HF: 3) instead of 10 and 3 (compiled HF: 5)
+#   LLMBENCH=path    llmbench binary (default build-gpu/llmbench)
+#   OUT_DIR=dir      JSON, logs and table.md (default out/vs_hf)
+#   VS_HF_WORKLOADS  "model:batches ..." (default "qwen2.5-7b:1,4 llama-3-8b:1")
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+command_line="scripts/bench/vs_hf.sh${*:+ $*}"
+runs=10 warmup=3 compile_warmup=5 trim=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) runs=3 warmup=1 compile_warmup=3 trim=0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "vs_hf.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+bin=${LLMBENCH:-build-gpu/llmbench}
+out=${OUT_DIR:-out/vs_hf}
+workloads=${VS_HF_WORKLOADS:-"qwen2.5-7b:1,4 llama-3-8b:1"}
+[ -x "$bin" ] || { echo "vs_hf.sh: no llmbench at $bin: build it with scripts/gpu-build.sh (or set LLMBENCH)" >&2; exit 2; }
+mkdir -p "$out"
+rm -f "$out"/*.json "$out"/*.log "$out"/table.md  # stale files of an earlier run must not reach the table
+date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "vs_hf: $date_utc, $command_line, runs=$runs warmup=$warmup (compiled HF $compile_warmup) trim=$trim, into $out"
+if command -v nvidia-smi >/dev/null; then nvidia-smi >"$out/nvidia-smi.txt" 2>&1; fi
+"$bin" info >"$out/llmbench-info.txt" 2>&1
+
+failed=()
+step() {  # step NAME CMD...: runs CMD, output on the console and in $out/NAME.log
+  local name="$1"; shift
+  echo "== $name: $*"
+  "$@" 2>&1 | tee "$out/$name.log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ]; then
+    failed+=("$name (exit $rc)")
+    echo "== $name FAILED (exit $rc); continuing"
+  fi
+}
+
+shape=(--prompt-len 512 --max-new-tokens 64 --dtype bfloat16 --device cuda)
+timing=(--warmup "$warmup" --runs "$runs" --trim "$trim")
+for w in $workloads; do
+  model=${w%%:*} batches=${w#*:}
+  step "hf_$model" env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py --workload "$model:$batches" \
+    --prompt-len 512 --max-new-tokens 64 --runs "$runs" --warmup "$warmup" --compile-warmup "$compile_warmup" \
+    --output "$out/hf_$model.json"
+  step "llmbench_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" "${timing[@]}" \
+    --output "$out/llmbench_$model.json"
+  step "llmbench-plain_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
+    "${timing[@]}" --no-cuda-graph --no-fused --no-roofline --output "$out/llmbench-plain_$model.json"
+done
+
+shopt -s nullglob
+hf=("$out"/hf_*.json) lb=("$out"/llmbench_*.json) plain=("$out"/llmbench-plain_*.json)
+echo
+if [ $((${#hf[@]} + ${#lb[@]} + ${#plain[@]})) = 0 ]; then
+  echo "vs_hf: no results were written; see the logs in $out" >&2
+  exit 1
+fi
+python3 scripts/bench/vs_hf_table.py --hf "${hf[@]}" --llmbench "${lb[@]}" --llmbench-plain "${plain[@]}" \
+  --date "$date_utc" --command "$command_line" | tee "$out/table.md"
+echo
+echo "vs_hf: JSON and logs in $out, table in $out/table.md"
+if [ ${#failed[@]} != 0 ]; then
+  printf 'vs_hf: failed step: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
