@@ -118,10 +118,15 @@ TEST(GpuModel, DecodeStepIsCapturableInACudaGraph) {
   }
   torch::cuda::synchronize();
   graph.replay();
-  EXPECT_TRUE(torch::equal(out, eager1));
-  tokens.copy_(out.argmax(-1));
+  // cuBLAS may pick other kernels under capture: equal up to bf16 rounding, same argmax.
+  auto close = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a - b).abs().max().item<double>() <= 1e-2 * b.abs().max().item<double>();
+  };
+  EXPECT_TRUE(close(out, eager1));
+  EXPECT_TRUE(torch::equal(out.argmax(-1), eager1.argmax(-1)));
+  tokens.copy_(eager1.argmax(-1));
   graph.replay();
-  EXPECT_TRUE(torch::equal(out, eager2));
+  EXPECT_TRUE(close(out, eager2));
 }
 #endif
 
