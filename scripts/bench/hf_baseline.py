@@ -173,7 +173,10 @@ class Bench:
         if style == "forward":
             model.forward = torch.compile(orig_forward, mode="reduce-overhead", fullgraph=True)
         else:
-            model.generation_config.compile_config = self.tf.CompileConfig(fullgraph=True, mode="reduce-overhead")
+            compile_config = getattr(self.tf, "CompileConfig", None)
+            if compile_config is None:
+                from transformers.generation import CompileConfig as compile_config
+            model.generation_config.compile_config = compile_config(fullgraph=True, mode="reduce-overhead")
 
     # ---- one generate ----
     def one_run(self, model, ids_cpu, n):
@@ -235,6 +238,7 @@ class Bench:
         attn = "eager" if mode == "eager" else "sdpa"
         base = dict(model=name, hf_id=MODELS[name]["hf_id"], mode=mode, attn=attn, dtype="bfloat16",
                     prompt_len=a.prompt_len, max_new_tokens=a.max_new_tokens)
+        before = torch.cuda.memory_allocated()  # > 0: an earlier model was not freed (it would count in the peak)
         try:
             model, build_ms, n_params = self.build(name, attn)
         except Exception as exc:  # noqa: BLE001 - recorded, the other points still run
@@ -248,7 +252,7 @@ class Bench:
         orig_forward = model.forward
         for b in batches:
             point = dict(base, batch=b, recipe=RECIPES[mode], params=n_params, weights_bytes=weights,
-                         build_ms=build_ms, errors=[])
+                         build_ms=build_ms, allocated_before_build_bytes=before, errors=[])
             styles = [a.compile_style] if mode == "compiled" else [None]
             if mode == "compiled" and a.compile_style == "forward" and not a.no_compile_fallback:
                 styles.append("auto")
