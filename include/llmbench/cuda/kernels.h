@@ -1,0 +1,85 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+// Fused CUDA kernels for the decode step, torch-free: raw device pointers, element strides and a
+// stream. Each kernel reproduces the rounding order of the plain torch ops it replaces (every
+// intermediate torch materialises in the model dtype is rounded to it here too), so the fused path
+// matches the plain path within float-accumulation-order noise. Launchers throw llmbench::Error on
+// bad arguments or a failed launch. Nothing reads per-step values from the host: a launch can be
+// captured in a CUDA graph and replayed while the device tensors it reads change.
+struct CUstream_st;
+
+namespace llmbench::cuda {
+
+using Stream = CUstream_st*;  // the same type as cudaStream_t
+
+enum class DType { f32, f16, bf16 };
+
+// out [N, H] = rms_norm(x [N, H]) · weight [H]: x in float, · rsqrt(mean(x²) + eps), rounded to the
+// dtype, then · weight rounded again (HF's order). Rows contiguous; out may alias x.
+void rms_norm(DType dtype, void* out, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
+              float eps, Stream stream);
+
+// residual [N, H] += x [N, H] (rounded to the dtype), then out [N, H] = rms_norm(residual) · weight [H].
+// out may alias x (each element of x is read before the same thread writes it).
+void add_rms_norm(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,
+                  std::int64_t hidden, float eps, Stream stream);
+
+// gate_up [N, 2I] (gate | up) → out [N, I] = dtype(silu(gate)) · up, silu computed in float.
+void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream);
+
+// One decode token (S = 1) per row: bias, RoPE (rotate_half layout) on q and k, q out, k/v into the cache.
+struct RopeQkvArgs {
+  DType dtype = DType::bf16;
+  const void* qkv = nullptr;          // [B, (Hq + 2 Hkv) D], rows qkv_row_stride elements apart
+  std::int64_t qkv_row_stride = 0;
+  const void* bias = nullptr;         // [(Hq + 2 Hkv) D] or null; added (rounded) before RoPE
+  const void* cos = nullptr;          // [rope_len, D] contiguous
+  const void* sin = nullptr;          // [rope_len, D] contiguous
+  std::int64_t rope_len = 0;
+  const std::int64_t* positions = nullptr;  // [B] device: each row's position id (clamped into the table)
+  const std::int64_t* column = nullptr;     // [1] device: the cache column to write (out of range: no write)
+  void* q_out = nullptr;              // [B, Hq, D] contiguous
+  void* k_cache = nullptr;            // [B, Hkv, T_max, D], strides below, D contiguous
+  void* v_cache = nullptr;            // [B, Hkv, T_max, D], same strides as k_cache
+  std::int64_t cache_stride_b = 0, cache_stride_h = 0, cache_stride_t = 0;
+  std::int64_t max_len = 0;           // T_max
+  int batch = 0, heads_q = 0, heads_kv = 0, head_dim = 0;
+};
+void rope_qkv_cache(const RopeQkvArgs& args, Stream stream);
+
+// Decode attention (S = 1) over the whole preallocated cache, split along T (flash-decoding) so that a
+// batch of 1 still fills the GPU. Same numbers as the eager path: scores rounded to the dtype after
+// Q·Kᵀ and after · scale, invalid columns set to the dtype's lowest value, softmax in float, probs
+// rounded to the dtype, ·V accumulated in float. GQA: query head h reads kv head h / (Hq / Hkv).
+struct DecodeAttnArgs {
+  DType dtype = DType::bf16;
+  const void* q = nullptr;            // [B, Hq, D] contiguous
+  const void* k = nullptr;            // [B, Hkv, T_max, D], strides below, D contiguous
+  const void* v = nullptr;            // [B, Hkv, T_max, D], same strides as k
+  std::int64_t kv_stride_b = 0, kv_stride_h = 0, kv_stride_t = 0;
+  const std::uint8_t* valid = nullptr;  // [B, T_max] bool/uint8, rows valid_stride_b apart (1: attend)
+  std::int64_t valid_stride_b = 0;
+  void* out = nullptr;                // [B, Hq, D] contiguous
+  std::int64_t max_len = 0;           // T_max
+  int batch = 0, heads_q = 0, heads_kv = 0, head_dim = 0;
+  float scale = 0;                    // 1/√D
+};
+
+// The launch configuration: a pure function of the shapes and the GPU, so it is the same for every
+// replay of a graph captured for (B, T_max).
+struct DecodeAttnPlan {
+  int splits = 1;                     // blocks along T per (row, kv head group)
+  std::int64_t chunk = 0;             // columns per split
+  std::size_t workspace_bytes = 0;    // device scratch decode_attention needs
+};
+DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int head_dim, std::int64_t max_len,
+                                     int sm_count);
+// `workspace`: at least plan.workspace_bytes of device memory, 256-byte aligned; contents don't matter.
+void decode_attention(const DecodeAttnArgs& args, const DecodeAttnPlan& plan, void* workspace, Stream stream);
+
+// Multiprocessors of the current device (cached per device).
+int sm_count();
+
+}  // namespace llmbench::cuda

@@ -1,0 +1,41 @@
+#pragma once
+#include <cstdint>
+
+#include <torch/torch.h>
+
+// The decode step's fused ops: on CUDA tensors of a CUDA build they run the kernels of
+// llmbench/cuda/kernels.h on the current stream (no host sync, no per-step host values: graph
+// capturable); anywhere else they run the plain torch ops they replace, so every function works on
+// every build. Both paths give the same numbers within float-accumulation-order noise.
+// Bad dtypes, shapes or layouts throw llmbench::Error.
+namespace llmbench::fused {
+
+// True when `t` would take the CUDA kernels (CUDA build, CUDA tensor, float32/float16/bfloat16).
+bool uses_kernels(const torch::Tensor& t);
+
+// x [..., H] → rms_norm(x) · weight [H] (HF order: float, rsqrt, round, · weight), a new tensor.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// The residual add and the next norm in one pass, both in place:
+// residual [..., H] += x [..., H] (rounded to the dtype), then x ← rms_norm(residual) · weight [H].
+void add_rms_norm_(torch::Tensor& x, torch::Tensor& residual, const torch::Tensor& weight, double eps);
+
+// gate_up [..., 2I] (gate | up, as the fused gate_up weight produces) → [..., I] = silu(gate) · up.
+torch::Tensor silu_mul(const torch::Tensor& gate_up);
+
+// One decode token per row (S = 1): qkv [B, 1, (Hq + 2 Hkv) D] or [B, (Hq + 2 Hkv) D], plus bias
+// [(Hq + 2 Hkv) D] when defined; RoPE from the tables cos/sin [T_rope, D] at positions [B] int64
+// (device); writes rotated k and raw v into keys/values [B, Hkv, T_max, D] (cache views, D contiguous)
+// at column [1] int64 (device). Returns rotated q [B, Hq, D].
+torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias, const torch::Tensor& cos_table,
+                             const torch::Tensor& sin_table, const torch::Tensor& positions,
+                             const torch::Tensor& column, torch::Tensor& keys, torch::Tensor& values,
+                             std::int64_t heads_q, std::int64_t heads_kv);
+
+// Decode attention over the whole cache: q [B, Hq, D], keys/values [B, Hkv, T_max, D], valid [B, T_max]
+// bool or uint8 (true: attend) → [B, Hq, D]. Same numbers as attention(AttnImpl::eager, ...) with the
+// mask valid.view({B, 1, 1, T_max}).
+torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
+                               const torch::Tensor& valid);
+
+}  // namespace llmbench::fused

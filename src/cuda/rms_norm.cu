@@ -1,0 +1,96 @@
+#include "common.cuh"
+
+namespace llmbench::cuda {
+namespace {
+using namespace detail;
+
+constexpr int kMaxIters = 8;  // vectors per thread kept in registers between the two passes
+
+// One block per row. Pass 1: (residual += x), sum of squares in float; pass 2: scale and write.
+template <class T, int kVec>
+__global__ void rms_norm_kernel(T* out, T* residual, const T* x, const T* weight, std::int64_t hidden, float eps) {
+  using V = Vec<T, kVec>;
+  const std::int64_t row = blockIdx.x;
+  const int nvec = static_cast<int>(hidden / kVec);
+  const V* xr = reinterpret_cast<const V*>(x + row * hidden);
+  V* rr = residual ? reinterpret_cast<V*>(residual + row * hidden) : nullptr;
+  float vals[kMaxIters][kVec];
+  float ss = 0.0f;
+#pragma unroll
+  for (int it = 0; it < kMaxIters; ++it) {
+    const int i = threadIdx.x + it * blockDim.x;
+    if (i < nvec) {
+      V a = xr[i];
+      if (rr) {
+        const V r = rr[i];
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) a.v[j] = from_f<T>(to_f(r.v[j]) + to_f(a.v[j]));  // bf16 add, as torch
+        rr[i] = a;
+      }
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        vals[it][j] = to_f(a.v[j]);
+        ss += vals[it][j] * vals[it][j];
+      }
+    }
+  }
+  ss = block_sum(ss);
+  const float inv = rsqrtf(ss * (1.0f / static_cast<float>(hidden)) + eps);  // torch: mean = sum · (1/H)
+  const V* wr = reinterpret_cast<const V*>(weight);
+  V* outr = reinterpret_cast<V*>(out + row * hidden);
+#pragma unroll
+  for (int it = 0; it < kMaxIters; ++it) {
+    const int i = threadIdx.x + it * blockDim.x;
+    if (i < nvec) {
+      const V w = wr[i];
+      V o;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(to_f(w.v[j]) * round_f<T>(vals[it][j] * inv));
+      outr[i] = o;
+    }
+  }
+}
+
+template <class T, int kVec>
+void launch(void* out, void* residual, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
+            float eps, Stream stream) {
+  const std::int64_t nvec = hidden / kVec;
+  const int threads = static_cast<int>(std::min<std::int64_t>(1024, std::max<std::int64_t>(32, (nvec + 31) / 32 * 32)));
+  if (nvec > static_cast<std::int64_t>(threads) * kMaxIters)
+    throw Error(cat("rms_norm kernel: hidden size ", hidden, " is too large"));
+  rms_norm_kernel<T, kVec><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+      static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x), static_cast<const T*>(weight), hidden,
+      eps);
+  check_launch("rms_norm kernel");
+}
+
+void run(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,
+         std::int64_t hidden, float eps, Stream stream) {
+  if (rows <= 0) return;
+  if (hidden <= 0) throw Error(cat("rms_norm kernel: bad hidden size ", hidden));
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int kVec = 16 / sizeof(T);
+    const bool vec = hidden % kVec == 0 && aligned16(out) && aligned16(x) && aligned16(weight) &&
+                     (!residual || aligned16(residual));
+    if (vec)
+      launch<T, kVec>(out, residual, x, weight, rows, hidden, eps, stream);
+    else
+      launch<T, 1>(out, residual, x, weight, rows, hidden, eps, stream);
+  });
+}
+
+}  // namespace
+
+void rms_norm(DType dtype, void* out, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
+              float eps, Stream stream) {
+  run(dtype, out, nullptr, x, weight, rows, hidden, eps, stream);
+}
+
+void add_rms_norm(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,
+                  std::int64_t hidden, float eps, Stream stream) {
+  if (!residual) throw Error("add_rms_norm kernel: residual is null");
+  run(dtype, out, residual, x, weight, rows, hidden, eps, stream);
+}
+
+}  // namespace llmbench::cuda

@@ -1,0 +1,315 @@
+// The fused decode ops (CUDA kernels) against the plain torch path they replace, on random bf16 data
+// in Qwen2.5-7B / Llama-3-8B shapes. The references are the decoder's own plain functions
+// (llmbench::rms_norm, apply_rope, attention(eager)), not the fallbacks inside fused_ops.cpp.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "llmbench/base/error.h"
+#include "llmbench/model/attention.h"
+#include "llmbench/model/decoder.h"
+#include "llmbench/model/fused_ops.h"
+#include "llmbench/model/model_config.h"
+#include "llmbench/model/rope.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+using namespace llmbench;
+
+namespace {
+
+constexpr double kEps = 1e-6;
+constexpr std::int64_t kD = 128;
+
+#define REQUIRE_CUDA() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available"
+
+torch::TensorOptions cuda_bf16() { return torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA); }
+
+torch::Tensor randn(std::vector<std::int64_t> shape, double scale = 1.0) {
+  return (torch::randn(shape, torch::TensorOptions().device(torch::kCUDA)) * scale).to(torch::kBFloat16);
+}
+
+// Every element within atol + rtol·|want|; reports the worst offender.
+void expect_close(const torch::Tensor& got, const torch::Tensor& want, double rtol, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  torch::Tensor g = got.to(torch::kFloat64).cpu(), w = want.to(torch::kFloat64).cpu();
+  torch::Tensor err = (g - w).abs();
+  torch::Tensor excess = err - (atol + rtol * w.abs());
+  const auto worst = excess.flatten().argmax().item<std::int64_t>();
+  EXPECT_LE(excess.flatten()[worst].item<double>(), 0.0)
+      << what << ": element " << worst << " got " << g.flatten()[worst].item<double>() << " want "
+      << w.flatten()[worst].item<double>() << " (max abs error " << err.max().item<double>() << ")";
+}
+
+// Fraction of elements that agree bit for bit: the rounding order matches torch's.
+double frac_equal(const torch::Tensor& got, const torch::Tensor& want) {
+  return got.eq(want).to(torch::kFloat64).mean().item<double>();
+}
+
+// bf16 keeps 8 significant bits: two roundings that differ by one step are 2 × 2⁻⁸ apart at most.
+constexpr double kBf16Rtol = 1.0 / 64;
+
+// cos/sin tables [T, D] bf16 as Rope builds them (theta 1e6, Qwen2.5).
+std::pair<torch::Tensor, torch::Tensor> rope_tables(std::int64_t t) {
+  RopeConfig rc;
+  rc.theta = 1e6;
+  torch::Tensor inv = rope_inv_freq(rc, kD);                                                  // [D/2]
+  torch::Tensor ang = torch::arange(t, torch::kInt64).to(torch::kFloat32).unsqueeze(1) * inv.unsqueeze(0);  // [T, D/2]
+  torch::Tensor emb = torch::cat({ang, ang}, -1);                                              // [T, D]
+  return {emb.cos().to(torch::kCUDA, torch::kBFloat16), emb.sin().to(torch::kCUDA, torch::kBFloat16)};
+}
+
+// The plain decoder's rope + cache write for one token: returns q [B, Hq, D]; writes keys/values.
+torch::Tensor plain_rope_qkv(const torch::Tensor& qkv, const torch::Tensor& bias, const torch::Tensor& cos_t,
+                             const torch::Tensor& sin_t, const torch::Tensor& positions, const torch::Tensor& column,
+                             torch::Tensor& keys, torch::Tensor& values, std::int64_t hq, std::int64_t hkv) {
+  const auto b = qkv.size(0);
+  torch::Tensor x = bias.defined() ? qkv + bias : qkv;                                  // [B, 1, N]
+  auto parts = x.split({hq * kD, hkv * kD, hkv * kD}, -1);
+  torch::Tensor q = parts[0].view({b, 1, hq, kD}).transpose(1, 2);                     // [B, Hq, 1, D]
+  torch::Tensor k = parts[1].view({b, 1, hkv, kD}).transpose(1, 2);                    // [B, Hkv, 1, D]
+  torch::Tensor v = parts[2].view({b, 1, hkv, kD}).transpose(1, 2);                    // [B, Hkv, 1, D]
+  torch::Tensor cos = cos_t.index_select(0, positions).view({b, 1, 1, kD});            // [B, 1, 1, D]
+  torch::Tensor sin = sin_t.index_select(0, positions).view({b, 1, 1, kD});
+  keys.index_copy_(2, column, apply_rope(k, cos, sin));
+  values.index_copy_(2, column, v);
+  return apply_rope(q, cos, sin).view({b, hq, kD});
+}
+
+torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
+                              const torch::Tensor& valid) {
+  const auto b = q.size(0), t = keys.size(2);
+  return attention(AttnImpl::eager, q.unsqueeze(2), keys, values, valid.view({b, 1, 1, t})).squeeze(2);
+}
+
+// valid [B, T] bool: row b holds tokens in [pad_b, end) (left padding, then the unwritten tail).
+torch::Tensor left_padded(const std::vector<std::int64_t>& pads, std::int64_t end, std::int64_t t) {
+  torch::Tensor cols = torch::arange(t, torch::kInt64).unsqueeze(0);                        // [1, T]
+  torch::Tensor start = torch::tensor(pads, torch::kInt64).unsqueeze(1);                    // [B, 1]
+  return (cols >= start).logical_and(cols < end).to(torch::kCUDA);
+}
+
+}  // namespace
+
+TEST(FusedOps, RmsNormMatchesPlain) {
+  REQUIRE_CUDA();
+  torch::manual_seed(1);
+  // 3584/4096: the vector path; 100: the scalar path (not a multiple of 8).
+  for (std::int64_t h : {3584, 4096, 100}) {
+    for (std::int64_t n : {1, 4, 37}) {
+      torch::Tensor x = randn({n, 1, h}, 3.0);                                    // [N, 1, H]
+      torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
+      torch::Tensor want = llmbench::rms_norm(x, w, kEps);
+      torch::Tensor got = fused::rms_norm(x, w, kEps);
+      const std::string what = "H=" + std::to_string(h) + " N=" + std::to_string(n);
+      expect_close(got, want, kBf16Rtol, 1e-6, what);
+      EXPECT_GT(frac_equal(got, want), 0.98) << what;
+    }
+  }
+}
+
+TEST(FusedOps, AddRmsNormUpdatesResidualAndNormalises) {
+  REQUIRE_CUDA();
+  torch::manual_seed(2);
+  for (std::int64_t h : {3584, 4096, 100}) {
+    for (std::int64_t n : {1, 4}) {
+      torch::Tensor x = randn({n, 1, h});          // [N, 1, H] a sublayer's output
+      torch::Tensor residual = randn({n, 1, h}, 4.0);  // [N, 1, H] the residual stream
+      torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);
+      torch::Tensor want_res = residual + x;       // the decoder's `x + dense(...)`
+      torch::Tensor want = llmbench::rms_norm(want_res, w, kEps);
+      torch::Tensor got = x.clone(), got_res = residual.clone();
+      fused::add_rms_norm_(got, got_res, w, kEps);
+      const std::string what = "H=" + std::to_string(h) + " N=" + std::to_string(n);
+      EXPECT_TRUE(torch::equal(got_res, want_res)) << what << ": the residual add must round like torch";
+      expect_close(got, want, kBf16Rtol, 1e-6, what);
+      EXPECT_GT(frac_equal(got, want), 0.98) << what;
+    }
+  }
+}
+
+TEST(FusedOps, SiluMulMatchesPlain) {
+  REQUIRE_CUDA();
+  torch::manual_seed(3);
+  // 18944: Qwen2.5-7B, 14336: Llama-3-8B, 18: the scalar path.
+  for (std::int64_t i : {18944, 14336, 18}) {
+    for (std::int64_t n : {1, 4}) {
+      torch::Tensor gu = randn({n, 1, 2 * i}, 2.0);  // [N, 1, 2I]
+      auto parts = gu.chunk(2, -1);
+      torch::Tensor want = torch::silu(parts[0]) * parts[1];  // the decoder's SwiGLU
+      torch::Tensor got = fused::silu_mul(gu);
+      const std::string what = "I=" + std::to_string(i) + " N=" + std::to_string(n);
+      ASSERT_EQ(got.sizes(), want.sizes()) << what;
+      expect_close(got, want, kBf16Rtol, 1e-6, what);
+      EXPECT_GT(frac_equal(got, want), 0.99) << what;
+    }
+  }
+}
+
+TEST(FusedOps, RopeQkvCacheMatchesPlain) {
+  REQUIRE_CUDA();
+  torch::manual_seed(4);
+  const std::int64_t b = 4, hq = 28, hkv = 4, t = 700, n = (hq + 2 * hkv) * kD;
+  auto [cos_t, sin_t] = rope_tables(t);
+  torch::Tensor positions = torch::tensor({530, 17, 699, 0}, torch::kInt64).to(torch::kCUDA);  // [B]
+  torch::Tensor column = torch::tensor({612}, torch::kInt64).to(torch::kCUDA);                 // [1]
+  for (bool with_bias : {false, true}) {
+    torch::Tensor qkv = randn({b, 1, n}, 2.0);                       // [B, 1, N]
+    torch::Tensor bias = with_bias ? randn({n}) : torch::Tensor();   // [N]
+    torch::Tensor cache = randn({3, 2, b, hkv, t, kD});              // [L, 2, B, Hkv, T, D]: the real layout
+    torch::Tensor want_cache = cache.clone();
+    torch::Tensor wk = want_cache[1][0], wv = want_cache[1][1];
+    torch::Tensor want_q = plain_rope_qkv(qkv, bias, cos_t, sin_t, positions, column, wk, wv, hq, hkv);
+    torch::Tensor keys = cache[1][0], values = cache[1][1];         // [B, Hkv, T, D] views
+    torch::Tensor q = fused::rope_qkv_cache(qkv, bias, cos_t, sin_t, positions, column, keys, values, hq, hkv);
+    const std::string what = with_bias ? "with bias" : "no bias";
+    ASSERT_EQ(q.sizes(), want_q.sizes());
+    EXPECT_TRUE(torch::equal(q, want_q)) << what << ": q differs (max " << (q - want_q).abs().max().item<float>() << ")";
+    EXPECT_TRUE(torch::equal(cache, want_cache)) << what << ": the cache differs (written column or elsewhere)";
+  }
+}
+
+TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {
+  REQUIRE_CUDA();
+  const std::int64_t b = 1, hq = 28, hkv = 4, t = 16;
+  auto [cos_t, sin_t] = rope_tables(t);
+  torch::Tensor qkv = randn({b, (hq + 2 * hkv) * kD});
+  torch::Tensor keys = torch::zeros({b, hkv, t, kD}, cuda_bf16()), values = torch::zeros({b, hkv, t, kD}, cuda_bf16());
+  torch::Tensor positions = torch::zeros({b}, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
+  torch::Tensor column = torch::full({1}, t, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
+  fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, positions, column, keys, values, hq, hkv);
+  EXPECT_EQ(keys.abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(values.abs().sum().item<float>(), 0.0f);
+}
+
+namespace {
+
+// Fused vs eager attention on one (shape, mask).
+void check_attention(std::int64_t b, std::int64_t hq, std::int64_t hkv, std::int64_t t, const torch::Tensor& valid,
+                     const std::string& what) {
+  torch::Tensor q = randn({b, hq, kD});                   // [B, Hq, D]
+  torch::Tensor cache = randn({2, 2, b, hkv, t, kD});     // [L, 2, B, Hkv, T, D]
+  torch::Tensor keys = cache[1][0], values = cache[1][1];
+  torch::Tensor want = plain_attention(q, keys, values, valid);
+  torch::Tensor got = fused::decode_attention(q, keys, values, valid);
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  // Outputs are softmax averages of N(0,1) values; differences come from float summation order only
+  // (an occasional score or prob one bf16 step apart).
+  expect_close(got, want, kBf16Rtol, 2e-3, what);
+  const double mean_err = (got.to(torch::kFloat32) - want.to(torch::kFloat32)).abs().mean().item<double>();
+  EXPECT_LT(mean_err, 2e-4) << what;
+}
+
+}  // namespace
+
+TEST(FusedOps, DecodeAttentionMatchesEagerWithLeftPadding) {
+  REQUIRE_CUDA();
+  torch::manual_seed(5);
+  // Qwen2.5-7B (28/4 heads) and Llama-3-8B (32/8), batch 4, prompt 512 + 64 new tokens.
+  for (auto [hq, hkv] : std::vector<std::pair<std::int64_t, std::int64_t>>{{28, 4}, {32, 8}}) {
+    const std::int64_t t = 576;
+    check_attention(4, hq, hkv, t, left_padded({0, 3, 50, 311}, 540, t), "B=4 Hq=" + std::to_string(hq));
+  }
+  // Batch 1 over long caches: many splits along T.
+  for (std::int64_t t : {600, 9000}) {
+    check_attention(1, 28, 4, t, left_padded({0}, t - 7, t), "B=1 T=" + std::to_string(t));
+    check_attention(1, 28, 4, t, left_padded({0}, 1, t), "B=1 one valid column T=" + std::to_string(t));
+  }
+}
+
+TEST(FusedOps, DecodeAttentionMatchesEagerWithRandomMasks) {
+  REQUIRE_CUDA();
+  torch::manual_seed(6);
+  const std::int64_t b = 3, t = 1000;
+  torch::Tensor valid = torch::rand({b, t}, torch::kCUDA) < 0.3;  // [B, T] holes everywhere
+  valid.index_fill_(1, torch::tensor({999}, torch::kInt64).to(torch::kCUDA), true);
+  check_attention(b, 28, 4, t, valid, "random holes");
+  // A row with no valid column: eager gives the plain mean of V (all scores equal the lowest value).
+  torch::Tensor none = valid.clone();
+  none[1].fill_(false);
+  check_attention(b, 28, 4, t, none, "fully masked row");
+  // uint8 masks are accepted as well as bool.
+  torch::Tensor q = randn({b, 28, kD}), keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});
+  EXPECT_TRUE(torch::equal(fused::decode_attention(q, keys, values, valid.to(torch::kUInt8)),
+                           fused::decode_attention(q, keys, values, valid)));
+}
+
+TEST(FusedOps, RejectsBadInputs) {
+  REQUIRE_CUDA();
+  torch::Tensor x = randn({2, 64}), w = randn({64});
+  EXPECT_THROW(fused::rms_norm(x, randn({32}), kEps), Error);
+  EXPECT_THROW(fused::rms_norm(x, w.to(torch::kFloat32), kEps), Error);
+  EXPECT_THROW(fused::rms_norm(x.t(), randn({2}), kEps), Error);  // not contiguous
+  torch::Tensor q = randn({1, 28, kD}), keys = randn({1, 4, 16, kD});
+  EXPECT_THROW(fused::decode_attention(q, keys, keys, torch::ones({1, 15}, torch::kBool).to(torch::kCUDA)), Error);
+  EXPECT_THROW(fused::decode_attention(randn({1, 30, kD}), keys, keys, torch::ones({1, 16}, torch::kBool).to(torch::kCUDA)),
+               Error);
+}
+
+#ifdef LLMBENCH_WITH_CUDA
+// Captured once, replayed after the device inputs change: the kernels read positions, column, valid
+// and the activations from device memory, never from values frozen at capture.
+TEST(FusedOps, CudaGraphReplayFollowsDeviceState) {
+  REQUIRE_CUDA();
+  torch::manual_seed(7);
+  const std::int64_t b = 2, hq = 28, hkv = 4, t = 300, h = 3584, n = (hq + 2 * hkv) * kD;
+  auto [cos_t, sin_t] = rope_tables(t);
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
+  torch::Tensor qkv = randn({b, 1, n});
+  torch::Tensor positions = torch::zeros({b}, i64), column = torch::zeros({1}, i64);
+  torch::Tensor valid = torch::zeros({b, t}, torch::TensorOptions().dtype(torch::kBool).device(torch::kCUDA));
+  torch::Tensor cache = randn({1, 2, b, hkv, t, kD});
+  torch::Tensor keys = cache[0][0], values = cache[0][1];
+  torch::Tensor x = randn({b, 1, h}), residual = randn({b, 1, h}), w = randn({h});
+  torch::Tensor gu = randn({b, 1, 2 * 18944});
+
+  at::cuda::CUDAGraph graph;
+  torch::Tensor q_out, attn_out, act_out;
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+  torch::cuda::synchronize();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    graph.capture_begin();
+    q_out = fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, positions, column, keys, values, hq, hkv);
+    attn_out = fused::decode_attention(q_out, keys, values, valid);
+    fused::add_rms_norm_(x, residual, w, kEps);
+    act_out = fused::silu_mul(gu);
+    graph.capture_end();
+  }
+  torch::cuda::synchronize();
+  for (std::int64_t step = 0; step < 3; ++step) {
+    qkv.copy_(randn({b, 1, n}));
+    gu.copy_(randn({b, 1, 2 * 18944}));
+    x.copy_(randn({b, 1, h}));
+    positions.copy_(torch::tensor({40 + step, 7 + 5 * step}, torch::kInt64));
+    column.fill_(100 + step * 60);
+    valid.zero_();
+    valid.narrow(1, 10 * step, 101 + step * 60 - 10 * step).fill_(true);
+    torch::Tensor wk = keys.clone(), wv = values.clone(), wres = residual + x;
+    torch::Tensor want_q = plain_rope_qkv(qkv, {}, cos_t, sin_t, positions, column, wk, wv, hq, hkv);
+    torch::Tensor want_attn = plain_attention(want_q, wk, wv, valid);
+    torch::Tensor want_x = llmbench::rms_norm(wres, w, kEps);
+    auto parts = gu.chunk(2, -1);
+    torch::Tensor want_act = torch::silu(parts[0]) * parts[1];
+    graph.replay();
+    torch::cuda::synchronize();
+    const std::string what = "replay " + std::to_string(step);
+    EXPECT_TRUE(torch::equal(q_out, want_q)) << what;
+    EXPECT_TRUE(torch::equal(keys, wk)) << what;
+    EXPECT_TRUE(torch::equal(values, wv)) << what;
+    expect_close(attn_out, want_attn, kBf16Rtol, 2e-3, what + " attention");
+    EXPECT_TRUE(torch::equal(residual, wres)) << what;
+    expect_close(x, want_x, kBf16Rtol, 1e-6, what + " norm");
+    expect_close(act_out, want_act, kBf16Rtol, 1e-6, what + " silu_mul");
+  }
+}
+#endif
