@@ -23,7 +23,7 @@ check() { CHROMIUM=$chromium node "$here/../report/render_check.js" "$@" || fail
 if "$bin" run --help >/dev/null 2>&1; then
   for name in base current; do
     "$bin" run --model tiny --device cpu --batch 1,2 --prompt-len 16 --max-new-tokens 8 --warmup 1 --runs 5 \
-      --trim 1 --dtype float32 --output "$out/$name.json" >"$out/$name.log" 2>&1 || fail "llmbench run: $(tail -3 "$out/$name.log")"
+      --trim 1 --output "$out/$name.json" >"$out/$name.log" 2>&1 || fail "llmbench run: $(tail -3 "$out/$name.log")"
   done
   min_single=4     # batch sweep, stages, cold/warm, one distribution per point
 else
