@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "command.h"
 #include "llmbench/base/error.h"
@@ -32,6 +33,16 @@ int finish_results(const Results& results, const std::string& output, const std:
                    const std::string& baseline) {
   if (!output.empty()) save_results(output, results);
   Format f = parse_format(format);
+  if (f == Format::table || f == Format::md) {
+    std::set<std::string> said;
+    for (const auto& p : results.points) {
+      if (p.status == "failed" || !said.insert(p.params.label).second) continue;
+      std::cout << p.params.label << ": weights: " << p.weights
+                << (p.weights == "random" ? " (timings are valid, generated text is not)" : " (" + p.checkpoint + ")")
+                << ", prompts: " << p.prompt_source << ", tokenizer: " << p.tokenizer << "\n";
+    }
+    std::cout << "\n";
+  }
   std::cout << (baseline.empty() && f != Format::json ? format_results(results, f)
                                                       : format_comparison(results, f, baseline));
   for (const auto& w : cv_warnings(results)) log::warn(w);

@@ -12,14 +12,12 @@ double decode_bytes_per_step(const ModelShape& s, int batch, int prompt_len, int
 }
 
 double prefill_flops(const ModelShape& s, int batch, int prompt_len) {
-  ModelShape layers_only = s;
-  layers_only.tied_embeddings = true;  // count no lm_head in the per-token part
-  ModelSize m = model_size(layers_only);
-  double per_token = 2.0 * static_cast<double>(m.params - m.embedding_params);
-  double tokens = static_cast<double>(batch) * prompt_len;
-  double lm_head = 2.0 * s.vocab * s.hidden * batch;
-  double attention = 4.0 * s.layers * batch * s.heads * static_cast<double>(prompt_len) * prompt_len * s.head_dim;
-  return per_token * tokens + lm_head + attention;
+  const double q = static_cast<double>(s.heads * s.head_dim), kv = static_cast<double>(s.kv_heads * s.head_dim);
+  const double layer_matmul = s.hidden * q + 2 * s.hidden * kv + q * s.hidden + 3.0 * s.hidden * s.intermediate;
+  const double tokens = static_cast<double>(batch) * prompt_len;
+  const double lm_head = 2.0 * s.vocab * s.hidden * batch;
+  const double attention = 4.0 * s.layers * batch * s.heads * static_cast<double>(prompt_len) * prompt_len * s.head_dim;
+  return 2.0 * s.layers * layer_matmul * tokens + lm_head + attention;
 }
 
 std::optional<double> mbu(double bytes_per_step, double tpot_ms, const std::optional<Ceilings>& c) {

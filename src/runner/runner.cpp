@@ -11,6 +11,7 @@
 #include "llmbench/bench/event_clock.h"
 #include "llmbench/bench/interrupt.h"
 #include "llmbench/bench/memory.h"
+#include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/model/sampler.h"
@@ -51,6 +52,7 @@ bool is_oom(const std::exception& e) {
 // What one point needs besides the loaded model.
 struct PointContext {
   Model& model;
+  DecodeGraph* graph;          // null: eager decode steps
   const Tokenizer* tokenizer;  // null: synthetic ids only, nothing to detokenize
   const PromptSpec& prompt_spec;
   const PromptIds& synthetic;  // used when prompt_spec.text is empty
@@ -91,7 +93,7 @@ RunRecord generate_once(PointContext& ctx, int max_new_tokens) {
   (void)first;
 
   for (int i = 2; i <= n; ++i) {
-    logits = ctx.model.decode_step(tok);
+    logits = ctx.graph ? ctx.graph->step(tok) : ctx.model.decode_step(tok);
     tok = sampler.sample(logits);
     out.select(1, i - 1).copy_(tok);
     clock.mark(1 + i);
@@ -220,8 +222,13 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
 
         pr.memory.kv_cache_bytes = model->allocate_cache(pp.batch, pp.prompt_len + pp.max_new_tokens);
         pr.memory.weights_bytes = static_cast<std::uint64_t>(model->info().weight_bytes);
+        std::unique_ptr<DecodeGraph> graph;
+        if (pp.cuda_graph && DecodeGraph::available(device)) {
+          graph = std::make_unique<DecodeGraph>(*model);
+          pr.paths["cuda_graph"] = true;
+        }
         SamplingParams sampling{pp.temperature, pp.top_k, pp.top_p, pp.seed};
-        PointContext ctx{*model, tokenizer.get(), spec, synthetic, device, sampling};
+        PointContext ctx{*model, graph.get(), tokenizer.get(), spec, synthetic, device, sampling};
 
         for (int w = 0; w < options.warmup && !interrupted(); ++w) {
           RunRecord r = generate_once(ctx, pp.max_new_tokens);

@@ -10,7 +10,7 @@ namespace llmbench {
 // the KV cache at the mean context P + N/2.
 double decode_bytes_per_step(const ModelShape& s, int batch, int prompt_len, int max_new_tokens, int elem_bytes);
 
-// FLOPs of the prefill: 2 per weight per prompt token for the layers, the lm_head on the last position only,
+// FLOPs of the prefill: 2 per matmul weight per prompt token for the layers (norms and biases ignored), the lm_head on the last position only,
 // and eager attention's two [P x P] products per head (the full square, as eager computes it).
 double prefill_flops(const ModelShape& s, int batch, int prompt_len);
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# End-to-end: `llmbench run` and `compare` on the tiny model (CPU), results files, errors, interruption.
+set -u
+bin=$1
+data=$2
+root=$(cd "$data/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+small=(--model tiny --device cpu --prompt-len 16 --max-new-tokens 6 --warmup 1 --runs 5 --trim 1)
+
+# A sweep writes one valid point per combination, with the keys tools rely on.
+"$bin" run "${small[@]}" --batch 1,2 --temperature 0,0.7 --output "$tmp/r.json" >"$tmp/table.txt" 2>"$tmp/err.txt" \
+  || fail "run exited non-zero: $(cat "$tmp/err.txt")"
+grep -q 'TTFT' "$tmp/table.txt" || fail "table lacks TTFT"
+python3 - "$tmp/r.json" <<'PY' || fail "results JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema_version"] == 1 and d["interrupted"] is False
+assert len(d["points"]) == 4, len(d["points"])
+for p in d["points"]:
+    assert p["status"] == "ok" and p["weights"] == "random"
+    assert len(p["runs"]) == 5
+    for r in p["runs"]:
+        assert len(r["itl_ms"]) == 5 and r["ttft_ms"] <= r["e2e_ms"]
+    for m in ("ttft_ms", "prefill_ms", "tpot_ms", "e2e_ms", "output_tok_s", "decode_tok_s"):
+        s = p["summary"][m]
+        for k in ("mean", "std", "min", "max", "p50", "p90", "p95", "p99", "trimmed_median", "ci95", "cv"):
+            assert k in s, (m, k)
+        assert s["min"] <= s["trimmed_median"] <= s["max"]
+    for k in ("peak_allocated_bytes", "peak_reserved_bytes", "weights_bytes", "kv_cache_bytes", "peak_rss_bytes"):
+        assert k in p["memory"], k
+    assert p["cold"]["load_ms"] > 0 and "roofline" in p and "stages" in p
+assert {(p["params"]["batch"], p["params"]["temperature"]) for p in d["points"]} == {(1, 0), (1, 0.7), (2, 0), (2, 0.7)}
+PY
+
+# Console formats.
+"$bin" run "${small[@]}" --batch 1 --format csv 2>/dev/null | head -1 | grep -q ',' || fail "--format csv"
+"$bin" run "${small[@]}" --batch 1 --format json 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' \
+  || fail "--format json is not JSON"
+
+# A text prompt is tokenized by the tiny tokenizer and repeated to the length.
+"$bin" run "${small[@]}" --batch 1 --prompt "The quick brown fox" --output "$tmp/t.json" >/dev/null 2>&1 || fail "--prompt"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; assert p["prompt_source"]=="text-repeated", p["prompt_source"]' "$tmp/t.json" \
+  || fail "prompt_source"
+
+# Bad input: one line, exit 2, no output file.
+check_usage() {
+  local what=$1; shift
+  rm -f "$tmp/bad.json"
+  err=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] || fail "$what: exit $rc (want 2): $err"
+  [ "$(printf '%s\n' "$err" | grep -c 'llmbench: error:')" -eq 1 ] || fail "$what: $err"
+  [ ! -e "$tmp/bad.json" ] || fail "$what left an output file"
+}
+check_usage "batch 0" run "${small[@]}" --batch 0 --output "$tmp/bad.json"
+check_usage "runs <= 2 trim" run "${small[@]}" --runs 4 --trim 2 --output "$tmp/bad.json"
+check_usage "bad list" run "${small[@]}" --batch 1,x --output "$tmp/bad.json"
+check_usage "unknown model" run --model no-such-model-xyz --device cpu --output "$tmp/bad.json"
+check_usage "prompt too long" run "${small[@]}" --prompt-len 5000 --output "$tmp/bad.json"
+check_usage "unwritable output" run "${small[@]}" --output /nonexistent-dir/x.json
+check_usage "unknown dtype" run "${small[@]}" --dtype int3 --output "$tmp/bad.json"
+
+# Impossible size: refused by the estimate before allocating, exit 1, no file.
+rm -f "$tmp/bad.json"
+err=$("$bin" run "${small[@]}" --batch 50000000 --output "$tmp/bad.json" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "impossible size: exit $rc"
+grep -q 'out of memory: .*needs ~' <<<"$err" || fail "impossible size message: $err"
+[ ! -e "$tmp/bad.json" ] || fail "impossible size left a file"
+
+# SIGINT mid-run keeps the finished runs in a valid file and exits 130.
+"$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
+  --no-roofline --output "$tmp/int.json" >/dev/null 2>&1 &
+pid=$!
+sleep 3  # load + a few timed runs
+kill -INT $pid
+wait $pid; rc=$?
+[ $rc -eq 130 ] || fail "SIGINT exit $rc (want 130)"
+python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+p=d["points"][0]
+assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
+' "$tmp/int.json" || fail "interrupted file"
+
+# compare: the CI config end to end, and its output passes the gate against itself.
+"$bin" compare "$root/configs/tiny-ci.yaml" --output "$tmp/cmp.json" >"$tmp/cmp.txt" 2>"$tmp/err.txt" \
+  || fail "compare: $(cat "$tmp/err.txt")"
+grep -q 'tiny-bf16' "$tmp/cmp.txt" || fail "compare table lacks the second model"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["points"])==8, len(d["points"])' "$tmp/cmp.json" \
+  || fail "compare points"
+"$bin" gate --baseline "$tmp/cmp.json" --current "$tmp/cmp.json" >/dev/null || fail "gate of a file against itself"
+echo "run: all checks passed"
