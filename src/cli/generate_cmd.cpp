@@ -55,7 +55,9 @@ std::vector<std::vector<std::int64_t>> parse_prompt_ids(const std::string& text)
 std::int64_t peak_device_bytes(const torch::Device& device) {
 #ifdef LLMBENCH_WITH_CUDA
   if (device.is_cuda())
-    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak;
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0)
+        .allocated_bytes[0]
+        .peak;
 #endif
   return 0;
 }
@@ -103,8 +105,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    std::string dtype = opt->dtype;
                    if (dtype == "auto") dtype = device == "cpu" ? "float32" : "bfloat16";
                    SamplingParams sampling{opt->temperature, opt->top_k, opt->top_p, opt->seed};
-                   Sampler check(sampling, torch::kCPU);  // validates the sampling flags before loading
-                   (void)check;
+                   Sampler validated(sampling, torch::kCPU);  // throws on bad sampling flags before loading
                    auto model = Model::load({opt->model, dtype, device, opt->attn, opt->seed});
                    GenerateOptions g;
                    g.max_new_tokens = opt->max_new_tokens;
