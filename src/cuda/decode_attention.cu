@@ -17,7 +17,8 @@ using namespace detail;
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxGroup = 8;       // query heads per block sharing one kv head (register arrays)
-constexpr std::int64_t kMinChunk = 32;
+constexpr int kUnroll = 4;         // columns per thread with loads in flight together
+constexpr std::int64_t kMinChunk = 32;  // = columns in flight per block for bf16 D=128
 
 struct Layout {
   int group_size = 1;   // query heads per block
@@ -100,44 +101,59 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
   const T* kb = static_cast<const T*>(a.k) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
   const std::uint8_t* valid = a.valid + c.b * a.valid_stride_b;
   float* srow = w.scores + (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0) * t_max;
-  // Every thread runs the same number of iterations so the shuffles see full warps.
-  for (std::int64_t base = c.t0; base < c.t1; base += ncg) {
-    const std::int64_t t = base + cg;
-    const bool in = t < c.t1;
-    const bool ok = in && valid[t] != 0;
-    V kv;
-    if (ok) {
-      kv = reinterpret_cast<const V*>(kb + t * a.kv_stride_t)[sub];
-    } else {
+  // kUnroll columns per thread with all loads issued first; every thread runs the same number of
+  // iterations so the shuffles see full warps. K is read for every in-range column (the cache is
+  // allocated to T_max) so the load does not wait for the mask byte.
+  for (std::int64_t base = c.t0; base < c.t1; base += static_cast<std::int64_t>(ncg) * kUnroll) {
+    V kv[kUnroll];
+    bool in[kUnroll], ok[kUnroll];
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) kv.v[j] = from_f<T>(0.0f);
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t t = base + cg + u * ncg;
+      in[u] = t < c.t1;
+      if (in[u]) {
+        kv[u] = reinterpret_cast<const V*>(kb + t * a.kv_stride_t)[sub];
+        ok[u] = valid[t] != 0;
+      } else {
+        ok[u] = false;
+      }
     }
-    float dot[kMaxGroup];
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      dot[g] = 0.0f;
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t t = base + cg + u * ncg;
+      float dot[kMaxGroup];
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) dot[g] += q[g][j] * to_f(kv.v[j]);
-    }
-    for (int off = lanes / 2; off > 0; off >>= 1) {
+      for (int g = 0; g < kMaxGroup; ++g) {
+        dot[g] = 0.0f;
+        if (in[u]) {
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
-    }
-    if (in && sub == 0) {
+          for (int j = 0; j < kVec; ++j) dot[g] += q[g][j] * to_f(kv[u].v[j]);
+        }
+      }
+      for (int off = lanes / 2; off > 0; off >>= 1) {
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < c.ng) srow[g * t_max + t] = ok ? round_f<T>(round_f<T>(dot[g]) * a.scale) : Num<T>::lowest();
+        for (int g = 0; g < kMaxGroup; ++g) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
+      }
+      if (in[u] && sub == 0) {
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g < c.ng) {
+            const float sc = ok[u] ? round_f<T>(round_f<T>(dot[g]) * a.scale) : Num<T>::lowest();
+            srow[g * t_max + t] = sc;
+          }
+        }
+      }
     }
   }
   __syncthreads();  // the block's scores are visible to all its threads
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int g = warp; g < c.ng; g += kWarps) {
-    const float* s = srow + g * t_max;
+    const float* sg = srow + g * t_max;
     float m = -INFINITY;
-    for (std::int64_t t = c.t0 + lane; t < c.t1; t += 32) m = fmaxf(m, s[t]);
+    for (std::int64_t t = c.t0 + lane; t < c.t1; t += 32) m = fmaxf(m, sg[t]);
     m = warp_max(m);
     float l = 0.0f;
-    for (std::int64_t t = c.t0 + lane; t < c.t1; t += 32) l += expf(s[t] - m);
+    for (std::int64_t t = c.t0 + lane; t < c.t1; t += 32) l += expf(sg[t] - m);
     l = warp_sum(l);
     if (lane == 0) {
       const std::int64_t at = (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0 + g) * splits + c.split;
@@ -179,21 +195,43 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
 #pragma unroll
     for (int j = 0; j < kVec; ++j) acc[g][j] = 0.0f;
   const T* vb = static_cast<const T*>(a.v) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
-  const float* srow = w.scores + row0 * t_max;
-  for (std::int64_t t = c.t0 + cg; t < c.t1; t += ncg) {
-    float p[kMaxGroup];
-    bool any = false;
+  // Probabilities once per (head, column), written over the scores; the loop below only reads them.
+  float* prow = w.scores + row0 * t_max;
+  const std::int64_t len = c.t1 - c.t0;
+  for (std::int64_t i = threadIdx.x; i < c.ng * len; i += kThreads) {
+    const int g = static_cast<int>(i / len);
+    float& s = prow[g * t_max + c.t0 + i % len];
+    s = round_f<T>(expf(s - gmax[g]) / gsum[g]);
+  }
+  __syncthreads();
+  for (std::int64_t base = c.t0 + cg; base < c.t1; base += static_cast<std::int64_t>(ncg) * kUnroll) {
+    // Scores and V of kUnroll columns in flight at once; V does not wait for the probabilities.
+    float sc[kUnroll][kMaxGroup];  // probabilities
+    V vv[kUnroll];
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      p[g] = g < c.ng ? round_f<T>(expf(srow[g * t_max + t] - gmax[g]) / gsum[g]) : 0.0f;
-      any |= p[g] != 0.0f;
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t t = base + u * ncg;
+      if (t < c.t1) {
+        vv[u] = reinterpret_cast<const V*>(vb + t * a.kv_stride_t)[sub];
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) sc[u][g] = g < c.ng ? prow[g * t_max + t] : 0.0f;
+      } else {
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) sc[u][g] = 0.0f;
+      }
     }
-    if (!any) continue;  // masked columns weigh exactly 0: skip their V
-    const V vv = reinterpret_cast<const V*>(vb + t * a.kv_stride_t)[sub];
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
+    for (int u = 0; u < kUnroll; ++u) {
+      const float* p = sc[u];
+      bool any = false;
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) acc[g][j] += p[g] * to_f(vv.v[j]);
+      for (int g = 0; g < kMaxGroup; ++g) any |= p[g] != 0.0f;
+      if (!any) continue;  // masked columns weigh exactly 0 (and unwritten V may hold anything)
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) acc[g][j] += p[g] * to_f(vv[u].v[j]);
+    }
   }
   // Column groups of one warp, then the warps through shared memory.
   for (int off = lanes; off < 32; off <<= 1) {
@@ -258,7 +296,7 @@ DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int h
                     " T=", max_len));
   const Layout l = layout(heads_q, heads_kv);
   const std::int64_t units = static_cast<std::int64_t>(batch) * heads_kv * l.groups;
-  const std::int64_t target = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));  // two waves of blocks
+  const std::int64_t target = 4 * static_cast<std::int64_t>(std::max(sm_count, 1));  // four blocks per SM
   std::int64_t splits = std::max<std::int64_t>(1, (target + units - 1) / units);
   splits = std::min(splits, std::max<std::int64_t>(1, (max_len + kMinChunk - 1) / kMinChunk));
   DecodeAttnPlan p;
