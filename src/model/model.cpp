@@ -55,6 +55,10 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
   return m;
 }
 
+void Model::set_fused(bool fused) { decoder_->set_fused(fused); }
+
+bool Model::fused_active() const { return decoder_->fused_active(weights_.embed, rope_); }
+
 void Model::set_attn(AttnImpl attn) {
   decoder_->set_attn(attn);
   info_.attn = to_string(attn);

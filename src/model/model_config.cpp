@@ -1,6 +1,7 @@
 #include "llmbench/model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
@@ -47,7 +48,8 @@ class Reader {
   }
 
   std::int64_t checked_integer(const json& v, const std::string& key, std::int64_t lo, std::int64_t hi) const {
-    if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<std::int64_t>(v.get<double>())))
+    // 64.0 counts as 64; the range test comes first because casting 1e300 to an integer is undefined.
+    if (v.is_number_float() && std::abs(v.get<double>()) < 9e18 && v.get<double>() == std::trunc(v.get<double>()))
       return checked_integer(json(static_cast<std::int64_t>(v.get<double>())), key, lo, hi);
     if (!v.is_number_integer()) fail(key, cat("must be an integer, got ", v.dump()));
     const auto x = v.get<std::int64_t>();

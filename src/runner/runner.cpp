@@ -19,6 +19,7 @@
 #include "llmbench/runner/prompts.h"
 #include "llmbench/runner/roofline.h"
 #include "llmbench/tokenizer/tokenizer.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench {
 namespace {
@@ -153,6 +154,11 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     check_context(planned, p.prompt_len + p.max_new_tokens);
     parse_attn(p.attn);
   }
+  if (options.prompt) {
+    if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
+    const std::size_t bad = utf8::first_invalid(*options.prompt);
+    if (bad != options.prompt->size()) throw UsageError(cat("--prompt: not valid UTF-8 at byte offset ", bad));
+  }
   if (points.size() == 1) {
     const auto& p = points[0];
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
@@ -201,11 +207,14 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
       pr.paths = {{"cuda_graph", false}, {"fused", false}};
       const PointParams& pp = pr.params;
       if (hooks.on_progress) hooks.on_progress({static_cast<int>(i), static_cast<int>(points.size()), -options.warmup, options.runs, label});
+      std::uint64_t needed = 0;  // the point's estimate beyond the loaded weights, for an out-of-memory message
       try {
         check_context(cfg, pp.prompt_len + pp.max_new_tokens);
         model->set_attn(parse_attn(pp.attn));
+        model->set_fused(pp.fused);
         const int elem = static_cast<int>(c10::elementSize(parse_dtype(pp.dtype)));
         MemoryEstimate est = estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
+        needed = est.kv_cache + est.activations;
         check_fits(device, est.kv_cache + est.activations,
                    cat("batch ", pp.batch, " x ", pp.prompt_len + pp.max_new_tokens, " positions"));
 
@@ -222,6 +231,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
 
         pr.memory.kv_cache_bytes = model->allocate_cache(pp.batch, pp.prompt_len + pp.max_new_tokens);
         pr.memory.weights_bytes = static_cast<std::uint64_t>(model->info().weight_bytes);
+        pr.paths["fused"] = model->fused_active();
         std::unique_ptr<DecodeGraph> graph;
         if (pp.cuda_graph && DecodeGraph::available(device)) {
           graph = std::make_unique<DecodeGraph>(*model);
@@ -266,11 +276,14 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         }
       } catch (const std::exception& e) {
         pr.status = "failed";
-        pr.error = first_line(is_oom(e) && !dynamic_cast<const OutOfMemoryError*>(&e)
-                                  ? cat("out of memory: ", first_line(e.what()), " (", format_gib(available_bytes(device)), " free after release)")
-                                  : std::string(e.what()));
         pr.runs.clear();
-        log::warn(cat("point ", i + 1, " failed: ", pr.error));
+        const bool oom = (is_oom(e) || dynamic_cast<const std::bad_alloc*>(&e)) && !dynamic_cast<const OutOfMemoryError*>(&e);
+        if (oom) release_cached_memory(device);  // so that "free" is what the next point can have
+        pr.error = first_line(!oom ? std::string(e.what())
+                              : needed ? cat("out of memory: needed ~", format_gib(needed), ", ", format_gib(available_bytes(device)), " free")
+                                       : cat("out of memory: ", first_line(e.what())));
+        // A single point's failure becomes the command's error: saying it twice would be noise.
+        if (points.size() > 1) log::warn(cat("point ", i + 1, " failed: ", pr.error));
       }
       release_cached_memory(device);
       results.points.push_back(std::move(pr));

@@ -36,6 +36,11 @@ class Decoder {
   torch::Tensor decode_step(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   void set_attn(AttnImpl attn) { attn_ = attn; }
+  // Fused CUDA kernels in decode_step (add+RMSNorm, RoPE+KV write, SiLU·mul, split-T attention) where
+  // they apply (CUDA tensors, table RoPE, eager attention); the plain ops otherwise.
+  void set_fused(bool fused) { fused_ = fused; }
+  // True when decode_step takes the fused path for tensors like `x`.
+  bool fused_active(const torch::Tensor& x, const Rope& rope) const;
 
  private:
   // x [B, S, H] through layer `i`; `write` stores this layer's k/v [B, Hkv, S, D] and returns the
@@ -44,10 +49,12 @@ class Decoder {
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                       const torch::Tensor& mask, Write&& write) const;
   torch::Tensor logits(const torch::Tensor& last_hidden) const;
+  torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   const ModelConfig& config_;
   const Weights& weights_;
   AttnImpl attn_;
+  bool fused_ = false;
 };
 
 // HF's RMSNorm: normalise in float32, cast back, then scale.

@@ -67,6 +67,10 @@ class Model {
   torch::Device device() const { return device_; }
   torch::Dtype dtype() const { return dtype_; }
   void set_attn(AttnImpl attn);
+  // Fused CUDA kernels in the decode step (see Decoder::set_fused); off by default.
+  void set_fused(bool fused);
+  // True when the decode step currently takes the fused kernels.
+  bool fused_active() const;
 
   // Allocates the KV cache, rope tables and decode state for (batch, max_len); a no-op when the shape
   // is unchanged. Throws UsageError when max_len exceeds the model's positions. Returns cache bytes.

@@ -23,6 +23,11 @@ class Rope {
   // Gathers from the tables by device positions: no host sync, static shapes.
   std::pair<torch::Tensor, torch::Tensor> cos_sin(const torch::Tensor& positions) const;
 
+  // The precomputed tables [T_max, D] (undefined for dynamic scaling, whose angles depend on the length).
+  bool has_tables() const { return rope_.type != RopeType::dynamic && cos_.defined(); }
+  const torch::Tensor& cos_table() const { return cos_; }
+  const torch::Tensor& sin_table() const { return sin_; }
+
  private:
   std::pair<torch::Tensor, torch::Tensor> dynamic_cos_sin(const torch::Tensor& positions) const;
 
