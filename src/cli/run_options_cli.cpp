@@ -4,6 +4,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench::cli {
 namespace {
@@ -73,6 +74,10 @@ RunOptions finish_run_flags(RunFlags& f) {
   if (!f.prompt_file.empty()) {
     if (o.prompt) throw UsageError("give --prompt or --prompt-file, not both");
     o.prompt = read_file(f.prompt_file);
+    if (o.prompt->empty()) throw UsageError(cat("--prompt-file: ", f.prompt_file, " is empty"));
+    const std::size_t bad = utf8::first_invalid(*o.prompt);
+    if (bad != o.prompt->size())
+      throw UsageError(cat("--prompt-file: ", f.prompt_file, " is not valid UTF-8 at byte offset ", bad));
   }
   o.cuda_graph = !f.no_cuda_graph;
   o.fused = !f.no_fused;

@@ -84,6 +84,24 @@ p=d["points"][0]
 assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
 ' "$tmp/int.json" || fail "interrupted file"
 
+# SIGTERM (what CI runners and `timeout` send) does the same and exits 143; the old file is replaced whole.
+echo 'previous content' >"$tmp/term.json"
+"$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
+  --no-roofline --output "$tmp/term.json" >/dev/null 2>&1 &
+pid=$!
+sleep 3
+kill -TERM $pid
+wait $pid; rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM exit $rc (want 143)"
+python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["interrupted"] is True
+p=d["points"][0]
+assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
+' "$tmp/term.json" || fail "file after SIGTERM"
+[ -z "$(ls "$tmp" | grep '\.tmp\.')" ] || fail "a temporary file was left behind"
+
 # compare: the CI config end to end, and its output passes the gate against itself.
 "$bin" compare "$root/configs/tiny-ci.yaml" --output "$tmp/cmp.json" >"$tmp/cmp.txt" 2>"$tmp/err.txt" \
   || fail "compare: $(cat "$tmp/err.txt")"

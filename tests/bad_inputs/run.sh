@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Bad-input suite: every case runs the real binary on one broken input and asserts exactly one stderr line
+# "llmbench: error: ..." naming the culprit, as the last line, with nothing else on stderr but [info] log
+# lines (no warning repeating the error, no backtrace, no sanitizer report); an exit code in 1..127; no
+# output file and no temporary left beside it, or (every other case) a pre-existing output file left byte
+# for byte intact.
+# Usage: run.sh <path-to-llmbench> <tests/data dir>. The damaged inputs come from make_cases.py.
+set -u
+bin=$1
+data=$2
+root=$(cd "$data/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+in=$tmp/in
+out=$tmp/out
+mkdir -p "$out"
+python3 "$here/make_cases.py" "$in" "$root" || { echo "FAIL: make_cases.py"; exit 1; }
+
+cases=0
+failed=()
+models=$data/models
+
+# One invocation; mode "absent": the output path does not exist before, "present": it holds a sentinel.
+run_one() {
+  local name=$1 culprit=$2 mode=$3
+  shift 3
+  local o=$out/$name.out sentinel="previous results of $name, must survive"
+  rm -rf "$out"/*
+  [ "$mode" = present ] && printf '%s\n' "$sentinel" >"$o"
+  local args=("${@//@OUT@/$o}")
+  timeout 120 "$bin" "${args[@]}" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+  local rc=$? why=""
+  local errors others
+  errors=$(grep -c '^llmbench: error: ' "$tmp/stderr")
+  others=$(grep -v '^llmbench: error: ' "$tmp/stderr" | grep -cv '^\[[0-9:.]*\] \[info\] ')
+  if [ "$rc" -eq 124 ]; then why="timed out"
+  elif [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then why="exit code $rc (want 1..127)"
+  elif [ "$errors" -ne 1 ]; then why="$errors 'llmbench: error:' lines on stderr (want 1)"
+  elif [ "$others" -ne 0 ]; then why="$others stderr lines that are neither the error nor [info]"
+  elif ! tail -1 "$tmp/stderr" | grep -q '^llmbench: error: '; then why="the error is not the last line"
+  elif ! tail -1 "$tmp/stderr" | grep -qF -- "$culprit"; then why="the message does not name '$culprit'"
+  elif [ "$mode" = absent ] && [ -e "$o" ]; then why="an output file was created"
+  elif [ "$mode" = present ] && [ "$(cat "$o")" != "$sentinel" ]; then why="the previous output file was changed"
+  elif [ "$(ls -A "$out" | grep -v "^$name.out\$" | wc -l)" -ne 0 ]; then why="left files behind: $(ls -A "$out")"
+  fi
+  if [ -n "$why" ]; then
+    failed+=("$name")
+    echo "FAIL $name ($mode): $why"
+    sed 's/^/    stderr: /' "$tmp/stderr" | head -20
+  fi
+}
+
+# expect NAME CULPRIT ARGS...: @OUT@ in ARGS stands for the output path. Such cases alternate between a
+# missing and a pre-existing output (LLMBENCH_BAD_INPUTS_BOTH=1: both, twice the time).
+expect() {
+  local name=$1 culprit=$2
+  shift 2
+  cases=$((cases + 1))
+  case " $* " in
+    *@OUT@*)
+      if [ "${LLMBENCH_BAD_INPUTS_BOTH:-0}" = 1 ] || [ $((cases % 2)) -eq 1 ]; then run_one "$name" "$culprit" absent "$@"; fi
+      if [ "${LLMBENCH_BAD_INPUTS_BOTH:-0}" = 1 ] || [ $((cases % 2)) -eq 0 ]; then run_one "$name" "$culprit" present "$@"; fi
+      ;;
+    *) run_one "$name" "$culprit" absent "$@" ;;
+  esac
+}
+
+# Small, fast runs: failures must come before any timing anyway.
+small=(--device cpu --prompt-len 4 --max-new-tokens 2 --warmup 0 --runs 3 --trim 0 --no-roofline)
+run_dir() { local name=$1 culprit=$2; expect "$name" "$culprit" run --model "$in/$name" "${small[@]}" --output @OUT@; }
+gen_dir() {
+  local name=$1 culprit=$2
+  expect "$name" "$culprit" generate --model "$in/$name" --device cpu --prompt-ids 1,2,3 --max-new-tokens 2 --dump-logits @OUT@
+}
+
+# ---- safetensors: corrupt files (file, tensor named)
+run_dir st_header_beyond "st_header_beyond/model.safetensors: header length"
+run_dir st_garbage_json "st_garbage_json/model.safetensors: malformed JSON header"
+gen_dir st_header_not_object "st_header_not_object/model.safetensors"
+run_dir st_unknown_dtype "'model.layers.1.mlp.up_proj.weight': unsupported dtype 'Q4_K'"
+gen_dir st_missing_dtype "'model.norm.weight': missing dtype"
+run_dir st_offsets_out_of_range "'model.norm.weight': data_offsets"
+gen_dir st_offsets_negative "'model.norm.weight': data_offsets"
+run_dir st_offsets_reversed "'model.norm.weight': data_offsets [224896, 224768] out of range"
+run_dir st_overlap "'model.layers.0.self_attn.k_proj.weight' and 'model.layers.0.self_attn.o_proj.weight' overlap"
+gen_dir st_span_vs_shape "'model.layers.0.input_layernorm.weight': data_offsets span"
+run_dir st_shape_not_sizes "'model.layers.0.input_layernorm.weight': shape"
+gen_dir st_shape_overflow "'model.layers.0.input_layernorm.weight': shape"
+run_dir st_data_short "st_data_short/model.safetensors: tensor 'model.norm.weight'"
+run_dir st_tiny_file "st_tiny_file/model.safetensors: file of 3 bytes"
+gen_dir st_empty_file "st_empty_file/model.safetensors: file of 0 bytes"
+run_dir st_missing_tensor "'model.layers.1.self_attn.v_proj.weight'"
+gen_dir st_wrong_shape "'model.layers.0.self_attn.q_proj.weight' has shape [32, 128]"
+
+# ---- shards and the index
+run_dir shard_missing "shard 'model-00002-of-00002.safetensors'"
+gen_dir index_absent_file "shard 'model-00009-of-00009.safetensors'"
+run_dir index_malformed "model.safetensors.index.json: malformed JSON"
+gen_dir index_no_weight_map "model.safetensors.index.json: missing weight_map"
+run_dir index_wrong_shard "tensor 'lm_head.weight' is not in its shard"
+gen_dir index_path_escape "shard name '../llama_bf16/model.safetensors'"
+
+# ---- config.json
+run_dir cfg_missing_hidden "config.json: field 'hidden_size' is missing"
+gen_dir cfg_zero_layers "field 'num_hidden_layers' = 0"
+run_dir cfg_heads_not_dividing "field 'num_attention_heads' = 6 does not divide hidden_size = 64"
+gen_dir cfg_kv_not_dividing "field 'num_key_value_heads' = 3"
+run_dir cfg_negative_size "field 'intermediate_size' = -128"
+gen_dir cfg_huge_float "field 'vocab_size'"
+run_dir cfg_string_size "field 'hidden_size' must be an integer"
+gen_dir cfg_odd_head_dim "field 'head_dim' = 15"
+run_dir cfg_architecture "unsupported architecture 'GPT2LMHeadModel'"
+gen_dir cfg_rope_type "unsupported rope type 'yarn'"
+run_dir cfg_hidden_act "field 'hidden_act'"
+gen_dir cfg_eps_nan "field 'rms_norm_eps'"
+run_dir cfg_malformed "cfg_malformed/config.json: malformed JSON"
+gen_dir cfg_absent "config.json"
+
+# ---- tokenizer.json (tokenize has no output file; run --prompt with a bad tokenizer is covered by the model tests)
+tok() { expect "$1" "$2" tokenize --tokenizer "$in/$1/tokenizer.json" --text "hello world"; }
+tok tok_malformed "tok_malformed/tokenizer.json"
+tok tok_unknown_model "Unigram2"
+tok tok_unknown_pretokenizer "Whatever"
+tok tok_unknown_normalizer "Frobnicate"
+tok tok_bad_regex "tok_bad_regex/tokenizer.json"
+tok tok_merge_unknown "tok_merge_unknown/tokenizer.json"
+tok tok_vocab_not_object "vocab"
+tok tok_added_bad_id "tok_added_bad_id/tokenizer.json"
+expect tok_absent "no-such-tokenizer.json" tokenize --tokenizer "$in/no-such-tokenizer.json" --text hi
+
+# ---- prompts
+expect utf8_tokenize "byte offset 10" tokenize --tokenizer tiny --text-file "$in/bad_utf8.txt"
+expect utf8_run "bad_utf8.txt is not valid UTF-8 at byte offset 10" run --model tiny "${small[@]}" --prompt-file "$in/bad_utf8.txt" --output @OUT@
+expect prompt_empty "--prompt: the prompt is empty" run --model tiny "${small[@]}" --prompt "" --output @OUT@
+expect prompt_file_empty "empty.txt is empty" run --model tiny "${small[@]}" --prompt-file "$in/empty.txt" --output @OUT@
+expect prompt_file_absent "no-such-prompt.txt" run --model tiny "${small[@]}" --prompt-file "$in/no-such-prompt.txt" --output @OUT@
+expect prompt_too_long "max_position_embeddings = 4096" run --model "$models/llama_bf16" --device cpu --prompt-len 4090 --max-new-tokens 7 \
+  --warmup 0 --runs 3 --trim 0 --no-roofline --output @OUT@
+expect ids_outside_vocab "99999" generate --model tiny --device cpu --prompt-ids 1,2,99999 --max-new-tokens 2 --dump-logits @OUT@
+expect ids_negative "-5" generate --model "$models/qwen2_bias" --device cpu --prompt-ids "3;1,-5" --max-new-tokens 2 --dump-logits @OUT@
+expect ids_not_numbers "'x7'" generate --model tiny --device cpu --prompt-ids 1,x7 --max-new-tokens 2 --dump-logits @OUT@
+expect ids_empty_prompt "--prompt-ids" generate --model tiny --device cpu --prompt-ids "1,2;" --max-new-tokens 2 --dump-logits @OUT@
+
+# ---- run options
+expect batch_zero "--batch" run --model tiny "${small[@]}" --batch 0 --output @OUT@
+expect runs_le_2trim "--trim" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs 4 --trim 2 --output @OUT@
+expect runs_zero "--runs" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs 0 --trim 0 --output @OUT@
+expect temperature_negative "--temperature" run --model tiny "${small[@]}" --temperature -1 --output @OUT@
+expect top_p_above_one "--top-p" run --model tiny "${small[@]}" --top-p 2 --output @OUT@
+expect dtype_unknown "int3" run --model tiny "${small[@]}" --dtype int3 --output @OUT@
+expect format_unknown "xml" run --model tiny "${small[@]}" --format xml --output @OUT@
+expect model_unknown "no-such-model-xyz" run --model no-such-model-xyz "${small[@]}" --output @OUT@
+# Out of memory by the estimate: refused before allocating anything.
+expect oom_estimate "out of memory" run --model tiny "${small[@]}" --batch 50000000 --output @OUT@
+
+# ---- compare: YAML
+cmp_case() { expect "$1" "$2" compare "$in/$1.yaml" --output @OUT@; }
+cmp_case yaml_syntax "yaml_syntax.yaml:"
+cmp_case yaml_unknown_key "warmpu"
+cmp_case yaml_wrong_type "runs"
+cmp_case yaml_wrong_shape "defaults"
+cmp_case yaml_no_models "models"
+cmp_case yaml_baseline "baseline"
+cmp_case yaml_duplicate "label"
+cmp_case yaml_bad_batch "batch"
+cmp_case yaml_tabs "yaml_tabs.yaml"
+cmp_case yaml_binary "yaml_binary.yaml"
+expect yaml_absent "no-such.yaml" compare "$in/no-such.yaml" --output @OUT@
+
+# ---- results JSON for gate and report
+good=$data/gate/baseline.json
+gate() { expect "gate_$1" "$1" gate --baseline "$good" --current "$in/$1"; }
+gate res_schema9.json
+gate res_no_schema.json
+gate res_points_object.json
+gate res_point_no_params.json
+gate res_runs_string.json
+gate res_truncated.json
+gate res_not_json.json
+expect gate_baseline_absent "absent.json" gate --baseline "$in/absent.json" --current "$good"
+expect gate_config_bad "gate_config_bad.yaml" gate --baseline "$good" --current "$good" --config "$in/gate_config_bad.yaml"
+report() { expect "report_$1" "$1" report "$good" "$in/$1" -o @OUT@; }
+report res_schema9.json
+report res_no_schema.json
+report res_points_object.json
+report res_runs_string.json
+report res_truncated.json
+report res_not_json.json
+expect report_md_schema9 "res_schema9.json" report "$in/res_schema9.json" --format md -o @OUT@
+expect report_gate_bad "gate_verdict_bad.json" report "$good" --gate "$in/gate_verdict_bad.json" -o @OUT@
+
+# ---- unwritable output paths (the run must not start)
+expect out_no_dir "/nonexistent-dir-llmbench/r.json" run --model tiny "${small[@]}" --output /nonexistent-dir-llmbench/r.json
+expect out_is_dir "$in" run --model tiny "${small[@]}" --output "$in"
+expect out_under_file "empty.txt/r.json" compare "$root/configs/tiny-ci.yaml" --output "$in/empty.txt/r.json"
+expect out_report_no_dir "/nonexistent-dir-llmbench/r.html" report "$good" -o /nonexistent-dir-llmbench/r.html
+expect out_logits_no_dir "/nonexistent-dir-llmbench/l.json" generate --model tiny --device cpu --prompt-ids 1,2 \
+  --dump-logits /nonexistent-dir-llmbench/l.json
+
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "bad inputs: ${#failed[@]} of $cases cases failed: ${failed[*]}"
+  exit 1
+fi
+echo "bad inputs: all $cases cases passed"
