@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs every test with ctest.
-# Usage: scripts/test.sh [--sanitize]   (--sanitize: ASan + UBSan build in build-asan/)
+# Usage: scripts/test.sh [--sanitize]
+#   --sanitize: ASan + UBSan build in build-asan/ of the torch-free code only (test_base, test_tokenizer;
+#   libtorch is not instrumented, see docs/reliability.md), run with leak detection.
+# LLMBENCH_BUILD_DIR overrides the build directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/fetch-tokenizers.sh
 scripts/fetch-web-assets.sh
 
-dir=build
-args=()
 if [ "${1:-}" = "--sanitize" ]; then
-  dir=build-asan
-  args=(-DLLMBENCH_SANITIZE=ON)
+  dir=${LLMBENCH_BUILD_DIR:-build-asan}
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMBENCH_SANITIZE=ON
+  fi
+  cmake --build "$dir" -j"$(nproc)" --target test_base test_tokenizer
+  export ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  ctest --test-dir "$dir" --output-on-failure --timeout 1200 -R '^(base|tokenizer)$'
+  exit
 fi
-scripts/build.sh "$dir" "${args[@]}"
+
+dir=${LLMBENCH_BUILD_DIR:-build}
+scripts/build.sh "$dir"
 ctest --test-dir "$dir" --output-on-failure --timeout 1200

@@ -30,10 +30,23 @@ void bind(void* handle, F& fn, const char* name, const std::string& path) {
   if (!fn) throw Error(cat(path, ": missing symbol ", name));
 }
 
+// ASan refuses RTLD_DEEPBIND; sanitizer runs are the torch-free tests, which have no protobuf to clash with.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kDeepBind = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
 SpmModule open_module() {
   std::string tried;
   for (const auto& path : candidates()) {
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
     if (!h) {
       tried += (tried.empty() ? "" : ", ") + path;
       continue;
