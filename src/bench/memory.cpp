@@ -69,8 +69,12 @@ std::uint64_t available_bytes(const torch::Device& device) {
     c10::cuda::CUDAGuard guard(device.has_index() ? device.index() : 0);
     size_t free = 0, total = 0;
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
-    auto st = stats_of(device);
-    std::uint64_t cached_unused = st.reserved_bytes[0].current - st.allocated_bytes[0].current;
+    std::uint64_t cached_unused = 0;
+    try {  // the caching allocator refuses stats queries before its first allocation
+      auto st = stats_of(device);
+      cached_unused = st.reserved_bytes[0].current - st.allocated_bytes[0].current;
+    } catch (const c10::Error&) {
+    }
     return free + cached_unused;
   }
 #endif
