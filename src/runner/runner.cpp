@@ -45,9 +45,11 @@ std::string now_iso8601() {
   return buf;
 }
 
+// A real allocation failure: CUDA's (c10::OutOfMemoryError), the CPU allocator's, or operator new's.
 bool is_oom(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) return true;
   std::string m = e.what();
-  return m.find("out of memory") != std::string::npos || m.find("CUDA out of memory") != std::string::npos;
+  return m.find("out of memory") != std::string::npos || m.find("can't allocate memory") != std::string::npos;
 }
 
 // What one point needs besides the loaded model.
@@ -277,7 +279,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
       } catch (const std::exception& e) {
         pr.status = "failed";
         pr.runs.clear();
-        const bool oom = (is_oom(e) || dynamic_cast<const std::bad_alloc*>(&e)) && !dynamic_cast<const OutOfMemoryError*>(&e);
+        const bool oom = is_oom(e) && !dynamic_cast<const OutOfMemoryError*>(&e);  // not the estimate's refusal
         if (oom) release_cached_memory(device);  // so that "free" is what the next point can have
         pr.error = first_line(!oom ? std::string(e.what())
                               : needed ? cat("out of memory: needed ~", format_gib(needed), ", ", format_gib(available_bytes(device)), " free")

@@ -198,6 +198,24 @@ expect out_report_no_dir "/nonexistent-dir-llmbench/r.html" report "$good" -o /n
 expect out_logits_no_dir "/nonexistent-dir-llmbench/l.json" generate --model tiny --device cpu --prompt-ids 1,2 \
   --dump-logits /nonexistent-dir-llmbench/l.json
 
+# ---- a real allocation failure mid-sweep (address space capped with ulimit -v, below the estimate's view
+# of free memory): the point fails with the estimate and what is free, the next point still runs, exit 1.
+cases=$((cases + 1))
+(ulimit -v 2500000 && exec "$bin" run --model tiny --device cpu --batch 256,1 --prompt-len 512 --max-new-tokens 2 \
+  --warmup 0 --runs 3 --trim 0 --no-roofline --output "$out/oom.json") >/dev/null 2>"$tmp/stderr"
+rc=$?
+if [ $rc -ne 1 ] || ! python3 - "$out/oom.json" <<'PY'; then
+import json, re, sys
+points = json.load(open(sys.argv[1]))["points"]
+assert [p["status"] for p in points] == ["failed", "ok"], [p["status"] for p in points]
+assert re.fullmatch(r"out of memory: needed ~\d+\.\d\d GiB, \d+\.\d\d GiB free", points[0]["error"]), points[0]["error"]
+assert points[0]["runs"] == [] and len(points[1]["runs"]) == 3
+PY
+  failed+=(oom_real)
+  echo "FAIL oom_real: exit $rc"
+  sed 's/^/    stderr: /' "$tmp/stderr" | head -20
+fi
+
 if [ ${#failed[@]} -ne 0 ]; then
   echo "bad inputs: ${#failed[@]} of $cases cases failed: ${failed[*]}"
   exit 1
