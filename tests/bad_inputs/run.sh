@@ -117,7 +117,7 @@ gen_dir cfg_eps_nan "field 'rms_norm_eps'"
 run_dir cfg_malformed "cfg_malformed/config.json: malformed JSON"
 gen_dir cfg_absent "config.json"
 
-# ---- tokenizer.json (tokenize has no output file; run --prompt with a bad tokenizer is covered by the model tests)
+# ---- tokenizer.json (tokenize writes no file)
 tok() { expect "$1" "$2" tokenize --tokenizer "$in/$1/tokenizer.json" --text "hello world"; }
 tok tok_malformed "tok_malformed/tokenizer.json"
 tok tok_unknown_model "Unigram2"
