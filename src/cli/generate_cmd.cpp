@@ -2,6 +2,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #ifdef LLMBENCH_WITH_CUDA
@@ -15,6 +16,9 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/bench/device_env.h"
 #include "llmbench/model/model.h"
+#include "llmbench/model/presets.h"
+#include "llmbench/runner/model_tokenizer.h"
+#include "llmbench/tokenizer/chat.h"
 
 namespace llmbench::cli {
 
@@ -68,6 +72,10 @@ void add_generate_command(CLI::App& root, Commands& out) {
   struct Options {
     std::string model = "tiny";
     std::string prompt_ids;
+    std::optional<std::string> prompt;
+    std::string prompt_file;
+    bool chat = false;
+    std::string chat_format;
     std::int64_t max_new_tokens = 32;
     double temperature = 0.0;
     std::int64_t top_k = 0;
@@ -84,8 +92,11 @@ void add_generate_command(CLI::App& root, Commands& out) {
   auto* app = root.add_subcommand("generate", "Generate tokens with the model core (greedy unless --temperature > 0)");
   app->add_option("--model", opt->model, "Preset (tiny, qwen2.5-7b, llama-3-8b, deepseek-r1-7b), directory or org/name")
       ->capture_default_str();
-  app->add_option("--prompt-ids", opt->prompt_ids, "Token ids: \"1,2,3;4,5,6\" (';' separates the prompts of a batch)")
-      ->required();
+  app->add_option("--prompt", opt->prompt, "Prompt text, tokenized by the model's tokenizer (one prompt)");
+  app->add_option("--prompt-file", opt->prompt_file, "File whose text is the prompt");
+  app->add_flag("--chat", opt->chat, "Wrap the prompt as a user message in the model's chat format");
+  app->add_option("--chat-format", opt->chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
+  app->add_option("--prompt-ids", opt->prompt_ids, "Token ids: \"1,2,3;4,5,6\" (';' separates the prompts of a batch)");
   app->add_option("--max-new-tokens", opt->max_new_tokens, "New tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app->add_option("--temperature", opt->temperature, "0: greedy")->capture_default_str();
   app->add_option("--top-k", opt->top_k, "0: off")->capture_default_str();
@@ -99,14 +110,38 @@ void add_generate_command(CLI::App& root, Commands& out) {
   app->add_option("--dump-logits", opt->dump_logits, "Write the prefill's last-position logits as JSON {\"last_logits\": [[...]]}");
 
   out.push_back({app, [opt] {
-                   const auto prompts = parse_prompt_ids(opt->prompt_ids);
+                   if (!opt->prompt_file.empty()) {
+                     if (opt->prompt) throw UsageError("give --prompt or --prompt-file, not both");
+                     opt->prompt = read_file(opt->prompt_file);
+                   }
+                   if (opt->prompt.has_value() == !opt->prompt_ids.empty())
+                     throw UsageError("give exactly one of --prompt-ids, --prompt or --prompt-file");
+                   std::vector<std::vector<std::int64_t>> prompts;
+                   if (!opt->prompt) prompts = parse_prompt_ids(opt->prompt_ids);
+                   if (opt->prompt && opt->prompt->empty()) throw UsageError("the prompt is empty");
                    if (!opt->dump_logits.empty()) check_writable(opt->dump_logits);
                    const std::string device = resolve_device(opt->device);
                    std::string dtype = opt->dtype;
                    if (dtype == "auto") dtype = device == "cpu" ? "float32" : "bfloat16";
                    SamplingParams sampling{opt->temperature, opt->top_k, opt->top_p, opt->seed};
                    Sampler validated(sampling, torch::kCPU);  // throws on bad sampling flags before loading
+                   if (opt->prompt) {  // refuse before loading gigabytes of weights
+                     const ResolvedModel r = resolve_model(opt->model);
+                     ModelInfo probe;
+                     probe.preset = r.preset;
+                     probe.checkpoint_dir = r.checkpoint_dir.value_or("");
+                     if (!load_model_tokenizer(probe))
+                       throw UsageError(cat("model '", opt->model, "' has no tokenizer (random weights without a checkpoint): use --prompt-ids"));
+                   }
                    auto model = Model::load({opt->model, dtype, device, opt->attn, opt->seed});
+                   std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(model->info());
+                   if (opt->prompt) {
+                     const ChatFormat format = opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format);
+                     std::vector<TokenId> ids = opt->chat ? tokenizer->encode_chat({{"user", *opt->prompt}}, true, format)
+                                                          : tokenizer->encode(*opt->prompt, true);
+                     if (ids.empty()) throw UsageError("the prompt tokenizes to no tokens");
+                     prompts.push_back(std::vector<std::int64_t>(ids.begin(), ids.end()));
+                   }
                    GenerateOptions g;
                    g.max_new_tokens = opt->max_new_tokens;
                    g.sampling = sampling;
@@ -125,8 +160,12 @@ void add_generate_command(CLI::App& root, Commands& out) {
                      }
                      write_file_atomic(opt->dump_logits, nlohmann::json{{"last_logits", rows}}.dump() + "\n");
                    }
+                   std::vector<std::string> texts;
+                   if (tokenizer)
+                     for (const auto& row : r.tokens) texts.push_back(tokenizer->decode(std::vector<TokenId>(row.begin(), row.end()), true));
                    if (opt->json) {
                      nlohmann::json j{{"token_ids", r.tokens},
+                                      {"text", texts},
                                       {"model", info.spec},
                                       {"preset", info.preset},
                                       {"weights", info.weights},
@@ -149,6 +188,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                        std::cout << "[" << b << "]";
                        for (auto id : r.tokens[b]) std::cout << " " << id;
                        std::cout << "\n";
+                       if (b < texts.size()) std::cout << "    " << nlohmann::json(texts[b]).dump() << "\n";
                      }
                    }
                    return 0;

@@ -60,4 +60,13 @@ expect_error 2 --device cpu --prompt-ids "1" --top-p 0
 expect_error 2 --device cpu                                             # --prompt-ids is required
 mkdir -p "$tmp/bad" && echo '{"architectures": ["GPT2LMHeadModel"]}' > "$tmp/bad/config.json"
 expect_error 1 --device cpu --prompt-ids "1" --model "$tmp/bad"
+expect_error 2 --device cpu --prompt-ids "1" --prompt "both"
+expect_error 2 --device cpu --model qwen2.5-7b --prompt "no tokenizer without a checkpoint"
+expect_error 2 --device cpu --prompt ""
+
+# --prompt goes through the tiny model's tokenizer; the JSON carries the decoded text.
+out=$("$bin" generate --model tiny --device cpu --prompt "Hello there" --max-new-tokens 5 --ignore-eos --json 2>/dev/null) \
+  || { echo "FAIL: generate --prompt"; exit 1; }
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d["token_ids"][0])==5 and isinstance(d["text"][0], str)' "$out" \
+  || { echo "FAIL: generate --prompt JSON: $out"; exit 1; }
 echo "generate: all checks passed"
