@@ -2,6 +2,8 @@
 // recompute, and the sampler.
 #include <gtest/gtest.h>
 
+#include "remove_tree.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -23,7 +25,7 @@ class EditedCheckpoint {
  public:
   EditedCheckpoint(const std::string& fixture, const std::function<void(nlohmann::json&)>& edit) {
     dir_ = fs::temp_directory_path() / ("llmbench_ckpt_" + std::to_string(::getpid()) + "_" + fixture);
-    fs::remove_all(dir_);
+    testing_util::remove_tree(dir_.string());
     fs::create_directories(dir_);
     for (const auto& e : fs::directory_iterator(kModels + fixture))
       if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json")
@@ -32,7 +34,7 @@ class EditedCheckpoint {
     edit(cfg);
     std::ofstream(dir_ / "config.json") << cfg.dump();
   }
-  ~EditedCheckpoint() { fs::remove_all(dir_); }
+  ~EditedCheckpoint() { testing_util::remove_tree(dir_.string()); }
   std::string dir() const { return dir_.string(); }
 
  private:

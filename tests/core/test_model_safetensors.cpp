@@ -2,6 +2,8 @@
 // Error naming the culprit, never a crash.
 #include <gtest/gtest.h>
 
+#include "remove_tree.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,10 +24,10 @@ class Safetensors : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("llmbench_st_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    testing_util::remove_tree(dir_.string());
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { testing_util::remove_tree(dir_.string()); }
 
   // Writes 8-byte little-endian length + header + data; `declared_len` overrides the length field.
   std::string write(const std::string& name, const std::string& header, const std::string& data,
