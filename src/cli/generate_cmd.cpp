@@ -5,16 +5,13 @@
 #include <optional>
 #include <sstream>
 
-#ifdef LLMBENCH_WITH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
-
 #include <nlohmann/json.hpp>
 
 #include "command.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/bench/device_env.h"
+#include "llmbench/bench/memory.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/runner/model_tokenizer.h"
@@ -54,16 +51,6 @@ std::vector<std::vector<std::int64_t>> parse_prompt_ids(const std::string& text)
   }
   if (prompts.empty()) throw UsageError("--prompt-ids: no prompt given");
   return prompts;
-}
-
-std::int64_t peak_device_bytes(const torch::Device& device) {
-#ifdef LLMBENCH_WITH_CUDA
-  if (device.is_cuda())
-    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0)
-        .allocated_bytes[0]
-        .peak;
-#endif
-  return 0;
 }
 
 }  // namespace
@@ -178,7 +165,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                                       {"weight_bytes", info.weight_bytes},
                                       {"kv_cache_bytes", model->cache().bytes()},
                                       {"config", to_json(info.config)}};
-                     if (model->device().is_cuda()) j["peak_memory_bytes"] = peak_device_bytes(model->device());
+                     if (model->device().is_cuda()) j["peak_memory_bytes"] = peak_allocated_bytes(model->device());
                      std::cout << j.dump() << "\n";
                    } else {
                      std::cout << "model: " << info.spec << " (weights: " << info.weights << ", " << info.dtype << " on "

@@ -217,7 +217,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         const int elem = static_cast<int>(c10::elementSize(parse_dtype(pp.dtype)));
         MemoryEstimate est = estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
         needed = est.kv_cache + est.activations;
-        check_fits(device, est.kv_cache + est.activations,
+        check_fits(device, needed,
                    cat("batch ", pp.batch, " x ", pp.prompt_len + pp.max_new_tokens, " positions"));
 
         PromptSpec spec;
