@@ -1,0 +1,113 @@
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmbench/tokenizer/tokenizer.h"
+
+// The serving engine: one thread owns the model and runs iteration-level (continuous) batching over a
+// slot KV cache; other threads only submit requests and receive tokens through callbacks. This header is
+// torch-free so that the HTTP layer (serve/) compiles without torch headers.
+//
+//   EngineOptions o; o.model = "tiny"; o.max_batch = 8; o.max_context = 512;
+//   auto engine = Engine::start(o);              // loads the model, starts the engine thread
+//   auto req = std::make_shared<EngineRequest>(); req->prompt = {...}; req->max_tokens = 16;
+//   req->on_event = [](const EngineEvent& e) { /* post to the I/O thread; never block here */ };
+//   engine->submit(req);                         // false: queue full (HTTP 503)
+//   req->cancelled = true;                       // freed at the next step boundary
+//   engine->stop();                              // cancels or finishes running work, joins
+namespace llmbench {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+enum class Batching { continuous, static_batch };
+
+struct EngineOptions {
+  std::string model = "tiny";      // preset, directory or org/name (Model::load)
+  std::string dtype = "float32";
+  std::string device = "cpu";      // cpu | cuda | cuda:N | auto
+  std::string attn = "eager";
+  std::uint64_t seed = 0;          // random weights
+  int max_batch = 32;              // KV-cache slots
+  int max_context = 0;             // columns per slot; 0: min(model's max positions, 4096)
+  Batching batching = Batching::continuous;
+  double max_wait_ms = 5;          // static batching: wait this long for a full batch
+  int max_queue = 256;             // waiting requests beyond this are refused
+  bool cuda_graph = true;          // graph per batch-size bucket where CUDA is available
+  bool fused = true;
+};
+
+enum class FinishReason { none, stop, length, cancelled, error };
+const char* to_string(FinishReason r);
+
+// Engine-side timestamps of one request (steady clock). Unset stamps are time_point{}.
+struct EngineTimes {
+  SteadyTime enqueued;       // submit() accepted it
+  SteadyTime admitted;       // took a slot (prefill starts)
+  SteadyTime first_token;    // prefill + first sample done, token handed to on_event
+  SteadyTime finished;       // last token handed to on_event
+};
+
+// What the engine hands back, in order, from the engine thread. `tokens` are the new ids of this step
+// (one per step for a running request); the last event has finish != none.
+struct EngineEvent {
+  std::vector<std::int64_t> tokens;
+  FinishReason finish = FinishReason::none;
+  std::string error;                 // when finish == error
+  int prompt_tokens = 0;
+  int completion_tokens = 0;         // so far, this event included
+  EngineTimes times;                 // complete on the last event
+};
+
+struct EngineRequest {
+  std::vector<std::int64_t> prompt;  // token ids, 1 ≤ size, size + max_tokens ≤ max_context
+  int max_tokens = 16;               // ≥ 1
+  double temperature = 0;            // 0: greedy
+  double top_p = 1;
+  std::uint64_t seed = 0;
+  bool ignore_eos = false;
+  // Called on the engine thread for every event; must not block (post to an I/O thread).
+  std::function<void(const EngineEvent&)> on_event;
+  // Set by any thread; the engine frees the slot at the next step boundary and sends a last event
+  // with FinishReason::cancelled.
+  std::atomic<bool> cancelled{false};
+};
+
+// A snapshot for /metrics (read from any thread).
+struct EngineStats {
+  int running = 0;           // requests holding a slot
+  int waiting = 0;           // queued, no slot yet
+  int slots_total = 0;
+  int last_batch_size = 0;   // rows of the last decode step
+  std::uint64_t steps = 0;   // decode steps run
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Loads the model (Model::load) and starts the engine thread. Throws Error/UsageError.
+  static std::unique_ptr<Engine> start(const EngineOptions& options);
+
+  // Thread-safe. False when the queue already holds max_queue requests (nothing is called back then).
+  // Throws UsageError for a request that can never run (empty prompt, id out of the vocabulary,
+  // max_tokens < 1, prompt + max_tokens > max_context).
+  virtual bool submit(std::shared_ptr<EngineRequest> request) = 0;
+  virtual EngineStats stats() const = 0;
+  // Model facts the HTTP layer needs.
+  virtual int max_context() const = 0;
+  virtual std::int64_t vocab_size() const = 0;
+  virtual std::vector<std::int64_t> eos_ids() const = 0;
+  virtual std::string model_name() const = 0;       // as given in EngineOptions::model
+  // The model's own tokenizer (checkpoint files, or the tiny preset's); null for random weights of a
+  // preset without a checkpoint. Safe to use from any thread.
+  virtual std::shared_ptr<const Tokenizer> tokenizer() const = 0;
+  // Stops accepting, cancels what is queued, lets running requests finish for up to `grace_ms`, then
+  // cancels them; joins the engine thread. Idempotent.
+  virtual void stop(double grace_ms = 2000) = 0;
+};
+
+}  // namespace llmbench
