@@ -129,6 +129,64 @@ std::vector<Column> result_columns() {
   return c;
 }
 
+// A percentile of a summary metric (load points report p50/p99 rather than trimmed medians).
+std::function<Cell(const PointResult&)> percentile_of(const std::string& metric, double Summary::*field) {
+  return [metric, field](const PointResult& p) {
+    auto it = p.summary.find(metric);
+    if (it == p.summary.end()) return kMissing;
+    return Cell{fixed(it->second.*field, 2), it->second.*field};
+  };
+}
+
+// `llmbench load` points: one row per concurrency or rate.
+std::vector<Column> load_columns() {
+  auto load_number = [](double LoadResult::*field, int decimals) {
+    return [field, decimals](const PointResult& p) {
+      if (!p.load) return kMissing;
+      return Cell{fixed((*p.load).*field, decimals), (*p.load).*field};
+    };
+  };
+  auto load_int = [](int LoadResult::*field) {
+    return [field](const PointResult& p) {
+      if (!p.load) return kMissing;
+      return Cell{std::to_string((*p.load).*field), (*p.load).*field};
+    };
+  };
+  std::vector<Column> c;
+  c.push_back({"model", "model", false, [](const PointResult& p) {
+                 const std::string& s = p.params.label.empty() ? p.params.model : p.params.label;
+                 return Cell{s, s};
+               }});
+  c.push_back({"concurrency", "conc", true, [](const PointResult& p) {
+                 if (!p.load || p.load->concurrency == 0) return kMissing;
+                 return Cell{std::to_string(p.load->concurrency), p.load->concurrency};
+               }});
+  c.push_back({"request_rate", "rate/s", true, [](const PointResult& p) {
+                 if (!p.load || p.load->request_rate == 0) return kMissing;
+                 return Cell{shortest(p.load->request_rate), p.load->request_rate};
+               }});
+  c.push_back({"completed", "done", true, load_int(&LoadResult::completed)});
+  c.push_back({"failed", "failed", true, load_int(&LoadResult::failed)});
+  c.push_back({"requests_per_s", "req/s", true, load_number(&LoadResult::requests_per_s, 2)});
+  c.push_back({"output_tokens_per_s", "out tok/s", true, load_number(&LoadResult::output_tokens_per_s, 1)});
+  c.push_back({"ttft_p50_ms", "TTFT p50", true, percentile_of("ttft_ms", &Summary::p50)});
+  c.push_back({"ttft_p99_ms", "TTFT p99", true, percentile_of("ttft_ms", &Summary::p99)});
+  c.push_back({"tpot_p50_ms", "TPOT p50", true, percentile_of("tpot_ms", &Summary::p50)});
+  c.push_back({"itl_p50_ms", "ITL p50", true, percentile_of("itl_ms", &Summary::p50)});
+  c.push_back({"itl_p99_ms", "ITL p99", true, percentile_of("itl_ms", &Summary::p99)});
+  c.push_back({"e2e_p50_ms", "e2e p50", true, percentile_of("e2e_ms", &Summary::p50)});
+  c.push_back({"goodput_fraction", "goodput", true, [](const PointResult& p) {
+                 if (!p.load || p.load->slo.empty()) return kMissing;
+                 return Cell{fixed(100 * p.load->goodput_fraction, 1) + "%", p.load->goodput_fraction};
+               }});
+  c.push_back({"status", "status", false, [](const PointResult& p) {
+                 std::string s = p.status == "ok" || p.error.empty() ? p.status : p.status + ": " + p.error;
+                 if (p.load && p.load->partial) s += " (interrupted)";
+                 return Cell{s, p.status};
+               }});
+  return c;
+}
+
 std::string csv_field(const json& v) {
   if (v.is_null()) return "";
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
@@ -228,7 +286,11 @@ const PointResult* baseline_for(const PointResult& p, const std::vector<const Po
 }  // namespace
 
 std::string format_results(const Results& results, Format format) {
-  return render(result_columns(), results.points, format);
+  std::vector<PointResult> run_points, load_points;
+  for (const auto& p : results.points) (p.load ? load_points : run_points).push_back(p);
+  if (load_points.empty()) return render(result_columns(), results.points, format);
+  if (run_points.empty()) return render(load_columns(), load_points, format);
+  return render(result_columns(), run_points, format) + "\n" + render(load_columns(), load_points, format);
 }
 
 std::vector<std::string> cv_warnings(const Results& results) {

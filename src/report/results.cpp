@@ -24,6 +24,7 @@ std::vector<double> metric_values(const PointResult& point, const std::string& m
   const double p = point.params.prompt_len;
   const auto& known = summary_metrics();
   if (std::find(known.begin(), known.end(), metric) == known.end()) throw Error(cat("unknown metric '", metric, "'"));
+  if (point.load) return load_metric_values(*point.load, metric);
   std::vector<double> out;
   for (const auto& r : point.runs) {
     if (metric == "ttft_ms") out.push_back(r.ttft_ms);
@@ -41,6 +42,14 @@ std::vector<double> metric_values(const PointResult& point, const std::string& m
 void summarize_point(PointResult& point) {
   point.summary.clear();
   point.stages = {};
+  if (point.load) {
+    summarize_load(*point.load);
+    for (const auto& metric : load_summary_metrics()) {
+      std::vector<double> values = load_metric_values(*point.load, metric);
+      if (!values.empty()) point.summary[metric] = summarize(values, point.trim);
+    }
+    return;
+  }
   if (point.runs.empty()) return;
   for (const auto& metric : summary_metrics()) {
     std::vector<double> values = metric_values(point, metric);
@@ -94,7 +103,7 @@ json to_json(const PointResult& p) {
   for (const auto& [metric, s] : p.summary) summary[metric] = to_json(s);
   json runs = json::array();
   for (const auto& r : p.runs) runs.push_back(to_json(r));
-  return {
+  json j = {
       {"params", to_json(p.params)},
       {"status", p.status},
       {"error", p.error},
@@ -126,7 +135,10 @@ json to_json(const PointResult& p) {
         {"mfu", optional_number(p.roofline.mfu)},
         {"decode_bytes_per_step", p.roofline.decode_bytes_per_step},
         {"prefill_flops", p.roofline.prefill_flops}}},
+      {"mode", p.mode},
   };
+  if (p.load) j.update(load_to_json(*p.load));
+  return j;
 }
 
 }  // namespace
@@ -284,8 +296,8 @@ PointResult point_from(const Node& n) {
     throw Error(cat(n.child_path("status"), ": expected ok, failed or skipped, got '", p.status, "'"));
   n.opt("error", p.error);
   n.opt("weights", p.weights);
-  if (p.weights != "random" && p.weights != "checkpoint")
-    throw Error(cat(n.child_path("weights"), ": expected random or checkpoint, got '", p.weights, "'"));
+  if (p.weights != "random" && p.weights != "checkpoint" && p.weights != "unknown")
+    throw Error(cat(n.child_path("weights"), ": expected random, checkpoint or unknown, got '", p.weights, "'"));
   n.opt("checkpoint", p.checkpoint);
   n.opt("prompt_source", p.prompt_source);
   n.opt("tokenizer", p.tokenizer);
@@ -330,6 +342,10 @@ PointResult point_from(const Node& n) {
     r.opt("decode_bytes_per_step", p.roofline.decode_bytes_per_step);
     r.opt("prefill_flops", p.roofline.prefill_flops);
   }
+  n.opt("mode", p.mode);
+  if (p.mode == "load") p.load = load_from_json(n.get(), n.path());
+  else if (p.mode != "run")
+    throw Error(cat(n.child_path("mode"), ": expected run or load, got '", p.mode, "'"));
   return p;
 }
 

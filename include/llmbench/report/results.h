@@ -9,6 +9,7 @@
 
 #include "llmbench/base/env.h"
 #include "llmbench/config/run_options.h"
+#include "llmbench/report/load_result.h"
 #include "llmbench/stats/stats.h"
 
 namespace llmbench {
@@ -77,6 +78,9 @@ struct PointResult {
   Memory memory;
   Cold cold;
   Roofline roofline;
+  // `llmbench load` points: mode "load", `runs` empty, per-request records and the serving figures in `load`.
+  std::string mode = "run";          // run | load
+  std::optional<LoadResult> load;
 };
 
 struct Results {
@@ -88,12 +92,14 @@ struct Results {
   bool interrupted = false;
 };
 
-// Fills summary and stages of `point` from its raw runs (and params for the throughputs).
+// Fills summary and stages of `point` from its raw runs (and params for the throughputs); a load point
+// from its request records (summary over load_summary_metrics(), plus summarize_load).
 void summarize_point(PointResult& point);
 
 // The per-run values of one summary metric, as summarize_point computes them (itl_ms: every ITL of
 // every run). Runs without a value are left out (tpot_ms and decode_tok_s when N == 1). Throws Error
-// on a name that is not a summary metric.
+// on a name that is not a summary metric. A load point gives its completed requests' values (none for
+// metrics that load does not measure).
 std::vector<double> metric_values(const PointResult& point, const std::string& metric);
 // ttft_ms, prefill_ms, tpot_ms, e2e_ms, itl_ms, output_tok_s, decode_tok_s, prefill_tok_s.
 const std::vector<std::string>& summary_metrics();

@@ -1,0 +1,73 @@
+#pragma once
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "llmbench/report/load_result.h"
+
+namespace llmbench {
+
+class Tokenizer;
+
+// http://HOST[:PORT][/BASE]; https is refused (no TLS in this client).
+struct Endpoint {
+  std::string host;
+  std::string port = "80";
+  std::string base_path;  // without a trailing '/', may be empty
+  std::string url() const;
+};
+Endpoint parse_endpoint(const std::string& url);  // UsageError on a bad URL
+bool is_loopback(const std::string& host);
+
+using Clock = std::chrono::steady_clock;
+
+struct ClientOptions {
+  Endpoint endpoint;
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+  double timeout_s = 60;                                      // per request, connect to last byte
+  const Tokenizer* tokenizer = nullptr;  // counts output tokens when the server sends no usage
+};
+
+// What one streamed request gave, beyond its RequestRecord.
+struct Exchange;
+
+// HTTP/1.1 keep-alive client for OpenAI streaming endpoints, driven by one io_context on one thread:
+// any number of requests in flight, each on its own connection (idle connections are reused).
+class LoadClient {
+ public:
+  // Called once per request, on the io thread. `counted_by` says how output_tokens was counted:
+  // usage, tokenizer or events.
+  using Done = std::function<void(RequestRecord record, const std::string& counted_by)>;
+
+  LoadClient(boost::asio::io_context& io, ClientOptions options);
+  ~LoadClient();
+
+  // POSTs `body` (JSON, stream: true) to base_path + `path`; `start` is the record's time zero.
+  void post(const std::string& path, std::string body, Clock::time_point start, Done done);
+  // Closes every connection: requests in flight end with error "cancelled".
+  void cancel_all();
+  int in_flight() const { return in_flight_; }
+
+ private:
+  friend struct Exchange;
+  boost::asio::io_context& io_;
+  ClientOptions options_;
+  boost::asio::ip::tcp::resolver::results_type addresses_;
+  std::vector<std::shared_ptr<Exchange>> live_;
+  std::deque<std::unique_ptr<boost::asio::ip::tcp::socket>> idle_;
+  int in_flight_ = 0;
+};
+
+// A plain GET (for /health and /v1/models), synchronous; throws Error on a connection failure or
+// timeout. Returns {status, body}.
+std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
+                                     const std::vector<std::pair<std::string, std::string>>& headers = {});
+
+}  // namespace llmbench

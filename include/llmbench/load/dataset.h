@@ -1,0 +1,38 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmbench {
+
+class Tokenizer;
+
+// One request's prompt and how many tokens to ask for.
+struct PromptSpec {
+  std::string text;
+  int prompt_tokens = 0;  // by the tokenizer (without special tokens); 0 when unknown
+  int output_len = 0;     // max_tokens (and min_tokens) of the request
+};
+
+// `synthetic`, `sharegpt:FILE` or `jsonl:FILE`.
+struct DatasetSpec {
+  std::string kind = "synthetic";
+  std::string path;
+};
+DatasetSpec parse_dataset(const std::string& text);  // UsageError on anything else
+
+// `n` prompts of exactly `input_len` tokens of `tokenizer` (without special tokens): random ids
+// decoded to text, re-encoded, and adjusted until the count is exact. Throws Error if it cannot.
+std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
+                                          std::uint64_t seed);
+
+// ShareGPT JSON: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}, ...].
+// The first human turn is the prompt; output_len is the next turn's length in tokens, or
+// `output_len` when > 0. Entries without two turns are skipped; UsageError on unreadable or invalid files.
+std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len);
+
+// JSON lines: {"prompt": "...", "output_len": 128} per line (output_len optional when `output_len` > 0,
+// which then overrides it). Blank lines skipped; UsageError naming FILE:LINE on a bad line.
+std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len);
+
+}  // namespace llmbench

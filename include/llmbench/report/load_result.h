@@ -1,0 +1,80 @@
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace llmbench {
+
+// One request of `llmbench load` as the client saw it (milliseconds, steady clock). Definitions in
+// docs/load.md.
+struct RequestRecord {
+  double start_ms = 0;        // request issued, since the point started
+  double scheduled_ms = 0;    // when the arrival process wanted it issued (closed loop: = start_ms)
+  bool ok = false;
+  std::string error;          // reason when failed: http_<status>, timeout, disconnect, malformed_sse, ...
+  double ttft_ms = 0;         // start to the first content event
+  double e2e_ms = 0;          // start to the last byte of the response
+  std::vector<double> itl_ms; // between content events (an event of k tokens gives k equal gaps)
+  int prompt_tokens = 0;
+  int output_tokens = 0;
+  std::map<std::string, double> server_ms;  // llmbench_timing of the final chunk, when the server sent it
+  // (e2e - TTFT) / (output_tokens - 1); none for fewer than 2 tokens.
+  std::optional<double> tpot_ms() const;
+};
+
+// Service-level objectives; a request counts toward goodput when it meets every one that is set.
+struct Slo {
+  std::optional<double> ttft_ms, tpot_ms, e2e_ms;
+  bool empty() const { return !ttft_ms && !tpot_ms && !e2e_ms; }
+  bool met_by(const RequestRecord& r) const;  // false for a failed request
+};
+
+// Parses "ttft_ms=200,tpot_ms=50,e2e_ms=5000" (any subset); throws UsageError on anything else.
+Slo parse_slo(const std::string& text);
+
+// The `mode: "load"` part of a results point. Latency summaries live in the point's `summary`.
+struct LoadResult {
+  // What was asked.
+  std::string endpoint;          // base URL
+  std::string api = "completions";  // completions | chat
+  int concurrency = 0;           // closed loop: requests in flight; 0 in open loop
+  double request_rate = 0;       // open loop: offered requests/s; 0 in closed loop
+  std::string arrival;           // poisson | constant | gamma:SHAPE (open loop)
+  int num_requests = 0;          // 0 when bounded by duration
+  double duration_s = 0;         // 0 when bounded by num_requests
+  int warmup_requests = 0;
+  std::string dataset = "synthetic";
+  double timeout_s = 0;
+  Slo slo;
+  // What happened.
+  std::string token_count_source;  // usage | tokenizer | events (how output tokens were counted)
+  bool partial = false;            // interrupted while this point ran: only the finished requests
+  double elapsed_s = 0;            // first request issued to last request finished
+  double achieved_rate = 0;        // requests issued per second over the issuing window
+  double mean_send_lag_ms = 0;     // open loop: actual minus scheduled issue time (client overhead)
+  double client_events_per_s = 0; // SSE events the client parses per second on one core (measured)
+  std::vector<RequestRecord> requests;  // every timed request, in issue order, failed ones included
+
+  // Derived from `requests` by summarize_load (below); stored for readers.
+  int completed = 0, failed = 0;
+  std::map<std::string, int> errors;  // reason -> count
+  double requests_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
+  double goodput_requests_per_s = 0, goodput_fraction = 0;
+  std::map<std::string, double> server_stages_ms;  // mean per stage over the requests that carried one
+};
+
+// Metrics summarised per load point (over completed requests).
+const std::vector<std::string>& load_summary_metrics();
+// The values of one load metric (ttft_ms, tpot_ms, e2e_ms, itl_ms) over the completed requests.
+std::vector<double> load_metric_values(const LoadResult& load, const std::string& metric);
+// Fills the derived fields (counts, errors, throughput, goodput, server stages) from `requests`.
+void summarize_load(LoadResult& load);
+
+// The point-level keys a load point adds to a results file, and back (Error names `path` and the key).
+nlohmann::json load_to_json(const LoadResult& load);
+LoadResult load_from_json(const nlohmann::json& point, const std::string& path);
+
+}  // namespace llmbench

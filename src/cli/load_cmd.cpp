@@ -1,0 +1,78 @@
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/base/log.h"
+#include "llmbench/bench/interrupt.h"
+#include "llmbench/load/runner.h"
+#include "llmbench/report/format.h"
+
+namespace llmbench::cli {
+namespace {
+
+// This executable, for starting `llmbench serve` when no --endpoint is given.
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error("cannot find this executable (/proc/self/exe)");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+
+}  // namespace
+
+void add_load_command(CLI::App& root, Commands& out) {
+  struct State {
+    LoadOptions options;
+    std::string output;
+    std::string format = "table";
+  };
+  auto st = std::make_shared<State>();
+  LoadOptions& o = st->options;
+  auto* app = root.add_subcommand(
+      "load", "Load-test an OpenAI-compatible endpoint (or our own `llmbench serve`): TTFT, ITL, TPOT, goodput");
+  app->add_option("--endpoint", o.endpoint, "Base URL, e.g. http://127.0.0.1:8000 (none: start `llmbench serve` on loopback)");
+  app->add_option("--model", o.model, "Model name in requests (none: the first of /v1/models; the preset `serve` loads)");
+  app->add_option("--api", o.api, "completions or chat")->capture_default_str();
+  app->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight; a comma list sweeps")->delimiter(',');
+  app->add_option("--request-rate", o.request_rate, "Open loop: requests per second; a comma list sweeps")->delimiter(',');
+  app->add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, constant or gamma:SHAPE")->capture_default_str();
+  app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
+  app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");
+  app->add_option("--warmup-requests", o.warmup_requests, "Requests before each point, never recorded")->capture_default_str();
+  app->add_option("--input-len", o.input_len, "Synthetic prompt tokens")->capture_default_str();
+  app->add_option("--output-len", o.output_len, "Output tokens per request (max_tokens = min_tokens, ignore_eos)")
+      ->capture_default_str();
+  app->add_option("--dataset", o.dataset, "synthetic, sharegpt:FILE or jsonl:FILE")->capture_default_str();
+  app->add_option("--tokenizer", o.tokenizer, "Tokenizer (directory, tokenizer.json, or tiny) for prompts and counts");
+  app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");
+  app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str();
+  app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
+  app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
+  app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
+  app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
+  app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
+  out.push_back({app, [st] {
+                   LoadOptions options = st->options;
+                   parse_format(st->format);
+                   if (options.endpoint.empty())
+                     options.serve_command = {self_exe(), "serve", "--model",
+                                              options.model.empty() ? "tiny" : options.model};
+                   validate(options);
+                   if (!st->output.empty()) check_writable(st->output);
+                   install_interrupt_handlers();
+                   LoadHooks hooks;
+                   hooks.should_stop = [] { return interrupted(); };
+                   hooks.on_progress = [](const std::string& line) { log::info(line); };
+                   Results results = run_load(options, hooks);
+                   results.command = "load" + (st->options.endpoint.empty() ? std::string() : " --endpoint " + st->options.endpoint);
+                   return finish_results(results, st->output, st->format, "");
+                 }});
+}
+
+}  // namespace llmbench::cli

@@ -1,0 +1,324 @@
+#include "llmbench/load/client.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <boost/asio/connect.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/version.h"
+#include "llmbench/load/sse.h"
+#include "llmbench/tokenizer/tokenizer.h"
+
+namespace llmbench {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// ---------------------------------------------------------------- endpoint
+
+std::string Endpoint::url() const { return cat("http://", host, ":", port, base_path); }
+
+Endpoint parse_endpoint(const std::string& url) {
+  auto bad = [&](const std::string& why) { return UsageError(cat("--endpoint '", url, "': ", why)); };
+  const std::string scheme = "http://";
+  if (url.rfind("https://", 0) == 0) throw bad("https is not supported (use http://, e.g. through a local proxy)");
+  if (url.rfind(scheme, 0) != 0) throw bad("expected http://HOST[:PORT][/PATH]");
+  std::string rest = url.substr(scheme.size());
+  Endpoint e;
+  const auto slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  if (slash != std::string::npos) e.base_path = rest.substr(slash);
+  while (!e.base_path.empty() && e.base_path.back() == '/') e.base_path.pop_back();
+  if (e.base_path.find_first_of("?# ") != std::string::npos) throw bad("no query, fragment or space in the path");
+  if (authority.find('@') != std::string::npos) throw bad("credentials in the URL are not supported (use --api-key)");
+  if (!authority.empty() && authority.front() == '[') {  // [::1]:8000
+    const auto close = authority.find(']');
+    if (close == std::string::npos) throw bad("unterminated IPv6 address");
+    e.host = authority.substr(1, close - 1);
+    authority = authority.substr(close + 1);
+    if (!authority.empty() && authority.front() != ':') throw bad("expected ':' after the IPv6 address");
+    if (!authority.empty()) e.port = authority.substr(1);
+  } else {
+    const auto colon = authority.find(':');
+    e.host = authority.substr(0, colon);
+    if (colon != std::string::npos) e.port = authority.substr(colon + 1);
+  }
+  if (e.host.empty()) throw bad("no host");
+  if (e.port.empty() || e.port.size() > 5 || !std::all_of(e.port.begin(), e.port.end(), ::isdigit) ||
+      std::stoi(e.port) < 1 || std::stoi(e.port) > 65535)
+    throw bad(cat("bad port '", e.port, "'"));
+  return e;
+}
+
+bool is_loopback(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  return !ec && address.is_loopback();
+}
+
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::string reason_of(const boost::system::error_code& ec) {
+  if (ec == beast::error::timeout) return "timeout";
+  if (ec == asio::error::operation_aborted) return "cancelled";
+  const auto& http_errors = boost::system::error_code(http::error::partial_message).category();
+  if (ec.category() == http_errors && ec != http::error::partial_message && ec != http::error::end_of_stream)
+    return "bad_http";
+  return "disconnect";  // eof, partial message, reset, broken pipe
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- one request
+
+struct Exchange : std::enable_shared_from_this<Exchange> {
+  Exchange(LoadClient& c, Clock::time_point start_time, LoadClient::Done on_done)
+      : client(c), start(start_time), deadline(start_time + std::chrono::duration_cast<Clock::duration>(
+                                                                std::chrono::duration<double>(c.options_.timeout_s))),
+        done(std::move(on_done)), sse([this](std::string_view data) { on_event(data); }) {}
+
+  LoadClient& client;
+  Clock::time_point start, deadline, last_event;
+  LoadClient::Done done;
+  SseParser sse;
+  http::request<http::string_body> request;
+  std::unique_ptr<beast::tcp_stream> stream;
+  bool reused = false;
+  beast::flat_buffer buffer;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  char body[8192];
+  bool finished = false, saw_done = false, got_content = false;
+  std::string text;
+  int event_tokens = 0;
+  std::optional<int> usage_prompt, usage_completion;
+  RequestRecord record;
+
+  void begin() {
+    if (!client.idle_.empty()) {
+      stream = std::make_unique<beast::tcp_stream>(std::move(*client.idle_.front()));
+      client.idle_.pop_front();
+      reused = true;
+      write();
+    } else {
+      connect();
+    }
+  }
+
+  void connect() {
+    reused = false;
+    stream = std::make_unique<beast::tcp_stream>(client.io_);
+    stream->expires_at(deadline);
+    stream->async_connect(client.addresses_, [self = shared_from_this()](auto ec, auto) {
+      if (self->finished) return;
+      if (ec) return self->fail(ec == beast::error::timeout ? "timeout" : "connect");
+      self->stream->socket().set_option(tcp::no_delay(true));
+      self->write();
+    });
+  }
+
+  // A kept-alive connection the server closed meanwhile fails before any response byte: retry once.
+  bool retry_fresh(const boost::system::error_code& ec) {
+    if (!reused || ec == beast::error::timeout || finished) return false;
+    beast::error_code ignored;
+    stream->socket().close(ignored);
+    connect();
+    return true;
+  }
+
+  void write() {
+    stream->expires_at(deadline);
+    http::async_write(*stream, request, [self = shared_from_this()](auto ec, auto) {
+      if (self->finished) return;
+      if (ec) {
+        if (!self->retry_fresh(ec)) self->fail(reason_of(ec));
+        return;
+      }
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    parser.emplace();
+    parser->body_limit(boost::none);
+    buffer.clear();
+    stream->expires_at(deadline);
+    http::async_read_header(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
+      if (self->finished) return;
+      if (ec) {
+        if (!self->retry_fresh(ec)) self->fail(reason_of(ec));
+        return;
+      }
+      const int status = self->parser->get().result_int();
+      if (status != 200) return self->fail(cat("http_", status));
+      self->read_body();
+    });
+  }
+
+  void read_body() {
+    parser->get().body().data = body;
+    parser->get().body().size = sizeof body;
+    stream->expires_at(deadline);
+    http::async_read(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
+      if (self->finished) return;
+      if (ec == http::error::need_buffer) ec = {};
+      const std::size_t got = sizeof self->body - self->parser->get().body().size;
+      if (got > 0) self->sse.feed({self->body, got});
+      if (self->finished) return;  // a bad event ended it
+      if (ec) return self->fail(reason_of(ec));
+      if (self->parser->is_done()) return self->complete();
+      self->read_body();
+    });
+  }
+
+  void on_event(std::string_view data) {
+    if (finished) return;
+    const auto now = Clock::now();
+    StreamChunk chunk;
+    try {
+      chunk = parse_chunk(data);
+    } catch (const Error&) {
+      return fail("malformed_sse");
+    }
+    if (chunk.done) {
+      saw_done = true;
+      return;
+    }
+    if (!chunk.error.empty()) return fail("server_error");
+    if (chunk.prompt_tokens) usage_prompt = chunk.prompt_tokens;
+    if (chunk.completion_tokens) usage_completion = chunk.completion_tokens;
+    for (const auto& [stage, ms] : chunk.timing) record.server_ms[stage] = ms;
+    if (chunk.content.empty()) return;
+    int k = 1;
+    if (client.options_.tokenizer)
+      k = std::max<int>(1, static_cast<int>(client.options_.tokenizer->encode(chunk.content, false).size()));
+    if (!got_content) {
+      record.ttft_ms = ms_between(start, now);
+      got_content = true;
+    } else {
+      const double gap = ms_between(last_event, now) / k;
+      for (int i = 0; i < k; ++i) record.itl_ms.push_back(gap);
+    }
+    last_event = now;
+    event_tokens += k;
+    text += chunk.content;
+  }
+
+  void complete() {
+    if (!saw_done || sse.pending()) return fail("incomplete_stream");
+    if (!got_content) return fail("no_content");
+    finished = true;
+    record.ok = true;
+    record.e2e_ms = ms_between(start, Clock::now());
+    std::string counted_by = "events";
+    record.output_tokens = event_tokens;
+    if (usage_completion) {
+      record.output_tokens = *usage_completion;
+      counted_by = "usage";
+    } else if (client.options_.tokenizer) {
+      record.output_tokens = static_cast<int>(client.options_.tokenizer->encode(text, false).size());
+      counted_by = "tokenizer";
+    }
+    record.prompt_tokens = usage_prompt.value_or(0);
+    if (parser->get().keep_alive()) client.idle_.push_back(std::make_unique<tcp::socket>(stream->release_socket()));
+    finish(counted_by);
+  }
+
+  void fail(const std::string& reason) {
+    if (finished) return;
+    finished = true;
+    record.ok = false;
+    record.error = reason;
+    record.e2e_ms = ms_between(start, Clock::now());
+    record.itl_ms.clear();
+    if (stream) {
+      beast::error_code ignored;
+      stream->socket().close(ignored);
+    }
+    finish("");
+  }
+
+  void finish(const std::string& counted_by) {
+    auto self = shared_from_this();
+    auto& live = client.live_;
+    live.erase(std::remove(live.begin(), live.end(), self), live.end());
+    --client.in_flight_;
+    done(std::move(record), counted_by);
+  }
+};
+
+// ---------------------------------------------------------------- the client
+
+LoadClient::LoadClient(asio::io_context& io, ClientOptions options) : io_(io), options_(std::move(options)) {
+  tcp::resolver resolver(io_);
+  boost::system::error_code ec;
+  addresses_ = resolver.resolve(options_.endpoint.host, options_.endpoint.port, ec);
+  if (ec) throw Error(cat("cannot resolve ", options_.endpoint.host, ": ", ec.message()));
+}
+
+LoadClient::~LoadClient() = default;
+
+void LoadClient::post(const std::string& path, std::string body, Clock::time_point start, Done done) {
+  auto ex = std::make_shared<Exchange>(*this, start, std::move(done));
+  auto& req = ex->request;
+  req.method(http::verb::post);
+  req.target(options_.endpoint.base_path + path);
+  req.version(11);
+  req.set(http::field::host, options_.endpoint.host + ":" + options_.endpoint.port);
+  req.set(http::field::user_agent, cat("llmbench/", version()));
+  req.set(http::field::content_type, "application/json");
+  req.set(http::field::accept, "text/event-stream");
+  for (const auto& [k, v] : options_.headers) req.set(k, v);
+  req.body() = std::move(body);
+  req.prepare_payload();
+  live_.push_back(ex);
+  ++in_flight_;
+  ex->begin();
+}
+
+void LoadClient::cancel_all() {
+  auto live = live_;
+  for (auto& ex : live) ex->fail("cancelled");
+  idle_.clear();
+}
+
+std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
+                                     const std::vector<std::pair<std::string, std::string>>& headers) {
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  beast::tcp_stream stream(io);
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, endpoint.base_path + path, 11};
+  req.set(http::field::host, endpoint.host + ":" + endpoint.port);
+  req.set(http::field::user_agent, cat("llmbench/", version()));
+  for (const auto& [k, v] : headers) req.set(k, v);
+  http::response<http::string_body> res;
+  boost::system::error_code failure;
+  const std::string url = endpoint.url() + path;
+  stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(timeout_s)));
+  boost::system::error_code ec;
+  const auto addresses = resolver.resolve(endpoint.host, endpoint.port, ec);
+  if (ec) throw Error(cat("GET ", url, ": cannot resolve ", endpoint.host, ": ", ec.message()));
+  stream.async_connect(addresses, [&](auto ec, auto) {
+    if (ec) return void(failure = ec);
+    http::async_write(stream, req, [&](auto ec, auto) {
+      if (ec) return void(failure = ec);
+      http::async_read(stream, buffer, res, [&](auto ec, auto) { failure = ec; });
+    });
+  });
+  io.run();
+  if (failure) throw Error(cat("GET ", url, ": ", failure == beast::error::timeout ? "timed out" : failure.message()));
+  return {res.result_int(), res.body()};
+}
+
+}  // namespace llmbench

@@ -1,0 +1,139 @@
+#include "llmbench/load/dataset.h"
+
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/stats/stats.h"
+#include "llmbench/tokenizer/tokenizer.h"
+
+namespace llmbench {
+
+using nlohmann::json;
+
+DatasetSpec parse_dataset(const std::string& text) {
+  DatasetSpec d;
+  if (text == "synthetic") return d;
+  for (const std::string kind : {"sharegpt", "jsonl"}) {
+    if (text.rfind(kind + ":", 0) == 0 && text.size() > kind.size() + 1) {
+      d.kind = kind;
+      d.path = text.substr(kind.size() + 1);
+      return d;
+    }
+  }
+  throw UsageError(cat("--dataset '", text, "': expected synthetic, sharegpt:FILE or jsonl:FILE"));
+}
+
+std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
+                                          std::uint64_t seed) {
+  const std::size_t vocab = tokenizer.vocab_size();
+  const std::size_t lo = 3, hi = std::max<std::size_t>(lo + 1, static_cast<std::size_t>(0.95 * vocab));
+  std::mt19937_64 rng(seed);
+  auto random_id = [&] { return static_cast<TokenId>(lo + uniform_index(rng, hi - lo)); };
+  const std::size_t len = static_cast<std::size_t>(input_len);
+  std::vector<PromptSpec> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<TokenId> ids(len);
+    for (auto& id : ids) id = random_id();
+    bool exact = false;
+    std::string text;
+    for (int attempt = 0; attempt < 50 && !exact; ++attempt) {
+      text = tokenizer.decode(ids, true);
+      std::vector<TokenId> again = tokenizer.encode(text, false);
+      if (again.size() == len) {
+        exact = true;
+      } else if (again.size() > len) {
+        again.resize(len);  // cut, decode again: merges at the cut may change the count once more
+        ids = again;
+      } else {
+        ids = again;
+        while (ids.size() < len) ids.push_back(random_id());
+      }
+    }
+    if (!exact)
+      throw Error(cat("cannot make a prompt of exactly ", input_len, " tokens with tokenizer ",
+                      tokenizer.info().source));
+    out.push_back({text, input_len, output_len});
+  }
+  return out;
+}
+
+namespace {
+
+json parse_json_file(const std::string& path, const std::string& what) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {
+    throw UsageError(cat(what, ": ", e.what()));
+  }
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw UsageError(cat(what, " ", path, ": not valid JSON"));
+  return j;
+}
+
+int count_tokens(const Tokenizer& tokenizer, const std::string& text) {
+  return static_cast<int>(tokenizer.encode(text, false).size());
+}
+
+}  // namespace
+
+std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len) {
+  const json j = parse_json_file(path, "ShareGPT dataset");
+  if (!j.is_array()) throw UsageError(cat("ShareGPT dataset ", path, ": expected a JSON array of conversations"));
+  std::vector<PromptSpec> out;
+  for (const auto& entry : j) {
+    if (!entry.is_object() || !entry.contains("conversations") || !entry["conversations"].is_array()) continue;
+    const auto& turns = entry["conversations"];
+    if (turns.size() < 2 || !turns[0].is_object() || !turns[1].is_object()) continue;
+    const auto prompt = turns[0].find("value"), reply = turns[1].find("value");
+    if (prompt == turns[0].end() || reply == turns[1].end() || !prompt->is_string() || !reply->is_string()) continue;
+    PromptSpec p;
+    p.text = prompt->get<std::string>();
+    if (p.text.empty()) continue;
+    p.prompt_tokens = count_tokens(tokenizer, p.text);
+    p.output_len = output_len > 0 ? output_len : count_tokens(tokenizer, reply->get<std::string>());
+    if (p.output_len < 1) continue;
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) throw UsageError(cat("ShareGPT dataset ", path, ": no conversation with a prompt and a reply"));
+  return out;
+}
+
+std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {
+    throw UsageError(cat("JSONL dataset: ", e.what()));
+  }
+  std::istringstream in(text);
+  std::string line;
+  std::vector<PromptSpec> out;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", number, ": ", why)); };
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw bad("not a JSON object");
+    if (!j.contains("prompt") || !j["prompt"].is_string() || j["prompt"].get<std::string>().empty())
+      throw bad("\"prompt\" must be a non-empty string");
+    PromptSpec p;
+    p.text = j["prompt"].get<std::string>();
+    p.prompt_tokens = count_tokens(tokenizer, p.text);
+    if (output_len > 0) {
+      p.output_len = output_len;
+    } else {
+      if (!j.contains("output_len") || !j["output_len"].is_number_integer() || j["output_len"].get<int>() < 1)
+        throw bad("\"output_len\" must be a positive integer (or give --output-len)");
+      p.output_len = j["output_len"].get<int>();
+    }
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) throw UsageError(cat("JSONL dataset ", path, ": no prompts"));
+  return out;
+}
+
+}  // namespace llmbench

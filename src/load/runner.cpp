@@ -1,0 +1,381 @@
+#include "llmbench/load/runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/base/log.h"
+#include "llmbench/load/arrival.h"
+#include "llmbench/load/client.h"
+#include "llmbench/load/dataset.h"
+#include "llmbench/load/server_process.h"
+#include "llmbench/load/sse.h"
+#include "llmbench/tokenizer/tokenizer.h"
+
+namespace llmbench {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+constexpr int kDefaultRequests = 100;
+constexpr int kPromptPoolForDuration = 256;  // prompts cycled through when the run is bounded by time
+
+std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len) {
+  json j = {{"model", model},          {"max_tokens", output_len},
+            {"min_tokens", output_len}, {"ignore_eos", true},
+            {"temperature", 0},         {"stream", true},
+            {"stream_options", {{"include_usage", true}}}};
+  if (api == "chat") j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
+  else j["prompt"] = prompt;
+  return j.dump();
+}
+
+void validate(const LoadOptions& o) {
+  if (!o.endpoint.empty()) parse_endpoint(o.endpoint);
+  if (o.api != "completions" && o.api != "chat") throw UsageError(cat("--api '", o.api, "': expected completions or chat"));
+  if (!o.concurrency.empty() && !o.request_rate.empty())
+    throw UsageError("--concurrency and --request-rate exclude each other (closed or open loop)");
+  for (int c : o.concurrency)
+    if (c < 1) throw UsageError(cat("--concurrency must be at least 1, got ", c));
+  for (double r : o.request_rate)
+    if (!(r > 0) || !std::isfinite(r)) throw UsageError(cat("--request-rate must be a positive number, got ", r));
+  parse_arrival(o.arrival);
+  if (o.num_requests < 0) throw UsageError(cat("--num-requests must be positive, got ", o.num_requests));
+  if (o.duration_s < 0 || !std::isfinite(o.duration_s)) throw UsageError(cat("--duration must be positive, got ", o.duration_s));
+  if (o.num_requests > 0 && o.duration_s > 0) throw UsageError("--num-requests and --duration exclude each other");
+  if (o.warmup_requests < 0) throw UsageError(cat("--warmup-requests must be >= 0, got ", o.warmup_requests));
+  if (o.input_len < 1) throw UsageError(cat("--input-len must be at least 1, got ", o.input_len));
+  if (o.output_len < 1) throw UsageError(cat("--output-len must be at least 1, got ", o.output_len));
+  if (!(o.timeout_s > 0)) throw UsageError(cat("--timeout-s must be positive, got ", o.timeout_s));
+  parse_dataset(o.dataset);
+  if (!o.slo.empty()) parse_slo(o.slo);
+  for (const auto& h : o.headers) {
+    const auto colon = h.find(':');
+    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos)
+      throw UsageError(cat("--header '", h, "': expected KEY:VALUE"));
+  }
+  if (o.endpoint.empty() && o.serve_command.empty()) throw UsageError("no --endpoint and no server to start");
+}
+
+namespace {
+
+double ms_since(Clock::time_point t0, Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(t - t0).count();
+}
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// What one drive() call should do: a closed loop of `concurrency`, or open-loop `arrivals`.
+struct Schedule {
+  int concurrency = 0;             // closed loop when > 0
+  std::vector<double> arrivals_s;  // open loop
+  int max_requests = 0;            // closed loop: 0 = bounded by duration
+  double duration_s = 0;
+};
+
+struct Drive {
+  std::vector<RequestRecord> records;
+  std::set<std::string> counted_by;
+  bool stopped = false;
+};
+
+// Runs one schedule to the end on the calling thread; requests cancelled by a stop are dropped.
+class Driver {
+ public:
+  Driver(asio::io_context& io, LoadClient& client, const std::string& path, const std::string& api,
+         const std::string& model, const std::vector<PromptSpec>& prompts, std::function<bool()> should_stop)
+      : io_(io), client_(client), path_(path), api_(api), model_(model), prompts_(prompts),
+        should_stop_(std::move(should_stop)) {}
+
+  Drive run(const Schedule& s) {
+    schedule_ = s;
+    slots_.clear();
+    result_ = Drive{};
+    issued_ = 0;
+    next_arrival_ = 0;
+    io_.restart();
+    asio::steady_timer arrivals(io_), watch(io_);
+    arrivals_ = &arrivals;
+    watch_ = &watch;
+    t0_ = Clock::now();
+    if (s.concurrency > 0) {
+      for (int i = 0; i < s.concurrency && may_issue(); ++i) issue(ms_since(t0_, Clock::now()));
+    } else {
+      schedule_next();
+    }
+    poll();
+    check_done();
+    io_.run();
+    for (auto& r : slots_)
+      if (r && r->error != "cancelled") result_.records.push_back(std::move(*r));
+    return std::move(result_);
+  }
+
+ private:
+  bool may_issue() const {
+    if (result_.stopped) return false;
+    if (schedule_.concurrency == 0) return next_arrival_ < schedule_.arrivals_s.size();
+    if (schedule_.max_requests > 0) return issued_ < schedule_.max_requests;
+    return ms_since(t0_, Clock::now()) < schedule_.duration_s * 1e3;
+  }
+
+  void issue(double scheduled_ms) {
+    const std::size_t index = slots_.size();
+    slots_.emplace_back();
+    const PromptSpec& p = prompts_[cursor_++ % prompts_.size()];
+    ++issued_;
+    const auto start = Clock::now();
+    const double start_ms = ms_since(t0_, start);
+    client_.post(path_, request_body(api_, model_, p.text, p.output_len), start,
+                 [this, index, start_ms, scheduled_ms, prompt_tokens = p.prompt_tokens](RequestRecord r,
+                                                                                        const std::string& by) {
+                   r.start_ms = start_ms;
+                   r.scheduled_ms = scheduled_ms;
+                   if (r.prompt_tokens == 0) r.prompt_tokens = prompt_tokens;
+                   if (!by.empty()) result_.counted_by.insert(by);
+                   slots_[index] = std::move(r);
+                   if (schedule_.concurrency > 0 && may_issue()) issue(ms_since(t0_, Clock::now()));
+                   check_done();
+                 });
+  }
+
+  void schedule_next() {
+    if (!may_issue()) return check_done();
+    arrivals_->expires_at(t0_ + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(schedule_.arrivals_s[next_arrival_])));
+    arrivals_->async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      const double now_s = ms_since(t0_, Clock::now()) / 1e3;
+      while (may_issue() && schedule_.arrivals_s[next_arrival_] <= now_s)
+        issue(schedule_.arrivals_s[next_arrival_++] * 1e3);
+      schedule_next();
+    });
+  }
+
+  void poll() {
+    watch_->expires_after(std::chrono::milliseconds(50));
+    watch_->async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (should_stop_ && should_stop_()) {
+        result_.stopped = true;
+        arrivals_->cancel();
+        client_.cancel_all();
+        check_done();
+        return;
+      }
+      poll();
+    });
+  }
+
+  void check_done() {
+    if (client_.in_flight() == 0 && !may_issue()) {
+      watch_->cancel();
+      arrivals_->cancel();
+    }
+  }
+
+  asio::io_context& io_;
+  LoadClient& client_;
+  std::string path_, api_, model_;
+  const std::vector<PromptSpec>& prompts_;
+  std::function<bool()> should_stop_;
+  Schedule schedule_;
+  std::vector<std::optional<RequestRecord>> slots_;
+  Drive result_;
+  int issued_ = 0;
+  std::size_t next_arrival_ = 0, cursor_ = 0;
+  Clock::time_point t0_;
+  asio::steady_timer* arrivals_ = nullptr;
+  asio::steady_timer* watch_ = nullptr;
+};
+
+std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers) {
+  const auto [status, body] = http_get(endpoint, "/v1/models", 30, headers);
+  if (status != 200) throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --model)"));
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
+      !j["data"][0].is_object() || !j["data"][0].contains("id") || !j["data"][0]["id"].is_string())
+    throw Error(cat("GET ", endpoint.url(), "/v1/models: no model listed (give --model)"));
+  return j["data"][0]["id"].get<std::string>();
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+bool is_directory_like(const std::string& s) { return s == "tiny" || (!s.empty() && ::access(s.c_str(), R_OK) == 0); }
+
+}  // namespace
+
+Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
+  validate(o);
+  const Slo slo = o.slo.empty() ? Slo{} : parse_slo(o.slo);
+  const Arrival arrival = parse_arrival(o.arrival);
+  const DatasetSpec dataset = parse_dataset(o.dataset);
+  const int num_requests = o.duration_s > 0 ? 0 : (o.num_requests > 0 ? o.num_requests : kDefaultRequests);
+
+  // Tokenizer: prompts of exact length and token counts when the server sends no usage.
+  std::unique_ptr<Tokenizer> tokenizer;
+  const std::string tokenizer_source = !o.tokenizer.empty() ? o.tokenizer
+                                       : is_directory_like(o.model) ? o.model
+                                       : o.endpoint.empty()         ? "tiny"
+                                                                    : "";
+  if (!tokenizer_source.empty()) {
+    try {
+      tokenizer = load_tokenizer(tokenizer_source);
+    } catch (const Error& e) {
+      if (!o.tokenizer.empty()) throw UsageError(cat("--tokenizer: ", e.what()));
+    }
+  }
+  std::unique_ptr<Tokenizer> stand_in;
+  if (!tokenizer) {
+    log::warn("no tokenizer for this model (give --tokenizer): prompt lengths are in tiny-tokenizer tokens, "
+              "output tokens come from the server's usage or the event count");
+    stand_in = load_tokenizer("tiny");
+  }
+  const Tokenizer& prompt_tokenizer = tokenizer ? *tokenizer : *stand_in;
+
+  // Prompts: enough for the warm-ups and the largest point.
+  const int wanted = o.warmup_requests + (num_requests > 0 ? num_requests : kPromptPoolForDuration);
+  std::vector<PromptSpec> prompts;
+  if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, 0);
+  else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, 0);
+  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed);
+
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (const auto& h : o.headers) {
+    const auto colon = h.find(':');
+    headers.emplace_back(trim(h.substr(0, colon)), trim(h.substr(colon + 1)));
+  }
+  if (!o.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + o.api_key);
+
+  // The server: the one given, or our own on a loopback port.
+  std::unique_ptr<ServerProcess> server;
+  std::string url = o.endpoint;
+  if (url.empty()) {
+    std::vector<std::string> argv = o.serve_command;
+    argv.insert(argv.end(), {"--port", "0"});
+    log::info(cat("starting ", argv[0], " ", o.serve_command.size() > 1 ? o.serve_command[1] : "", " on a loopback port"));
+    server = std::make_unique<ServerProcess>(argv, o.serve_timeout_s);
+    url = server->url();
+  }
+  const Endpoint endpoint = parse_endpoint(url);
+  const std::string model = o.model.empty() ? first_model(endpoint, headers) : o.model;
+
+  Results results;
+  results.created_at = utc_now();
+  results.env = collect_host_env();
+  ClientOptions copts;
+  copts.endpoint = endpoint;
+  copts.headers = headers;
+  copts.timeout_s = o.timeout_s;
+  copts.tokenizer = tokenizer.get();
+  const double events_per_s = measure_parse_rate();
+
+  asio::io_context io;
+  LoadClient client(io, copts);
+  const std::string path = o.api == "chat" ? "/v1/chat/completions" : "/v1/completions";
+  Driver driver(io, client, path, o.api, model, prompts, hooks.should_stop);
+
+  // Sweep points: each concurrency, or each rate; neither given means concurrency 1.
+  std::vector<std::pair<int, double>> points;
+  for (int c : o.concurrency) points.emplace_back(c, 0.0);
+  for (double r : o.request_rate) points.emplace_back(0, r);
+  if (points.empty()) points.emplace_back(1, 0.0);
+
+  for (std::size_t i = 0; i < points.size() && !results.interrupted; ++i) {
+    const auto [concurrency, rate] = points[i];
+    if (o.warmup_requests > 0) {
+      Schedule warm;
+      warm.concurrency = std::min(o.warmup_requests, std::max(concurrency, 1));
+      warm.max_requests = o.warmup_requests;
+      if (driver.run(warm).stopped) {
+        results.interrupted = true;
+        break;
+      }
+    }
+    Schedule s;
+    s.concurrency = concurrency;
+    s.max_requests = num_requests;
+    s.duration_s = o.duration_s;
+    if (rate > 0) {
+      const std::size_t n = num_requests > 0 ? num_requests
+                                             : static_cast<std::size_t>(std::ceil(rate * o.duration_s * 2 + 100));
+      s.arrivals_s = arrival_times(arrival, rate, n, o.seed + i);
+      if (o.duration_s > 0)
+        s.arrivals_s.erase(std::find_if(s.arrivals_s.begin(), s.arrivals_s.end(),
+                                        [&](double t) { return t >= o.duration_s; }),
+                           s.arrivals_s.end());
+    }
+    Drive d = driver.run(s);
+    results.interrupted = d.stopped;
+
+    PointResult p;
+    p.mode = "load";
+    p.weights = "unknown";
+    p.params.model = model;
+    p.params.label = model;
+    p.params.batch = concurrency;
+    p.params.prompt_len = dataset.kind == "synthetic" ? o.input_len : 0;
+    p.params.max_new_tokens = dataset.kind == "synthetic" ? o.output_len : 0;
+    p.params.seed = o.seed;
+    p.params.attn = p.params.dtype = "";
+    p.params.device = "endpoint";
+    p.prompt_source = dataset.kind;
+    p.tokenizer = tokenizer ? tokenizer->info().source : "none (prompts by the built-in tiny tokenizer)";
+    p.trim = 0;
+    LoadResult l;
+    l.endpoint = endpoint.url();
+    l.api = o.api;
+    l.concurrency = concurrency;
+    l.request_rate = rate;
+    l.arrival = rate > 0 ? arrival.name() : "";
+    l.num_requests = num_requests;
+    l.duration_s = o.duration_s;
+    l.warmup_requests = o.warmup_requests;
+    l.dataset = o.dataset;
+    l.timeout_s = o.timeout_s;
+    l.slo = slo;
+    l.partial = d.stopped;
+    l.client_events_per_s = events_per_s;
+    std::string by;
+    for (const auto& b : d.counted_by) by += (by.empty() ? "" : "+") + b;
+    l.token_count_source = by.empty() ? "none" : by;
+    double lag = 0;
+    for (const auto& r : d.records) lag += r.start_ms - r.scheduled_ms;
+    l.mean_send_lag_ms = d.records.empty() ? 0 : lag / d.records.size();
+    l.requests = std::move(d.records);
+    p.load = std::move(l);
+    summarize_point(p);
+    if (p.load->completed == 0 && !d.stopped) {
+      p.status = "failed";
+      p.error = "every request failed";
+      for (const auto& [reason, n] : p.load->errors) p.error += cat(" (", reason, ": ", n, ")");
+    }
+    if (hooks.on_progress)
+      hooks.on_progress(cat("point ", i + 1, "/", points.size(), ": ", rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency),
+                            ", ", p.load->completed, " completed, ", p.load->failed, " failed"));
+    if (!p.load->requests.empty() || !d.stopped) results.points.push_back(std::move(p));
+  }
+  if (server) server->stop();
+  return results;
+}
+
+}  // namespace llmbench

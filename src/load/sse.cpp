@@ -1,0 +1,108 @@
+#include "llmbench/load/sse.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "llmbench/base/error.h"
+
+namespace llmbench {
+
+void SseParser::feed(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
+    if (!nl) {
+      line_.append(bytes);
+      return;
+    }
+    const std::size_t n = static_cast<const char*>(nl) - bytes.data();
+    if (line_.empty()) {
+      take_line(bytes.substr(0, n));
+    } else {
+      line_.append(bytes.substr(0, n));
+      std::string line = std::move(line_);
+      line_.clear();
+      take_line(line);
+    }
+    bytes.remove_prefix(n + 1);
+  }
+}
+
+void SseParser::take_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.empty()) {  // end of event
+    if (has_data_) {
+      has_data_ = false;
+      std::string data = std::move(data_);
+      data_.clear();
+      on_event_(data);
+    }
+    return;
+  }
+  if (line.front() == ':') return;  // comment
+  const auto colon = line.find(':');
+  const std::string_view field = line.substr(0, colon);
+  if (field != "data") return;
+  std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (has_data_) data_ += '\n';
+  data_.append(value);
+  has_data_ = true;
+}
+
+StreamChunk parse_chunk(std::string_view data) {
+  StreamChunk c;
+  if (data == "[DONE]") {
+    c.done = true;
+    return c;
+  }
+  nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(cat("SSE data is not a JSON object: ", data.substr(0, 80)));
+  if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
+    c.error = e->is_object() && e->contains("message") && (*e)["message"].is_string() ? (*e)["message"].get<std::string>()
+                                                                                       : e->dump();
+    return c;
+  }
+  if (auto choices = j.find("choices"); choices != j.end() && choices->is_array() && !choices->empty()) {
+    const auto& choice = (*choices)[0];
+    if (auto t = choice.find("text"); t != choice.end() && t->is_string()) c.content = t->get<std::string>();
+    if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
+      if (auto t = d->find("content"); t != d->end() && t->is_string()) c.content = t->get<std::string>();
+    }
+  }
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer()) c.prompt_tokens = p->get<int>();
+    if (auto p = u->find("completion_tokens"); p != u->end() && p->is_number_integer())
+      c.completion_tokens = p->get<int>();
+  }
+  if (auto t = j.find("llmbench_timing"); t != j.end() && t->is_object()) {
+    for (const auto& [stage, ms] : t->items())
+      if (ms.is_number()) c.timing[stage] = ms.get<double>();
+  }
+  return c;
+}
+
+double measure_parse_rate(int events) {
+  // A vLLM-like completions chunk, delivered in reads of 4 KiB that split events anywhere.
+  const std::string event =
+      "data: {\"id\":\"cmpl-0123456789abcdef\",\"object\":\"text_completion\",\"created\":1700000000,"
+      "\"model\":\"tiny\",\"choices\":[{\"index\":0,\"text\":\" token\",\"logprobs\":null,"
+      "\"finish_reason\":null,\"stop_reason\":null}],\"usage\":null}\n\n";
+  std::string stream;
+  stream.reserve(event.size() * events);
+  for (int i = 0; i < events; ++i) stream += event;
+  std::size_t seen = 0, chars = 0;
+  SseParser parser([&](std::string_view data) {
+    chars += parse_chunk(data).content.size();
+    ++seen;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t at = 0; at < stream.size(); at += 4096)
+    parser.feed(std::string_view(stream).substr(at, 4096));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (seen != static_cast<std::size_t>(events) || chars != 6u * events) throw Error("SSE self-measurement miscounted");
+  return s > 0 ? seen / s : 0;
+}
+
+}  // namespace llmbench

@@ -1,0 +1,268 @@
+#include "llmbench/report/load_result.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "llmbench/base/error.h"
+
+namespace llmbench {
+
+using nlohmann::json;
+
+std::optional<double> RequestRecord::tpot_ms() const {
+  if (output_tokens < 2) return std::nullopt;
+  return (e2e_ms - ttft_ms) / (output_tokens - 1);
+}
+
+bool Slo::met_by(const RequestRecord& r) const {
+  if (!r.ok) return false;
+  if (ttft_ms && r.ttft_ms > *ttft_ms) return false;
+  if (e2e_ms && r.e2e_ms > *e2e_ms) return false;
+  if (tpot_ms) {
+    const auto t = r.tpot_ms();
+    if (t && *t > *tpot_ms) return false;  // one token has no TPOT: met, as vLLM counts it (0)
+  }
+  return true;
+}
+
+Slo parse_slo(const std::string& text) {
+  Slo slo;
+  std::istringstream in(text);
+  std::string item;
+  auto bad = [&](const std::string& why) {
+    return UsageError(cat("--slo '", text, "': ", why, " (expected e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000)"));
+  };
+  while (std::getline(in, item, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw bad(cat("'", item, "' has no '='"));
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    double v = 0;
+    std::size_t used = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || !std::isfinite(v) || v <= 0)
+      throw bad(cat("'", value, "' is not a positive number of milliseconds"));
+    if (key == "ttft_ms") slo.ttft_ms = v;
+    else if (key == "tpot_ms") slo.tpot_ms = v;
+    else if (key == "e2e_ms") slo.e2e_ms = v;
+    else throw bad(cat("unknown objective '", key, "'"));
+  }
+  if (slo.empty()) throw bad("no objective given");
+  return slo;
+}
+
+const std::vector<std::string>& load_summary_metrics() {
+  static const std::vector<std::string> names = {"ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"};
+  return names;
+}
+
+std::vector<double> load_metric_values(const LoadResult& load, const std::string& metric) {
+  const auto& known = load_summary_metrics();
+  if (std::find(known.begin(), known.end(), metric) == known.end()) return {};
+  std::vector<double> out;
+  for (const auto& r : load.requests) {
+    if (!r.ok) continue;
+    if (metric == "ttft_ms") out.push_back(r.ttft_ms);
+    else if (metric == "e2e_ms") out.push_back(r.e2e_ms);
+    else if (metric == "itl_ms") out.insert(out.end(), r.itl_ms.begin(), r.itl_ms.end());
+    else if (const auto t = r.tpot_ms()) out.push_back(*t);
+  }
+  return out;
+}
+
+void summarize_load(LoadResult& load) {
+  load.completed = load.failed = 0;
+  load.errors.clear();
+  load.server_stages_ms.clear();
+  double first_start = 0, last_start = 0, last_end = 0, good = 0, prompt_tokens = 0, output_tokens = 0;
+  std::map<std::string, int> stage_counts;
+  for (std::size_t i = 0; i < load.requests.size(); ++i) {
+    const RequestRecord& r = load.requests[i];
+    first_start = i == 0 ? r.start_ms : std::min(first_start, r.start_ms);
+    last_start = i == 0 ? r.start_ms : std::max(last_start, r.start_ms);
+    last_end = i == 0 ? r.start_ms + r.e2e_ms : std::max(last_end, r.start_ms + r.e2e_ms);
+    if (!r.ok) {
+      ++load.failed;
+      ++load.errors[r.error];
+      continue;
+    }
+    ++load.completed;
+    prompt_tokens += r.prompt_tokens;
+    output_tokens += r.output_tokens;
+    if (load.slo.met_by(r)) ++good;
+    for (const auto& [stage, ms] : r.server_ms) {
+      load.server_stages_ms[stage] += ms;
+      ++stage_counts[stage];
+    }
+  }
+  for (auto& [stage, sum] : load.server_stages_ms) sum /= stage_counts[stage];
+  load.elapsed_s = (last_end - first_start) / 1e3;
+  const std::size_t n = load.requests.size();
+  load.achieved_rate = n > 1 && last_start > first_start ? (n - 1) / ((last_start - first_start) / 1e3) : 0;
+  const double s = load.elapsed_s;
+  load.requests_per_s = s > 0 ? load.completed / s : 0;
+  load.output_tokens_per_s = s > 0 ? output_tokens / s : 0;
+  load.total_tokens_per_s = s > 0 ? (prompt_tokens + output_tokens) / s : 0;
+  load.goodput_requests_per_s = s > 0 && !load.slo.empty() ? good / s : 0;
+  load.goodput_fraction = n > 0 && !load.slo.empty() ? good / n : 0;
+}
+
+// ---------------------------------------------------------------- JSON
+
+namespace {
+
+json slo_json(const Slo& slo) {
+  json j = json::object();
+  if (slo.ttft_ms) j["ttft_ms"] = *slo.ttft_ms;
+  if (slo.tpot_ms) j["tpot_ms"] = *slo.tpot_ms;
+  if (slo.e2e_ms) j["e2e_ms"] = *slo.e2e_ms;
+  return j;
+}
+
+json record_json(const RequestRecord& r) {
+  json j = {{"start_ms", r.start_ms},   {"scheduled_ms", r.scheduled_ms}, {"ok", r.ok},
+            {"error", r.error},         {"ttft_ms", r.ttft_ms},           {"e2e_ms", r.e2e_ms},
+            {"itl_ms", r.itl_ms},       {"prompt_tokens", r.prompt_tokens},
+            {"output_tokens", r.output_tokens}};
+  if (!r.server_ms.empty()) j["server_ms"] = r.server_ms;
+  return j;
+}
+
+// Typed access with the JSON path in every error.
+struct Reader {
+  const json& j;
+  std::string path;
+
+  const json& at(const std::string& key) const {
+    if (!j.contains(key)) throw Error(cat(path, ".", key, ": missing"));
+    return j.at(key);
+  }
+  Reader object(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_object()) throw Error(cat(path, ".", key, ": expected an object, got ", v.type_name()));
+    return {v, path + "." + key};
+  }
+  double number(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number()) throw Error(cat(path, ".", key, ": expected a number, got ", v.type_name()));
+    return v.get<double>();
+  }
+  int integer(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number_integer()) throw Error(cat(path, ".", key, ": expected an integer, got ", v.type_name()));
+    return v.get<int>();
+  }
+  std::string string(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) throw Error(cat(path, ".", key, ": expected a string, got ", v.type_name()));
+    return v.get<std::string>();
+  }
+  bool boolean(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_boolean()) throw Error(cat(path, ".", key, ": expected true or false, got ", v.type_name()));
+    return v.get<bool>();
+  }
+  bool has(const std::string& key) const { return j.contains(key) && !j.at(key).is_null(); }
+  std::map<std::string, double> numbers(const std::string& key) const {
+    std::map<std::string, double> out;
+    Reader o = object(key);
+    for (const auto& [k, v] : o.j.items()) out[k] = o.number(k);
+    return out;
+  }
+};
+
+RequestRecord record_from(const Reader& r) {
+  RequestRecord rec;
+  rec.start_ms = r.number("start_ms");
+  if (r.has("scheduled_ms")) rec.scheduled_ms = r.number("scheduled_ms");
+  rec.ok = r.boolean("ok");
+  if (r.has("error")) rec.error = r.string("error");
+  rec.ttft_ms = r.number("ttft_ms");
+  rec.e2e_ms = r.number("e2e_ms");
+  const json& itl = r.at("itl_ms");
+  if (!itl.is_array()) throw Error(cat(r.path, ".itl_ms: expected an array, got ", itl.type_name()));
+  for (std::size_t i = 0; i < itl.size(); ++i) {
+    if (!itl[i].is_number()) throw Error(cat(r.path, ".itl_ms[", i, "]: expected a number, got ", itl[i].type_name()));
+    rec.itl_ms.push_back(itl[i].get<double>());
+  }
+  rec.prompt_tokens = r.integer("prompt_tokens");
+  rec.output_tokens = r.integer("output_tokens");
+  if (r.has("server_ms")) rec.server_ms = r.numbers("server_ms");
+  return rec;
+}
+
+}  // namespace
+
+json load_to_json(const LoadResult& l) {
+  json requests = json::array();
+  for (const auto& r : l.requests) requests.push_back(record_json(r));
+  return {
+      {"load",
+       {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
+        {"request_rate", l.request_rate}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
+        {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
+        {"timeout_s", l.timeout_s}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
+      {"requests",
+       {{"completed", l.completed}, {"failed", l.failed}, {"errors", l.errors},
+        {"note", "failed requests are counted here and left out of every latency statistic"}}},
+      {"throughput",
+       {{"requests_per_s", l.requests_per_s},
+        {"output_tokens_per_s", l.output_tokens_per_s},
+        {"total_tokens_per_s", l.total_tokens_per_s},
+        {"elapsed_s", l.elapsed_s}}},
+      {"goodput",
+       {{"slo", slo_json(l.slo)}, {"requests_per_s", l.goodput_requests_per_s}, {"fraction", l.goodput_fraction}}},
+      {"rate",
+       {{"offered_per_s", l.request_rate > 0 ? json(l.request_rate) : json(nullptr)},
+        {"achieved_per_s", l.achieved_rate},
+        {"mean_send_lag_ms", l.mean_send_lag_ms}}},
+      {"server_stages_ms", l.server_stages_ms.empty() ? json(nullptr) : json(l.server_stages_ms)},
+      {"client", {{"events_per_s", l.client_events_per_s}}},
+      {"request_log", requests},
+  };
+}
+
+LoadResult load_from_json(const json& point, const std::string& path) {
+  Reader p{point, path};
+  LoadResult l;
+  Reader a = p.object("load");
+  l.endpoint = a.string("endpoint");
+  l.api = a.string("api");
+  l.concurrency = a.integer("concurrency");
+  l.request_rate = a.number("request_rate");
+  l.arrival = a.string("arrival");
+  l.num_requests = a.integer("num_requests");
+  l.duration_s = a.number("duration_s");
+  l.warmup_requests = a.integer("warmup_requests");
+  l.dataset = a.string("dataset");
+  l.timeout_s = a.number("timeout_s");
+  l.token_count_source = a.string("token_count_source");
+  if (a.has("partial")) l.partial = a.boolean("partial");
+  Reader g = p.object("goodput");
+  const auto slo = g.numbers("slo");
+  for (const auto& [k, v] : slo) {
+    if (k == "ttft_ms") l.slo.ttft_ms = v;
+    else if (k == "tpot_ms") l.slo.tpot_ms = v;
+    else if (k == "e2e_ms") l.slo.e2e_ms = v;
+    else throw Error(cat(path, ".goodput.slo.", k, ": unknown objective"));
+  }
+  Reader rate = p.object("rate");
+  l.mean_send_lag_ms = rate.number("mean_send_lag_ms");
+  l.client_events_per_s = p.object("client").number("events_per_s");
+  const json& log = p.at("request_log");
+  if (!log.is_array()) throw Error(cat(path, ".request_log: expected an array, got ", log.type_name()));
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const std::string rp = cat(path, ".request_log[", i, "]");
+    if (!log[i].is_object()) throw Error(cat(rp, ": expected an object, got ", log[i].type_name()));
+    l.requests.push_back(record_from({log[i], rp}));
+  }
+  // Everything else is derived: recompute rather than trust.
+  summarize_load(l);
+  return l;
+}
+
+}  // namespace llmbench
