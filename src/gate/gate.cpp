@@ -69,6 +69,20 @@ std::string point_key(const PointParams& p, bool with_dtype) {
   return os.str();
 }
 
+// Load points also match on their load shape: concurrency is params.batch, the rate and API are not.
+std::string point_key(const PointResult& p, bool with_dtype) {
+  std::string key = point_key(p.params, with_dtype);
+  if (p.load) key += cat('\x1f', "load", '\x1f', p.load->api, '\x1f', p.load->request_rate, '\x1f', p.load->arrival);
+  return key;
+}
+
+// Load points have latency summaries only: no memory, no per-run throughputs.
+bool applies(const PointResult& p, const std::string& metric) {
+  if (!p.load) return true;
+  const auto& m = load_summary_metrics();
+  return std::find(m.begin(), m.end(), metric) != m.end();
+}
+
 std::string describe(const PointParams& p) {
   std::ostringstream os;
   os << (p.label.empty() ? p.model : p.label) << " b" << p.batch << " p" << p.prompt_len << " n" << p.max_new_tokens
@@ -329,13 +343,13 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
 
   const bool with_dtype = b_dtypes == c_dtypes;
   std::map<std::string, const PointResult*> current_by_key;
-  for (const auto& p : current.points) current_by_key.emplace(point_key(p.params, with_dtype), &p);
+  for (const auto& p : current.points) current_by_key.emplace(point_key(p, with_dtype), &p);
   std::set<std::string> matched;
 
   for (const auto& b : baseline.points) {
     PointVerdict pv;
     pv.params = b.params;
-    const std::string key = point_key(b.params, with_dtype);
+    const std::string key = point_key(b, with_dtype);
     auto it = current_by_key.find(key);
     if (b.status != "ok") {
       matched.insert(key);
@@ -358,6 +372,7 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     matched.insert(key);
     const PointResult& c = *it->second;
     for (const auto& gm : config.metrics) {
+      if (!applies(b, gm.name)) continue;
       MetricVerdict mv = is_memory(gm.name) ? judge_memory(b, c, gm) : judge_runs(b, c, gm, config.max_cv);
       if (severity(mv.verdict) > severity(pv.verdict)) pv.verdict = mv.verdict;
       pv.metrics.push_back(mv);

@@ -1,6 +1,7 @@
 #include "llmbench/load/client.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include <boost/asio/connect.hpp>
@@ -97,9 +98,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   beast::flat_buffer buffer;
   std::optional<http::response_parser<http::buffer_body>> parser;
   char body[8192];
-  bool finished = false, saw_done = false, got_content = false;
-  std::string text;
-  int event_tokens = 0;
+  bool finished = false, saw_done = false;
+  std::vector<std::string> pieces;  // text of each content event
+  std::vector<double> gaps;         // ms between consecutive content events
   std::optional<int> usage_prompt, usage_completion;
   RequestRecord record;
 
@@ -128,7 +129,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   // A kept-alive connection the server closed meanwhile fails before any response byte: retry once.
   bool retry_fresh(const boost::system::error_code& ec) {
-    if (!reused || ec == beast::error::timeout || finished) return false;
+    const bool closed = ec == http::error::end_of_stream || ec == asio::error::eof ||
+                        ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+    if (!reused || !closed || finished) return false;
     beast::error_code ignored;
     stream->socket().close(ignored);
     connect();
@@ -149,7 +152,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void read_header() {
     parser.emplace();
-    parser->body_limit(boost::none);
+    parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     buffer.clear();
     stream->expires_at(deadline);
     http::async_read_header(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
@@ -168,7 +171,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     parser->get().body().data = body;
     parser->get().body().size = sizeof body;
     stream->expires_at(deadline);
-    http::async_read(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
+    http::async_read_some(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
       if (self->finished) return;
       if (ec == http::error::need_buffer) ec = {};
       const std::size_t got = sizeof self->body - self->parser->get().body().size;
@@ -198,36 +201,44 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (chunk.completion_tokens) usage_completion = chunk.completion_tokens;
     for (const auto& [stage, ms] : chunk.timing) record.server_ms[stage] = ms;
     if (chunk.content.empty()) return;
-    int k = 1;
-    if (client.options_.tokenizer)
-      k = std::max<int>(1, static_cast<int>(client.options_.tokenizer->encode(chunk.content, false).size()));
-    if (!got_content) {
-      record.ttft_ms = ms_between(start, now);
-      got_content = true;
-    } else {
-      const double gap = ms_between(last_event, now) / k;
-      for (int i = 0; i < k; ++i) record.itl_ms.push_back(gap);
-    }
+    if (pieces.empty()) record.ttft_ms = ms_between(start, now);
+    else gaps.push_back(ms_between(last_event, now));
     last_event = now;
-    event_tokens += k;
-    text += chunk.content;
+    pieces.push_back(std::move(chunk.content));
+  }
+
+  // One ITL per gap between content events; when the events carried more tokens than there are events
+  // (by usage or the tokenizer) and a tokenizer can tell which, an event of k tokens gives k gaps of 1/k.
+  void spread_itl() {
+    const Tokenizer* tok = client.options_.tokenizer;
+    if (record.output_tokens == static_cast<int>(pieces.size()) || !tok) {
+      record.itl_ms = gaps;
+      return;
+    }
+    for (std::size_t i = 1; i < pieces.size(); ++i) {
+      const int k = std::max<int>(1, static_cast<int>(tok->encode(pieces[i], false).size()));
+      for (int j = 0; j < k; ++j) record.itl_ms.push_back(gaps[i - 1] / k);
+    }
   }
 
   void complete() {
     if (!saw_done || sse.pending()) return fail("incomplete_stream");
-    if (!got_content) return fail("no_content");
+    if (pieces.empty()) return fail("no_content");
     finished = true;
     record.ok = true;
     record.e2e_ms = ms_between(start, Clock::now());
     std::string counted_by = "events";
-    record.output_tokens = event_tokens;
+    record.output_tokens = static_cast<int>(pieces.size());
     if (usage_completion) {
       record.output_tokens = *usage_completion;
       counted_by = "usage";
     } else if (client.options_.tokenizer) {
+      std::string text;
+      for (const auto& p : pieces) text += p;
       record.output_tokens = static_cast<int>(client.options_.tokenizer->encode(text, false).size());
       counted_by = "tokenizer";
     }
+    spread_itl();
     record.prompt_tokens = usage_prompt.value_or(0);
     if (parser->get().keep_alive()) client.idle_.push_back(std::make_unique<tcp::socket>(stream->release_socket()));
     finish(counted_by);
@@ -239,7 +250,6 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     record.ok = false;
     record.error = reason;
     record.e2e_ms = ms_between(start, Clock::now());
-    record.itl_ms.clear();
     if (stream) {
       beast::error_code ignored;
       stream->socket().close(ignored);

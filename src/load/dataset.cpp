@@ -1,5 +1,6 @@
 #include "llmbench/load/dataset.h"
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -29,10 +30,19 @@ DatasetSpec parse_dataset(const std::string& text) {
 
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
                                           std::uint64_t seed) {
+  // Ids whose text is printable ASCII: any cut of their concatenation is still valid text, so decoding
+  // and re-encoding cannot drift through U+FFFD replacements. Uniform over [3, 0.95 vocab) otherwise.
   const std::size_t vocab = tokenizer.vocab_size();
   const std::size_t lo = 3, hi = std::max<std::size_t>(lo + 1, static_cast<std::size_t>(0.95 * vocab));
+  std::vector<TokenId> candidates;
+  for (std::size_t id = lo; id < hi; ++id) {
+    const std::string piece = tokenizer.decode({static_cast<TokenId>(id)}, true);
+    if (!piece.empty() && std::all_of(piece.begin(), piece.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
+      candidates.push_back(static_cast<TokenId>(id));
+  }
+  if (candidates.empty()) throw Error(cat("tokenizer ", tokenizer.info().source, " has no plain-text tokens for prompts"));
   std::mt19937_64 rng(seed);
-  auto random_id = [&] { return static_cast<TokenId>(lo + uniform_index(rng, hi - lo)); };
+  auto random_id = [&] { return candidates[uniform_index(rng, candidates.size())]; };
   const std::size_t len = static_cast<std::size_t>(input_len);
   std::vector<PromptSpec> out;
   for (int i = 0; i < n; ++i) {

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""A scripted OpenAI-style streaming server for the load tests (loopback only, stops by itself).
+
+Every completion request streams `tokens` content events (default: the request's max_tokens): the
+first TTFT ms after the request arrived, then one every ITL ms (absolute targets, no drift). Request
+number i (0-based, in arrival order) can be given a fault: http500, http429, disconnect (cut after 2
+events), malformed (a bad event after 1), stall (1 event, then silence for --stall-s). Prints
+"llmbench serve: listening on http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
+"""
+import argparse
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, default=0)
+parser.add_argument("--ttft-ms", type=float, default=20)
+parser.add_argument("--itl-ms", type=float, default=5)
+parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
+parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall")
+parser.add_argument("--stall-s", type=float, default=3)
+parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
+parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
+parser.add_argument("--lifetime-s", type=float, default=60, help="exit after this long, whatever happens")
+parser.add_argument("--model", default="scripted")
+args = parser.parse_args()
+
+faults = {}
+for item in filter(None, args.faults.split(",")):
+    index, kind = item.split(":")
+    faults[int(index)] = kind
+TIMING = {"http_recv": 0.5, "queue": 1.0, "tokenize": 0.25, "prefill": 4.0, "decode": 30.0, "stream": 2.0}
+lock = threading.Lock()
+counter = [0]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send_json(self, status, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/health":
+            self.send_json(200, {"status": "ok"})
+        elif self.path == "/v1/models":
+            self.send_json(200, {"object": "list", "data": [{"id": args.model, "object": "model"}]})
+        else:
+            self.send_json(404, {"error": {"message": "not found"}})
+
+    def chunk(self, data):
+        payload = ("data: " + data + "\n\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        self.wfile.flush()
+
+    def do_POST(self):
+        t0 = time.monotonic()
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        chat = self.path.endswith("/chat/completions")
+        with lock:
+            index = counter[0]
+            counter[0] += 1
+        fault = faults.get(index)
+        if os.environ.get("SCRIPTED_DEBUG"): print("request", index, self.path, fault, file=__import__("sys").stderr, flush=True)
+        if fault in ("http500", "http429"):
+            return self.send_json(int(fault[4:]), {"error": {"message": fault}})
+        tokens = args.tokens or int(request.get("max_tokens", 16))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def event(text):
+            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            return json.dumps({"id": "x", "object": "chunk", "model": args.model, "choices": [choice]})
+
+        for i in range(tokens):
+            target = t0 + (args.ttft_ms + i * args.itl_ms) / 1000
+            delay = target - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            if fault == "disconnect" and i == 2:
+                self.close_connection = True
+                return
+            if fault == "malformed" and i == 1:
+                self.chunk('{"choices": [{"text": "unterminated')
+            if fault == "stall" and i == 1:
+                time.sleep(args.stall_s)
+                self.close_connection = True
+                return
+            self.chunk(event(" tok"))
+        final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}
+        if not args.no_usage:
+            prompt = request.get("prompt") or request["messages"][0]["content"]
+            final["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
+                              "total_tokens": len(prompt.split()) + tokens}
+        if args.timing:
+            final["llmbench_timing"] = TIMING
+        if len(final) > 4 or final.get("usage"):
+            self.chunk(json.dumps(final))
+        self.chunk("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+server.daemon_threads = True
+server.handle_error = lambda request, address: None  # clients that hang up mid-stream are part of the script
+threading.Timer(args.lifetime_s, lambda: os._exit(3)).start()
+print("llmbench serve: listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
+server.serve_forever()

@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "llmbench/base/error.h"
+#include "llmbench/load/dataset.h"
+#include "llmbench/tokenizer/tokenizer.h"
+
+using namespace llmbench;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/llmbench-load-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = path + "/" + name;
+    std::ofstream(p) << text;
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST(Dataset, ParsesSpec) {
+  EXPECT_EQ(parse_dataset("synthetic").kind, "synthetic");
+  EXPECT_EQ(parse_dataset("sharegpt:/a/b.json").path, "/a/b.json");
+  EXPECT_EQ(parse_dataset("jsonl:x.jsonl").kind, "jsonl");
+  for (const char* bad : {"", "sharegpt", "sharegpt:", "csv:x", "random"}) EXPECT_THROW(parse_dataset(bad), UsageError);
+}
+
+TEST(Dataset, SyntheticPromptsHaveExactlyTheTokenCount) {
+  const auto tok = load_tokenizer("tiny");
+  for (int len : {1, 7, 128, 300}) {
+    const auto prompts = synthetic_prompts(*tok, 5, len, 9, 42);
+    ASSERT_EQ(prompts.size(), 5u);
+    for (const auto& p : prompts) {
+      EXPECT_EQ(tok->encode(p.text, false).size(), std::size_t(len));  // independent re-count
+      EXPECT_EQ(p.prompt_tokens, len);
+      EXPECT_EQ(p.output_len, 9);
+    }
+    EXPECT_NE(prompts[0].text, prompts[1].text);
+  }
+  EXPECT_EQ(synthetic_prompts(*tok, 2, 32, 1, 5)[1].text, synthetic_prompts(*tok, 2, 32, 1, 5)[1].text);
+}
+
+TEST(Dataset, ShareGpt) {
+  TempDir dir;
+  const auto tok = load_tokenizer("tiny");
+  const std::string path = dir.write("sg.json", R"([
+    {"id": "a", "conversations": [{"from": "human", "value": "What is two plus two?"},
+                                   {"from": "gpt", "value": "Four, of course."}, {"from": "human", "value": "x"}]},
+    {"id": "one turn", "conversations": [{"from": "human", "value": "alone"}]},
+    {"id": "no conversations"},
+    {"id": "b", "conversations": [{"from": "human", "value": "Hello"}, {"from": "gpt", "value": "Hi there"}]}
+  ])");
+  const auto prompts = load_sharegpt(path, *tok, 0);
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[0].text, "What is two plus two?");
+  EXPECT_EQ(prompts[0].prompt_tokens, int(tok->encode("What is two plus two?", false).size()));
+  EXPECT_EQ(prompts[0].output_len, int(tok->encode("Four, of course.", false).size()));
+  EXPECT_EQ(prompts[1].text, "Hello");
+  EXPECT_EQ(load_sharegpt(path, *tok, 17)[1].output_len, 17);
+  EXPECT_THROW(load_sharegpt(dir.write("bad.json", "[{"), *tok, 0), UsageError);
+  EXPECT_THROW(load_sharegpt(dir.write("obj.json", "{}"), *tok, 0), UsageError);
+  EXPECT_THROW(load_sharegpt(dir.write("empty.json", "[]"), *tok, 0), UsageError);
+  EXPECT_THROW(load_sharegpt(dir.path + "/missing.json", *tok, 0), UsageError);
+}
+
+TEST(Dataset, Jsonl) {
+  TempDir dir;
+  const auto tok = load_tokenizer("tiny");
+  const auto prompts = load_jsonl(
+      dir.write("d.jsonl", "{\"prompt\": \"one two\", \"output_len\": 5}\n\n{\"prompt\": \"three\", \"output_len\": 1}\n"),
+      *tok, 0);
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[0].text, "one two");
+  EXPECT_EQ(prompts[0].output_len, 5);
+  EXPECT_EQ(prompts[1].output_len, 1);
+  EXPECT_EQ(prompts[1].prompt_tokens, int(tok->encode("three", false).size()));
+  const std::string bad = dir.write("bad.jsonl", "{\"prompt\": \"ok\", \"output_len\": 5}\n{\"prompt\": 3}\n");
+  try {
+    load_jsonl(bad, *tok, 0);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2:"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_jsonl(dir.write("nolen.jsonl", "{\"prompt\": \"ok\"}\n"), *tok, 0), UsageError);
+  EXPECT_EQ(load_jsonl(dir.write("nolen2.jsonl", "{\"prompt\": \"ok\"}\n"), *tok, 3)[0].output_len, 3);
+  EXPECT_THROW(load_jsonl(dir.write("text.jsonl", "not json\n"), *tok, 0), UsageError);
+}

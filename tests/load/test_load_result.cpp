@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include "llmbench/base/error.h"
+#include "llmbench/load/client.h"
+#include "llmbench/report/results.h"
+
+using namespace llmbench;
+
+namespace {
+
+RequestRecord ok(double start, double ttft, double e2e, int prompt, int out, std::vector<double> itl = {}) {
+  RequestRecord r;
+  r.ok = true;
+  r.start_ms = r.scheduled_ms = start;
+  r.ttft_ms = ttft;
+  r.e2e_ms = e2e;
+  r.prompt_tokens = prompt;
+  r.output_tokens = out;
+  r.itl_ms = std::move(itl);
+  return r;
+}
+
+RequestRecord failed(double start, double e2e, const std::string& why) {
+  RequestRecord r;
+  r.start_ms = r.scheduled_ms = start;
+  r.e2e_ms = e2e;
+  r.error = why;
+  return r;
+}
+
+// Five requests over exactly 2 s (first start 0 ms, last end 2000 ms). By hand:
+//  A: ttft 100, e2e 1000, 10 tokens -> tpot 100            meets ttft<=150, tpot<=120
+//  B: ttft 200, e2e  700,  6 tokens -> tpot 100            misses ttft
+//  C: ttft  50, e2e 1950, 11 tokens -> tpot 190 (ends 2000) misses tpot
+//  D: http_500;  E: timeout (ends 1500)
+//  A's tpot is exactly at B's; goodput: A only -> 0.5 req/s, fraction 1/5.
+LoadResult sample() {
+  LoadResult l;
+  l.slo = parse_slo("ttft_ms=150,tpot_ms=120");
+  l.requests = {ok(0, 100, 1000, 20, 10, {100, 100}), ok(100, 200, 700, 30, 6), ok(50, 50, 1950, 50, 11),
+                failed(200, 5, "http_500"), failed(500, 1000, "timeout")};
+  return l;
+}
+
+}  // namespace
+
+TEST(LoadResult, HandComputedThroughputAndGoodput) {
+  LoadResult l = sample();
+  summarize_load(l);
+  EXPECT_EQ(l.completed, 3);
+  EXPECT_EQ(l.failed, 2);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"http_500", 1}, {"timeout", 1}}));
+  EXPECT_DOUBLE_EQ(l.elapsed_s, 2.0);
+  EXPECT_DOUBLE_EQ(l.requests_per_s, 1.5);
+  EXPECT_DOUBLE_EQ(l.output_tokens_per_s, 27 / 2.0);
+  EXPECT_DOUBLE_EQ(l.total_tokens_per_s, (27 + 100) / 2.0);
+  EXPECT_DOUBLE_EQ(l.goodput_requests_per_s, 0.5);
+  EXPECT_DOUBLE_EQ(l.goodput_fraction, 0.2);
+  EXPECT_DOUBLE_EQ(l.achieved_rate, 4 / 0.5);  // 5 issued between 0 and 500 ms
+}
+
+TEST(LoadResult, FailedRequestsStayOutOfTheLatencies) {
+  LoadResult l = sample();
+  EXPECT_EQ(load_metric_values(l, "ttft_ms"), (std::vector<double>{100, 200, 50}));
+  EXPECT_EQ(load_metric_values(l, "e2e_ms"), (std::vector<double>{1000, 700, 1950}));
+  EXPECT_EQ(load_metric_values(l, "tpot_ms"), (std::vector<double>{100, 100, 190}));
+  EXPECT_EQ(load_metric_values(l, "itl_ms"), (std::vector<double>{100, 100}));
+  EXPECT_TRUE(load_metric_values(l, "prefill_ms").empty());
+}
+
+TEST(LoadResult, SloParsing) {
+  const Slo s = parse_slo("ttft_ms=200,e2e_ms=5000.5");
+  EXPECT_EQ(*s.ttft_ms, 200);
+  EXPECT_FALSE(s.tpot_ms);
+  EXPECT_EQ(*s.e2e_ms, 5000.5);
+  for (const char* bad : {"", "ttft=200", "ttft_ms", "ttft_ms=", "ttft_ms=abc", "ttft_ms=-1", "ttft_ms=5x", "itl_ms=3"})
+    EXPECT_THROW(parse_slo(bad), UsageError) << bad;
+  RequestRecord one = ok(0, 10, 20, 1, 1);  // one token has no TPOT: only TTFT and e2e apply
+  EXPECT_TRUE(parse_slo("tpot_ms=1").met_by(one));
+  EXPECT_FALSE(parse_slo("e2e_ms=19").met_by(one));
+  EXPECT_FALSE(parse_slo("e2e_ms=100").met_by(failed(0, 1, "timeout")));
+}
+
+TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
+  PointResult p;
+  p.mode = "load";
+  p.weights = "unknown";
+  p.params.model = p.params.label = "m";
+  p.load = sample();
+  p.load->requests[0].server_ms = {{"queue", 1.5}, {"prefill", 3}};
+  p.load->requests[1].server_ms = {{"queue", 2.5}};
+  summarize_point(p);
+  EXPECT_EQ(p.summary.at("ttft_ms").n, 3);
+  EXPECT_DOUBLE_EQ(p.summary.at("ttft_ms").p50, 100);
+  EXPECT_DOUBLE_EQ(p.load->server_stages_ms.at("queue"), 2.0);
+  EXPECT_DOUBLE_EQ(p.load->server_stages_ms.at("prefill"), 3.0);
+  EXPECT_EQ(metric_values(p, "output_tok_s"), std::vector<double>{});
+  Results r;
+  r.points = {p};
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["points"][0]["mode"], "load");
+  EXPECT_EQ(j["points"][0]["requests"]["errors"]["http_500"], 1);
+  EXPECT_DOUBLE_EQ(j["points"][0]["goodput"]["requests_per_s"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["points"][0]["throughput"]["output_tokens_per_s"].get<double>(), 13.5);
+  const Results back = results_from_json(j);
+  ASSERT_TRUE(back.points[0].load);
+  EXPECT_EQ(back.points[0].load->requests.size(), 5u);
+  EXPECT_DOUBLE_EQ(back.points[0].load->goodput_requests_per_s, 0.5);
+  EXPECT_EQ(to_json(back), j);
+  // A run point stays a run point.
+  Results plain;
+  plain.points.resize(1);
+  plain.points[0].params.model = "tiny";
+  EXPECT_EQ(to_json(plain)["points"][0]["mode"], "run");
+  EXPECT_FALSE(results_from_json(to_json(plain)).points[0].load);
+  // Bad load keys name their path.
+  nlohmann::json broken = j;
+  broken["points"][0]["request_log"][1]["ttft_ms"] = "fast";
+  try {
+    results_from_json(broken);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "points[0].request_log[1].ttft_ms: expected a number, got string");
+  }
+}
+
+TEST(Endpoint, Parses) {
+  Endpoint e = parse_endpoint("http://127.0.0.1:8000");
+  EXPECT_EQ(e.host, "127.0.0.1");
+  EXPECT_EQ(e.port, "8000");
+  EXPECT_EQ(e.base_path, "");
+  e = parse_endpoint("http://example.com/openai/");
+  EXPECT_EQ(e.port, "80");
+  EXPECT_EQ(e.base_path, "/openai");
+  e = parse_endpoint("http://[::1]:9/");
+  EXPECT_EQ(e.host, "::1");
+  EXPECT_EQ(e.port, "9");
+  for (const char* bad : {"", "127.0.0.1:8000", "https://x", "http://", "http://:80", "http://h:0", "http://h:99999",
+                          "http://h:8a", "http://u:p@h", "http://h/x?y=1", "ftp://h"})
+    EXPECT_THROW(parse_endpoint(bad), UsageError) << bad;
+  EXPECT_TRUE(is_loopback("127.0.0.1"));
+  EXPECT_TRUE(is_loopback("::1"));
+  EXPECT_TRUE(is_loopback("localhost"));
+  EXPECT_FALSE(is_loopback("10.0.0.1"));
+}

@@ -1,0 +1,185 @@
+// `llmbench load` against tests/load/scripted_server.py: known delays, injected faults, Poisson arrivals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "llmbench/base/error.h"
+#include "llmbench/load/runner.h"
+#include "llmbench/load/server_process.h"
+#include "llmbench/stats/stats.h"
+#include "llmbench/tokenizer/tokenizer.h"
+
+using namespace llmbench;
+
+double ks_exponential(std::vector<double> sample, double rate);  // test_arrival.cpp
+
+namespace {
+
+std::vector<std::string> server_command(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"python3", LLMBENCH_SCRIPTED_SERVER, "--lifetime-s", "60"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// A scripted server for one test; stopped by the destructor (and by itself after 60 s).
+struct Scripted {
+  ServerProcess process;
+  explicit Scripted(const std::vector<std::string>& args) : process(server_command(args), 20) {}
+};
+
+LoadOptions options_for(const std::string& url) {
+  LoadOptions o;
+  o.endpoint = url;
+  o.tokenizer = "tiny";
+  o.input_len = 16;
+  o.timeout_s = 10;
+  return o;
+}
+
+const PointResult& only_point(const Results& r) {
+  EXPECT_EQ(r.points.size(), 1u);
+  return r.points.at(0);
+}
+
+}  // namespace
+
+TEST(ScriptedServer, MeasuredLatenciesMatchTheScript) {
+  Scripted server({"--ttft-ms", "60", "--itl-ms", "12", "--timing"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {4};
+  o.num_requests = 16;
+  o.warmup_requests = 2;
+  o.output_len = 8;
+  o.slo = "ttft_ms=1000";
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  ASSERT_TRUE(p.load);
+  const LoadResult& l = *p.load;
+  EXPECT_EQ(p.mode, "load");
+  EXPECT_EQ(p.params.model, "scripted");  // the first entry of /v1/models
+  EXPECT_EQ(l.completed, 16);
+  EXPECT_EQ(l.failed, 0);
+  EXPECT_EQ(l.token_count_source, "usage");
+  for (const auto& rec : l.requests) {
+    EXPECT_EQ(rec.output_tokens, 8);
+    EXPECT_EQ(rec.itl_ms.size(), 7u);
+  }
+  // The server's TTFT and ITL are known: the client's p50s must match within a few percent
+  // (the client adds the loopback round trip and the HTTP handling, well under a millisecond).
+  EXPECT_NEAR(p.summary.at("ttft_ms").p50, 60, 0.05 * 60);
+  EXPECT_GE(p.summary.at("ttft_ms").min, 60);
+  EXPECT_NEAR(p.summary.at("itl_ms").p50, 12, 0.05 * 12);
+  EXPECT_NEAR(p.summary.at("tpot_ms").p50, 12, 0.05 * 12);
+  EXPECT_NEAR(p.summary.at("e2e_ms").p50, 60 + 7 * 12, 0.05 * 144);
+  // Closed loop of 4 with 144 ms requests: about 4 / 0.144 requests per second, 8 tokens each.
+  EXPECT_NEAR(l.requests_per_s, 4 / 0.144, 0.15 * 4 / 0.144);
+  EXPECT_NEAR(l.output_tokens_per_s, 8 * l.requests_per_s, 1e-9);
+  EXPECT_DOUBLE_EQ(l.goodput_fraction, 1.0);
+  // llmbench_timing of the final chunk, averaged per stage.
+  EXPECT_DOUBLE_EQ(l.server_stages_ms.at("queue"), 1.0);
+  EXPECT_DOUBLE_EQ(l.server_stages_ms.at("prefill"), 4.0);
+  EXPECT_GE(l.client_events_per_s, 50000);
+}
+
+TEST(ScriptedServer, EveryFaultIsCountedAsItsReasonAndTheRunGoesOn) {
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--stall-s", "3",
+                   "--faults", "1:http500,3:http429,5:disconnect,7:malformed,9:stall,11:http500"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.num_requests = 16;
+  o.output_len = 6;
+  o.timeout_s = 1;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  const LoadResult& l = *p.load;
+  EXPECT_EQ(p.status, "ok");
+  EXPECT_EQ(l.completed, 10);
+  EXPECT_EQ(l.failed, 6);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{
+                          {"http_500", 2}, {"http_429", 1}, {"disconnect", 1}, {"malformed_sse", 1}, {"timeout", 1}}));
+  EXPECT_EQ(p.summary.at("ttft_ms").n, 10);  // failures never enter a latency statistic
+  EXPECT_EQ(p.summary.at("e2e_ms").n, 10);
+  for (const auto& rec : l.requests)
+    if (rec.error == "timeout") EXPECT_NEAR(rec.e2e_ms, 1000, 150);
+}
+
+TEST(ScriptedServer, PoissonArrivalsAsIssuedPassKolmogorovSmirnov) {
+  Scripted server({"--ttft-ms", "1", "--itl-ms", "1"});
+  LoadOptions o = options_for(server.process.url());
+  const double rate = 100;
+  o.request_rate = {rate};
+  o.num_requests = 300;
+  o.output_len = 1;
+  o.seed = 11;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.completed, 300);
+  std::vector<double> start;
+  for (const auto& rec : l.requests) start.push_back(rec.start_ms / 1e3);
+  std::sort(start.begin(), start.end());
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < start.size(); ++i) gaps.push_back(start[i] - start[i - 1]);
+  EXPECT_LT(ks_exponential(gaps, rate), 1.358 / std::sqrt(double(gaps.size())));
+  EXPECT_NEAR(l.achieved_rate, rate, 0.2 * rate);
+  EXPECT_LT(l.mean_send_lag_ms, 2.0);
+  EXPECT_EQ(l.arrival, "poisson");
+}
+
+TEST(ScriptedServer, SweepChatWithoutUsageCountsByTokenizer) {
+  Scripted server({"--ttft-ms", "2", "--itl-ms", "1", "--no-usage"});
+  LoadOptions o = options_for(server.process.url());
+  o.api = "chat";
+  o.model = "named";
+  o.concurrency = {1, 3};
+  o.num_requests = 6;
+  o.output_len = 5;
+  const Results r = run_load(o);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].load->concurrency, 1);
+  EXPECT_EQ(r.points[1].load->concurrency, 3);
+  for (const auto& p : r.points) {
+    EXPECT_EQ(p.params.model, "named");
+    EXPECT_EQ(p.load->completed, 6);
+    EXPECT_EQ(p.load->token_count_source, "tokenizer");
+    // " tok" x 5 by the tiny tokenizer, counted independently here.
+    EXPECT_EQ(p.load->requests[0].output_tokens, int(load_tokenizer("tiny")->encode(" tok tok tok tok tok", false).size()));
+  }
+}
+
+TEST(ScriptedServer, StartsItsOwnServerAndStopsIt) {
+  LoadOptions o;
+  o.serve_command = server_command({"--ttft-ms", "1", "--itl-ms", "1"});
+  o.tokenizer = "tiny";
+  o.num_requests = 3;
+  o.output_len = 2;
+  o.input_len = 4;
+  const Results r = run_load(o);
+  EXPECT_EQ(only_point(r).load->completed, 3);
+  EXPECT_EQ(only_point(r).load->endpoint.rfind("http://127.0.0.1:", 0), 0u);
+}
+
+TEST(ScriptedServer, StopWritesTheFinishedPartOnly) {
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "20"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2, 4};
+  o.num_requests = 1000;
+  o.output_len = 5;
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadHooks hooks;
+  hooks.should_stop = [&] { return std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(700); };
+  const Results r = run_load(o, hooks);
+  EXPECT_TRUE(r.interrupted);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_TRUE(l.partial);
+  EXPECT_GT(l.completed, 0);
+  EXPECT_LT(l.completed, 1000);
+  EXPECT_EQ(l.errors.count("cancelled"), 0u);  // requests cut by the stop are dropped, not failures
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST(ScriptedServer, ServerThatNeverListensIsAnError) {
+  EXPECT_THROW(ServerProcess({"python3", "-c", "print('hello')"}, 5), Error);
+  EXPECT_THROW(ServerProcess({"/nonexistent/binary"}, 5), Error);
+}

@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include "llmbench/base/error.h"
+#include "llmbench/load/sse.h"
+
+using namespace llmbench;
+
+namespace {
+
+std::vector<std::string> events_of(const std::string& stream, std::size_t piece) {
+  std::vector<std::string> out;
+  SseParser p([&](std::string_view d) { out.emplace_back(d); });
+  for (std::size_t at = 0; at < stream.size(); at += piece) p.feed(std::string_view(stream).substr(at, piece));
+  EXPECT_FALSE(p.pending());
+  return out;
+}
+
+}  // namespace
+
+TEST(Sse, SameEventsWhereverTheBytesAreSplit) {
+  const std::string stream =
+      ": keep-alive comment\n\n"
+      "event: message\r\nid: 7\r\ndata: {\"a\":1}\r\n\r\n"
+      "data: first line\ndata:second line\n\n"
+      "retry: 100\n\n"  // no data: no event
+      "data: [DONE]\n\n";
+  const std::vector<std::string> want = {"{\"a\":1}", "first line\nsecond line", "[DONE]"};
+  for (std::size_t piece = 1; piece <= stream.size(); ++piece) EXPECT_EQ(events_of(stream, piece), want) << piece;
+}
+
+TEST(Sse, UnfinishedEventIsPendingNotDelivered) {
+  std::vector<std::string> out;
+  SseParser p([&](std::string_view d) { out.emplace_back(d); });
+  p.feed("data: {\"x\": 1}\n");
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(p.pending());
+  p.feed("\n");
+  EXPECT_EQ(out.size(), 1u);
+  EXPECT_FALSE(p.pending());
+}
+
+TEST(Sse, ChunksOfCompletionsAndChat) {
+  StreamChunk c = parse_chunk(R"({"choices":[{"index":0,"text":" hello","finish_reason":null}]})");
+  EXPECT_EQ(c.content, " hello");
+  EXPECT_FALSE(c.done);
+  c = parse_chunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":"hi"}}]})");
+  EXPECT_EQ(c.content, "hi");
+  c = parse_chunk(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})");
+  EXPECT_EQ(c.content, "");
+  c = parse_chunk(R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34},)"
+                  R"("llmbench_timing":{"queue":1.5,"prefill":2}})");
+  EXPECT_EQ(c.prompt_tokens, 12);
+  EXPECT_EQ(c.completion_tokens, 34);
+  EXPECT_EQ(c.timing.at("queue"), 1.5);
+  EXPECT_EQ(c.timing.at("prefill"), 2.0);
+  EXPECT_TRUE(parse_chunk("[DONE]").done);
+  EXPECT_EQ(parse_chunk(R"({"error":{"message":"overloaded"}})").error, "overloaded");
+  EXPECT_THROW(parse_chunk(R"({"choices": [{"text": "cut)"), Error);
+  EXPECT_THROW(parse_chunk("[1, 2]"), Error);
+}
+
+TEST(Sse, ParsesAtLeastFiftyThousandEventsPerSecond) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "speed is not measured under the sanitizers";
+#endif
+  const double rate = measure_parse_rate(20000);
+  RecordProperty("events_per_s", std::to_string(rate));
+  EXPECT_GE(rate, 50000.0);
+}
