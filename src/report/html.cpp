@@ -81,6 +81,7 @@ double headline(const PointResult& point, const std::string& metric) {
 }
 
 std::vector<double> raw_values(const PointResult& point, const std::string& metric) {
+  if (point.load) return load_metric_values(*point.load, metric);
   std::vector<double> v;
   for (const auto& r : point.runs) {
     if (metric == "e2e_ms") v.push_back(r.e2e_ms);
@@ -233,6 +234,32 @@ Table percentile_table(const ReportInput& in, const Axes& axes) {
                         fmt_num(s->trimmed_median), fmt_num(s->ci95_lo) + " – " + fmt_num(s->ci95_hi),
                         cv_cell(p, m)});
     }
+  }
+  return t;
+}
+
+Table load_table(const ReportInput& in) {
+  Table t{"Load: " + in.name,
+          {"model", "concurrency", "rate /s", "completed", "failed", "errors", "req/s", "out tok/s", "TTFT p50",
+           "TTFT p99", "TPOT p50", "ITL p50", "ITL p99", "e2e p50", "goodput"},
+          {},
+          {}};
+  auto p_of = [](const PointResult& p, const char* m, double Summary::*q) {
+    const Summary* s = find_summary(p, m);
+    return s ? fmt_num(s->*q) : std::string("–");
+  };
+  for (const auto& p : in.results.points) {
+    if (!p.load) continue;
+    const LoadResult& l = *p.load;
+    std::string errors;
+    for (const auto& [reason, n] : l.errors) errors += (errors.empty() ? "" : ", ") + reason + " " + cat(n);
+    t.rows.push_back({model_label(p.params), l.concurrency ? cat(l.concurrency) : "–",
+                      l.request_rate > 0 ? fmt_num(l.request_rate) : "–", cat(l.completed), cat(l.failed), errors,
+                      fmt_num(l.requests_per_s), fmt_num(l.output_tokens_per_s), p_of(p, "ttft_ms", &Summary::p50),
+                      p_of(p, "ttft_ms", &Summary::p99), p_of(p, "tpot_ms", &Summary::p50),
+                      p_of(p, "itl_ms", &Summary::p50), p_of(p, "itl_ms", &Summary::p99),
+                      p_of(p, "e2e_ms", &Summary::p50), l.slo.empty() ? "–" : pct(l.goodput_fraction)});
+    t.row_class.push_back(l.failed > 0 ? "warn" : "");
   }
   return t;
 }
@@ -471,6 +498,16 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
     s.back().tables.push_back(side_by_side_table(inputs, axes));
   }
   if (gate) s.push_back({"gate", "Gate verdicts", "", gate_tables(*gate)});
+  bool any_load = false;
+  for (const auto& in : inputs)
+    for (const auto& p : in.results.points) any_load = any_load || p.load.has_value();
+  if (any_load)
+    s.push_back({"load", "Load: latency against throughput",
+                 "llmbench load sweeps: p50 and p99 of TTFT, TPOT and ITL against achieved output throughput, one line "
+                 "per file and model, one point per concurrency or request rate (failed requests excluded).",
+                 {}});
+  if (any_load)
+    for (const auto& in : inputs) s.back().tables.push_back(load_table(in));
   s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
   s.push_back({"models", "Models", "", {}});
   s.push_back({"stages", "Stage breakdown", "Where the time of one generate goes.", {}});

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "html_internal.h"
+#include "llmbench/base/error.h"
 #include "llmbench/stats/stats.h"
 
 namespace llmbench {
@@ -27,7 +28,7 @@ json chart(const std::string& section, const std::string& title, json spec) {
   return {{"section", section}, {"title", title}, {"spec", std::move(spec)}};
 }
 
-bool usable(const PointResult& p) { return p.status == "ok" && !p.runs.empty(); }
+bool usable(const PointResult& p) { return p.status == "ok" && (!p.runs.empty() || p.load); }
 
 // The file name in front of a title when several files are shown.
 std::string prefixed(const std::vector<ReportInput>& inputs, const ReportInput& in, const std::string& s) {
@@ -312,12 +313,55 @@ void add_files(const std::vector<ReportInput>& inputs, const Axes& axes, json& o
   out.push_back(chart("files", "Files side by side", grouped_bars(rows, headline_titles(), "point", "file", files)));
 }
 
+// llmbench load: latency percentiles against achieved output throughput across each sweep.
+void add_load(const std::vector<ReportInput>& inputs, json& out) {
+  json rows = json::array();
+  for (const auto& in : inputs) {
+    for (const auto& p : in.results.points) {
+      if (!p.load || p.status != "ok") continue;
+      const std::string series = prefixed(inputs, in, model_label(p.params));
+      const std::string at = p.load->request_rate > 0 ? cat(p.load->request_rate, " req/s offered")
+                                                      : cat("concurrency ", p.load->concurrency);
+      for (const auto& [metric, name] : {std::pair<std::string, std::string>{"ttft_ms", "TTFT"},
+                                         {"tpot_ms", "TPOT"}, {"itl_ms", "ITL"}}) {
+        const Summary* s = find_summary(p, metric);
+        if (!s) continue;
+        for (const auto& [q, v] : {std::pair<std::string, double>{"p50", s->p50}, {"p99", s->p99}})
+          rows.push_back({{"series", series}, {"at", at}, {"metric", name + " " + q},
+                          {"throughput", p.load->output_tokens_per_s}, {"ms", v}});
+      }
+    }
+  }
+  if (rows.empty()) return;
+  json spec = {
+      {"name", "load-latency-throughput"},
+      {"data", {{"values", rows}}},
+      {"facet", {{"field", "metric"}, {"type", "nominal"}, {"title", nullptr},
+                 {"sort", {"TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99"}}}},
+      {"columns", 2},
+      {"resolve", {{"scale", {{"y", "independent"}}}}},
+      {"spec",
+       {{"width", kSubWidth},
+        {"height", kSubHeight},
+        {"mark", {{"type", "line"}, {"point", true}}},
+        {"encoding",
+         {{"x", field("throughput", "quantitative", "output tokens/s")},
+          {"y", field("ms", "quantitative", "ms")},
+          {"color", field("series", "nominal", "")},
+          {"order", field("throughput", "quantitative")},
+          {"tooltip", json::array({field("series", "nominal"), field("at", "nominal"), field("metric", "nominal"),
+                                   {{"field", "ms"}, {"type", "quantitative"}, {"format", ".2f"}},
+                                   {{"field", "throughput"}, {"type", "quantitative"}, {"format", ".1f"}}})}}}}}};
+  out.push_back(chart("load", "Latency against throughput", spec));
+}
+
 }  // namespace
 
 nlohmann::json chart_specs(const std::vector<ReportInput>& inputs) {
   const Axes axes = varying_axes(inputs);
   json out = json::array();
   add_files(inputs, axes, out);
+  add_load(inputs, out);
   add_sweeps(inputs, out);
   add_models(inputs, out);
   add_stages(inputs, axes, out);

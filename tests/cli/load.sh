@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# `llmbench load` end to end against tests/load/scripted_server.py: bad input, a sweep, gate and report on
+# its results, Ctrl-C. Every server started here stops by itself (--lifetime-s) and on exit (trap).
+set -u
+bin="$1"
+server="$(dirname "$0")/../load/scripted_server.py"
+out="$(mktemp -d)"
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+start_server() {  # start_server NAME ARGS...: sets $url
+  local name="$1"; shift
+  python3 "$server" --lifetime-s 60 "$@" >"$out/$name.url" &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$out/$name.url" 2>/dev/null && break; sleep 0.1; done
+  url=$(sed 's/.*listening on //' "$out/$name.url")
+  [ -n "$url" ] || fail "scripted server $name did not start"
+}
+
+bad() {  # bad ARGS...: exit 2, one error line, no results file
+  "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
+  local got=$?
+  [ "$got" = 2 ] || { cat "$out/stderr"; fail "load $* exited $got, expected 2"; }
+  [ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "load $*: not one error line"; }
+  [ ! -e "$out/bad.json" ] || fail "load $* left a results file"
+}
+
+start_server ok --ttft-ms 5 --itl-ms 2 --timing
+echo '[{"conversations": [' >"$out/broken.json"
+echo 'not json' >"$out/broken.jsonl"
+bad --endpoint "ftp://127.0.0.1:1"
+bad --endpoint "http://127.0.0.1:99999"
+bad --endpoint "$url" --slo "ttft=5"
+bad --endpoint "$url" --slo "ttft_ms=fast"
+bad --endpoint "$url" --dataset "sharegpt:$out/missing.json"
+bad --endpoint "$url" --dataset "sharegpt:$out/broken.json"
+bad --endpoint "$url" --dataset "jsonl:$out/broken.jsonl"
+bad --endpoint "$url" --dataset "csv:x"
+bad --endpoint "$url" --concurrency 2 --request-rate 3
+bad --endpoint "$url" --request-rate 3 --arrival gamma:-1
+bad --endpoint "$url" --concurrency 0
+bad --endpoint "$url" --header "no-colon"
+bad --endpoint "$url" --api grpc
+bad --endpoint "$url" --format xml
+
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1,2 --num-requests 6 --input-len 8 --output-len 4 \
+  --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }
+python3 - "$out/load.json" <<'PY' || fail "results file content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema_version"] == 1 and not r["interrupted"]
+assert [p["load"]["concurrency"] for p in r["points"]] == [1, 2]
+for p in r["points"]:
+    assert p["mode"] == "load" and p["status"] == "ok"
+    assert p["requests"]["completed"] == 6 and p["requests"]["failed"] == 0
+    assert p["summary"]["ttft_ms"]["n"] == 6 and p["summary"]["ttft_ms"]["p50"] >= 5
+    assert p["server_stages_ms"]["prefill"] == 4.0
+    assert p["goodput"]["fraction"] == 1.0
+    assert p["throughput"]["output_tokens_per_s"] > 0
+PY
+grep -q "TTFT p50" "$out/stdout" || fail "no load table on stdout"
+
+"$bin" gate --baseline "$out/load.json" --current "$out/load.json" >"$out/gate.md" 2>&1 || { cat "$out/gate.md"; fail "gate on load results"; }
+grep -q "PASS" "$out/gate.md" || fail "gate did not pass identical load results"
+grep -q "ttft_ms" "$out/gate.md" || fail "gate did not judge ttft_ms"
+"$bin" report "$out/load.json" -o "$out/report.html" >/dev/null 2>&1 || fail "report on load results"
+grep -q "Load: latency against throughput" "$out/report.html" || fail "report has no load section"
+if ! grep -q 'id="charts-missing"' "$out/report.html"; then  # the Vega bundles are there (web/node_modules)
+  grep -q "load-latency-throughput" "$out/report.html" || fail "report has no latency-vs-throughput chart"
+fi
+
+# Faults are counted and the run still succeeds.
+start_server faults --ttft-ms 2 --itl-ms 1 --faults 0:http500,2:disconnect
+"$bin" load --endpoint "$url" --concurrency 1 --num-requests 5 --output-len 3 --format json -o "$out/faults.json" \
+  >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load with faults failed"; }
+python3 -c "
+import json; p = json.load(open('$out/faults.json'))['points'][0]
+assert p['requests']['errors'] == {'http_500': 1, 'disconnect': 1}, p['requests']
+assert p['summary']['e2e_ms']['n'] == 3" || fail "fault counts"
+
+# Ctrl-C: the finished part is written, valid, interrupted; exit 130.
+start_server slow --ttft-ms 5 --itl-ms 50
+"$bin" load --endpoint "$url" --concurrency 2 --num-requests 1000 --output-len 4 -o "$out/int.json" \
+  >/dev/null 2>"$out/stderr" &
+load_pid=$!
+sleep 2
+kill -INT "$load_pid"
+wait "$load_pid"
+code=$?
+[ "$code" = 130 ] || { cat "$out/stderr"; fail "interrupted load exited $code, expected 130"; }
+python3 -c "
+import json; r = json.load(open('$out/int.json'))
+assert r['interrupted'] is True and r['points'][0]['load']['partial'] is True
+assert 0 < r['points'][0]['requests']['completed'] < 1000" || fail "interrupted results"
+echo "load: all checks passed"
