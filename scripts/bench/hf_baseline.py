@@ -20,10 +20,10 @@ Modes (one fresh model per mode and model; the batch sizes run one after the oth
             warm-up (--compile-warmup, default 3). The earlier manual recipe, model.forward =
             torch.compile(model.forward, mode="reduce-overhead", fullgraph=True), is gone: in transformers
             5.17 it fails ("accessing tensor output of CUDAGraphs that has been overwritten by a subsequent
-            run": generate()'s own compile of the model call then nests a second CUDA-graph tree around it),
-            and the retry path that followed the failure produced a compiled column 2x slower than the plain
-            recipe (16.8 vs 7.68 ms/step, Qwen2.5-7B batch 1). No retry now: a point that fails is recorded as
-            failed.
+            run"; generate()'s own compile of the model call probably nests a second CUDA-graph tree around
+            it), and the compiled column measured through the retry that followed was 2x slower than the
+            plain recipe timed by a reviewer (16.8 vs 7.68 ms/step, Qwen2.5-7B batch 1; --diagnose measures
+            whether the retry is the cause). No retry now: a point that fails is recorded as failed.
 
 Every point is timed twice, in the same process, on the same model and the same synthetic prompt ids
 (uniform in [3, 0.95 vocab), seeded), greedy, EOS disabled (generation_config.eos_token_id = None, pad id
