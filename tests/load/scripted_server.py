@@ -71,7 +71,6 @@ class Handler(BaseHTTPRequestHandler):
             index = counter[0]
             counter[0] += 1
         fault = faults.get(index)
-        if os.environ.get("SCRIPTED_DEBUG"): print("request", index, self.path, fault, file=__import__("sys").stderr, flush=True)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})
         tokens = args.tokens or int(request.get("max_tokens", 16))

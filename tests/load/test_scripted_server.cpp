@@ -102,7 +102,9 @@ TEST(ScriptedServer, EveryFaultIsCountedAsItsReasonAndTheRunGoesOn) {
   EXPECT_EQ(p.summary.at("ttft_ms").n, 10);  // failures never enter a latency statistic
   EXPECT_EQ(p.summary.at("e2e_ms").n, 10);
   for (const auto& rec : l.requests)
-    if (rec.error == "timeout") EXPECT_NEAR(rec.e2e_ms, 1000, 150);
+    if (rec.error == "timeout") {
+      EXPECT_NEAR(rec.e2e_ms, 1000, 150);
+    }
 }
 
 TEST(ScriptedServer, PoissonArrivalsAsIssuedPassKolmogorovSmirnov) {
