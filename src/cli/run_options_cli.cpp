@@ -61,6 +61,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--chat-format", o.chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
   app.add_flag("--no-cuda-graph", f.no_cuda_graph, "Run the decode step eagerly instead of replaying a CUDA graph");
   app.add_flag("--no-fused", f.no_fused, "Use the plain (unfused) ops instead of fused kernels");
+  app.add_option("--max-minutes", o.max_minutes,
+                 "Refuse a run estimated (from the device ceilings) to take longer than this; 0: no limit")
+      ->capture_default_str();
 }
 
 RunOptions finish_run_flags(RunFlags& f) {

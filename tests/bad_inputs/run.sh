@@ -152,6 +152,9 @@ expect top_p_above_one "--top-p" run --model tiny "${small[@]}" --top-p 2 --outp
 expect dtype_unknown "int3" run --model tiny "${small[@]}" --dtype int3 --output @OUT@
 expect format_unknown "xml" run --model tiny "${small[@]}" --format xml --output @OUT@
 expect model_unknown "no-such-model-xyz" run --model no-such-model-xyz "${small[@]}" --output @OUT@
+# Hours by the duration estimate: refused before loading anything.
+expect too_long "more than --max-minutes 30" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 64 \
+  --warmup 0 --runs 10000000 --trim 0 --no-roofline --output @OUT@
 # Out of memory by the estimate: refused before allocating anything.
 expect oom_estimate "out of memory" run --model tiny "${small[@]}" --batch 50000000 --output @OUT@
 
