@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds (Release) and runs the main job on the embedded default.
+# Installs what is missing, fetches the report's chart bundles, builds (Release) and runs the main job on the
+# embedded default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+scripts/fetch-web-assets.sh  # the report's chart bundles, compiled into the binary by the build
 scripts/build.sh build
 ./build/llmbench info
 echo

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # GPU host: build with CUDA against the installed PyTorch's libtorch, run the gpu tests, measure ceilings.
-# Usage: scripts/gpu-build.sh [build-dir]   (logs in $LOG_DIR, default <build-dir>/logs)
+# Usage: scripts/gpu-build.sh [build-dir]   (default build-gpu/ in the source tree; a relative path is
+# taken from the current directory, an absolute one as it is)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-dir=${1:-build-gpu}
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(realpath -m -- "${1:-$root/build-gpu}")
+cd "$root"
 if compgen -G ".deps/*.deb" >/dev/null && [ ! -d .deps/prefix ]; then
   scripts/offline-deps.sh install
 fi
@@ -13,4 +15,4 @@ if [ ! -f "$dir/build.ninja" ]; then
 fi
 cmake --build "$dir" -j"$(nproc)"
 ctest --test-dir "$dir" -L gpu --output-on-failure
-"./$dir/llmbench" info --measure
+"$dir/llmbench" info --measure

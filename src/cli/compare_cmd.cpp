@@ -11,6 +11,7 @@
 #include "llmbench/bench/interrupt.h"
 #include "llmbench/config/compare_config.h"
 #include "llmbench/report/format.h"
+#include "llmbench/runner/duration.h"
 #include "llmbench/runner/runner.h"
 
 namespace llmbench::cli {
@@ -21,6 +22,7 @@ void add_compare_command(CLI::App& root, Commands& out) {
     std::string output;
     std::string format = "table";
     bool no_roofline = false;
+    double max_minutes = RunOptions{}.max_minutes;
   };
   auto st = std::make_shared<State>();
   auto* app = root.add_subcommand("compare", "Run several models from a YAML file and compare them side by side");
@@ -28,6 +30,8 @@ void add_compare_command(CLI::App& root, Commands& out) {
   app->add_option("--output,-o", st->output, "Write one results JSON with every point (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
   app->add_flag("--no-roofline", st->no_roofline, "Skip measuring the device ceilings (no MBU/MFU)");
+  app->add_option("--max-minutes", st->max_minutes, "Refuse a comparison estimated (all models) to take longer than this; 0: no limit")
+      ->capture_default_str();
   out.push_back({app, [st] {
                    ComparePlan plan = load_compare_config(st->config);
                    parse_format(st->format);
@@ -35,7 +39,9 @@ void add_compare_command(CLI::App& root, Commands& out) {
                    install_interrupt_handlers();
                    Results all;
                    bool first = true;
-                   for (const RunOptions& model : plan.models) {
+                   check_compare_duration(plan.models, st->max_minutes);
+                   for (RunOptions model : plan.models) {
+                     model.max_minutes = 0;  // checked above, for the whole plan
                      if (interrupted()) break;
                      log::info(cat("compare: ", model.label.empty() ? model.model : model.label));
                      RunHooks hooks;

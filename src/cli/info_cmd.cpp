@@ -3,6 +3,7 @@
 
 #include "command.h"
 #include "llmbench/bench/device_env.h"
+#include "llmbench/report/web_assets.h"
 
 namespace llmbench::cli {
 
@@ -25,10 +26,18 @@ void add_info_command(CLI::App& root, Commands& out) {
                    const std::string device = resolve_device(opt->device);
                    EnvInfo env = collect_env();
                    if (opt->measure) env.ceilings = measure_ceilings(device, opt->repetitions);
-                   if (opt->json)
-                     std::cout << to_json(env).dump(2) << "\n";
-                   else
-                     std::cout << format_env(env);
+                   // Whether `report` can draw charts without a source tree (web_assets.h).
+                   const bool charts = embedded_web_assets().has_value();
+                   if (opt->json) {
+                     nlohmann::json j = to_json(env);
+                     j["report_charts_embedded"] = charts;
+                     std::cout << j.dump(2) << "\n";
+                   } else {
+                     std::cout << format_env(env)
+                               << "report charts: " << (charts ? "embedded (vega, vega-lite, vega-embed)"
+                                                               : "not embedded (run scripts/fetch-web-assets.sh and rebuild)")
+                               << "\n";
+                   }
                    return 0;
                  }});
 }

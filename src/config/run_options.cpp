@@ -1,6 +1,7 @@
 #include "llmbench/config/run_options.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "llmbench/base/error.h"
 
@@ -50,6 +51,8 @@ void validate(const RunOptions& o) {
   if (!(o.top_p > 0 && o.top_p <= 1)) throw UsageError(cat("--top-p: ", o.top_p, " is outside (0, 1]"));
   if (o.prompt && o.prompt_file) throw UsageError("--prompt and --prompt-file: give only one");
   if (o.device.empty()) throw UsageError("--device: must not be empty");
+  if (!(o.max_minutes >= 0 && std::isfinite(o.max_minutes)))
+    throw UsageError(cat("--max-minutes: ", o.max_minutes, " is not allowed (must be >= 0; 0 is no limit)"));
 }
 
 std::vector<PointParams> expand(const RunOptions& o) {

@@ -22,6 +22,11 @@ AttnImpl parse_attn(const std::string& name) {
 
 const char* to_string(AttnImpl impl) { return impl == AttnImpl::eager ? "eager" : "sdpa"; }
 
+torch::Tensor merge_groups(const torch::Tensor& out, std::int64_t hq, std::int64_t s) {
+  // reshape, not view: sdpa's kernels may return a transposed layout ([B, G·S, Hkv, D] in memory).
+  return out.reshape({out.size(0), hq, s, out.size(3)});
+}
+
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& mask) {
   const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3);
@@ -36,12 +41,12 @@ torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tens
     torch::Tensor scores = torch::matmul(qg, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
     scores = scores.view({b, hkv, g, s, t}).masked_fill(allowed.logical_not(), lowest);  // [B, Hkv, G, S, T]
     torch::Tensor probs = scores.softmax(-1, torch::kFloat32).to(q.scalar_type());
-    return torch::matmul(probs.view({b, hkv, g * s, t}), v).view({b, hq, s, d});
+    return merge_groups(torch::matmul(probs.view({b, hkv, g * s, t}), v), hq, s);
   }
 #if TORCH_VERSION_MAJOR >= 2
   torch::Tensor bias = torch::zeros(allowed.sizes(), q.options()).masked_fill(allowed.logical_not(), lowest);
   bias = bias.expand({b, 1, g, s, t}).reshape({b, 1, g * s, t});  // [B, 1, G·S, T]
-  return at::scaled_dot_product_attention(qg, k, v, bias).view({b, hq, s, d});
+  return merge_groups(at::scaled_dot_product_attention(qg, k, v, bias), hq, s);
 #else
   throw UsageError("sdpa attention needs libtorch >= 2.0");
 #endif

@@ -76,31 +76,63 @@ RopeType parse_rope_type(const std::string& name, const Reader& r, const std::st
   r.fail(field, cat("has unsupported rope type '", name, "' (supported: default, linear, dynamic, llama3)"));
 }
 
-void parse_rope(const json& j, const Reader& r, ModelConfig& c) {
-  c.rope.theta = r.number_or("rope_theta", 10000.0, 1.0, 1e12);
-  // transformers 5 writes rope_parameters (with rope_theta inside); older files write rope_scaling.
-  const std::string key = r.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
-  if (!r.has(key)) return;
+// One rope object (rope_parameters or rope_scaling); `theta` is the top-level rope_theta or its default.
+RopeConfig parse_rope_object(const json& j, const Reader& r, const std::string& key, double theta) {
+  RopeConfig rope;
+  rope.theta = theta;
   const json& s = j.at(key);
   if (!s.is_object()) r.fail(key, cat("must be an object or null, got ", s.dump()));
   Reader sr(s, r.source_ + ": " + key);
   std::string type;
   if (sr.has("rope_type")) type = s.at("rope_type").is_string() ? s.at("rope_type").get<std::string>() : "?";
   else if (sr.has("type")) type = s.at("type").is_string() ? s.at("type").get<std::string>() : "?";
-  c.rope.type = parse_rope_type(type, r, key + ".rope_type");
-  c.rope.theta = sr.number_or("rope_theta", c.rope.theta, 1.0, 1e12);
-  if (c.rope.type == RopeType::none) return;
+  rope.type = parse_rope_type(type, r, key + ".rope_type");
+  rope.theta = sr.number_or("rope_theta", rope.theta, 1.0, 1e12);
+  if (rope.type == RopeType::none) return rope;
   if (!sr.has("factor")) sr.fail("factor", "is missing");
-  c.rope.factor = sr.number_or("factor", 1.0, 1e-3, 1e6);
-  c.rope.original_max_position_embeddings =
-      sr.integer_or("original_max_position_embeddings", 0, 1, kMaxPositions);
-  if (c.rope.type == RopeType::llama3) {
-    c.rope.low_freq_factor = sr.number_or("low_freq_factor", 1.0, 1e-6, 1e6);
-    c.rope.high_freq_factor = sr.number_or("high_freq_factor", 4.0, 1e-6, 1e6);
-    if (c.rope.original_max_position_embeddings == 0)
+  rope.factor = sr.number_or("factor", 1.0, 1e-3, 1e6);
+  rope.original_max_position_embeddings = sr.integer_or("original_max_position_embeddings", 0, 1, kMaxPositions);
+  if (rope.type == RopeType::llama3) {
+    rope.low_freq_factor = sr.number_or("low_freq_factor", 1.0, 1e-6, 1e6);
+    rope.high_freq_factor = sr.number_or("high_freq_factor", 4.0, 1e-6, 1e6);
+    if (rope.original_max_position_embeddings == 0)
       sr.fail("original_max_position_embeddings", "is missing (required by llama3 scaling)");
-    if (c.rope.high_freq_factor <= c.rope.low_freq_factor)
+    if (rope.high_freq_factor <= rope.low_freq_factor)
       sr.fail("high_freq_factor", "must be greater than low_freq_factor");
+  }
+  return rope;
+}
+
+std::string describe(const RopeConfig& c) {
+  std::string s = cat("type ", to_string(c.type), ", rope_theta ", c.theta);
+  if (c.type != RopeType::none) s += cat(", factor ", c.factor);
+  if (c.original_max_position_embeddings) s += cat(", original_max_position_embeddings ", c.original_max_position_embeddings);
+  if (c.type == RopeType::llama3)
+    s += cat(", low_freq_factor ", c.low_freq_factor, ", high_freq_factor ", c.high_freq_factor);
+  return s;
+}
+
+bool same_rope(const RopeConfig& a, const RopeConfig& b) {
+  return a.type == b.type && a.theta == b.theta && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+         a.high_freq_factor == b.high_freq_factor &&
+         a.original_max_position_embeddings == b.original_max_position_embeddings;
+}
+
+// transformers 5 writes rope_parameters (with rope_theta inside); older files write rope_scaling. A file
+// with both is accepted only when they say the same thing.
+void parse_rope(const json& j, const Reader& r, ModelConfig& c) {
+  const double theta = r.number_or("rope_theta", 10000.0, 1.0, 1e12);
+  c.rope.theta = theta;
+  const bool params = r.has("rope_parameters"), scaling = r.has("rope_scaling");
+  if (params) c.rope = parse_rope_object(j, r, "rope_parameters", theta);
+  if (!scaling) return;
+  // rope_scaling rarely carries rope_theta: without one it takes rope_parameters' value.
+  const RopeConfig legacy = parse_rope_object(j, r, "rope_scaling", c.rope.theta);
+  if (!params) {
+    c.rope = legacy;
+  } else if (!same_rope(c.rope, legacy)) {
+    throw Error(cat(r.source_, ": fields 'rope_parameters' and 'rope_scaling' disagree (rope_parameters: ",
+                    describe(c.rope), "; rope_scaling: ", describe(legacy), "): remove one or make them agree"));
   }
 }
 

@@ -10,6 +10,8 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
+#include "llmbench/model/load_progress.h"
+#include "llmbench/model/random_fill.h"
 #include "llmbench/model/safetensors.h"
 #include "llmbench/model/sampler.h"
 
@@ -126,10 +128,14 @@ Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype 
   const auto start = std::chrono::steady_clock::now();
   SafetensorsCheckpoint ckpt(dir);
   Loader ld(ckpt, dtype, device);
+  std::int64_t file_bytes = 0;
+  for (const auto& [name, view] : ckpt.tensors()) file_bytes += static_cast<std::int64_t>(view->nbytes);
+  LoadProgress progress("loading checkpoint", file_bytes);
   const std::int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
 
   Weights w;
   w.embed = ld.one("model.embed_tokens.weight", {c.vocab_size, H});
+  std::int64_t progress_bytes = 0;
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = cat("model.layers.", i, ".");
     LayerWeights l;
@@ -147,6 +153,8 @@ Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype 
     l.gate_up = ld.fused({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}});
     l.down = ld.one(p + "mlp.down_proj.weight", {H, I});
     w.layers.push_back(std::move(l));
+    progress.advance(ld.bytes() - progress_bytes);
+    progress_bytes = ld.bytes();
   }
   w.final_norm = ld.one("model.norm.weight", {H});
   w.lm_head = c.tie_word_embeddings ? w.embed : ld.one("lm_head.weight", {c.vocab_size, H});
@@ -163,14 +171,23 @@ Weights random_weights(const ModelConfig& c, torch::Dtype dtype, torch::Device d
   torch::NoGradGuard no_grad;
   at::Generator gen = make_generator(device, seed);
   const auto options = torch::TensorOptions().dtype(dtype).device(device);
-  // CPU normal_ lacks half kernels on libtorch 1.13: draw in float32 there, convert once.
-  const bool draw_f32 = device.is_cpu() && dtype != torch::kFloat32;
+  LoadProgress progress("drawing random weights", c.parameter_count() * static_cast<std::int64_t>(c10::elementSize(dtype)));
+  std::uint64_t ordinal = 0;
+  // CUDA: torch's normal_ on the device (instant). CPU: fill_random's counter hash, multi-threaded
+  // (torch's CPU normal_ is single-threaded: ~2 minutes for a 7B model).
   auto normal = [&](std::vector<std::int64_t> shape) {
-    torch::Tensor t = torch::empty(shape, draw_f32 ? options.dtype(torch::kFloat32) : options);
-    t.normal_(0.0, 0.02, gen);
-    return draw_f32 ? t.to(dtype) : t;
+    torch::Tensor t = torch::empty(shape, options);
+    if (device.is_cpu())
+      fill_random(t, 0.02, random_key(seed, ordinal++));
+    else
+      t.normal_(0.0, 0.02, gen);
+    progress.advance(t.numel() * static_cast<std::int64_t>(t.element_size()));
+    return t;
   };
-  auto ones = [&](std::int64_t n) { return torch::ones({n}, options); };
+  auto ones = [&](std::int64_t n) {
+    progress.advance(n * static_cast<std::int64_t>(c10::elementSize(dtype)));
+    return torch::ones({n}, options);
+  };
   const std::int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
 
   Weights w;

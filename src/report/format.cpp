@@ -313,9 +313,20 @@ const PointResult* baseline_for(const PointResult& p, const std::vector<const Po
   return best;
 }
 
+// Interrupted before any point had a timed run: a table would be a bare header.
+bool nothing_finished(const Results& results, Format format) {
+  if (format != Format::table && format != Format::md) return false;
+  for (const auto& p : results.points)
+    if (p.status != "interrupted" || !p.runs.empty()) return false;
+  return true;
+}
+
+constexpr const char* kNothingFinished = "No point finished: interrupted before the first timed run, nothing to show.\n";
+
 }  // namespace
 
 std::string format_results(const Results& results, Format format) {
+  if (nothing_finished(results, format)) return kNothingFinished;
   std::vector<PointResult> run_points, load_points;
   for (const auto& p : results.points) (p.load ? load_points : run_points).push_back(p);
   if (load_points.empty()) return render(result_columns(), results.points, format);
@@ -340,6 +351,7 @@ std::vector<std::string> cv_warnings(const Results& results) {
 }
 
 std::string format_comparison(const Results& results, Format format, const std::string& baseline_label) {
+  if (nothing_finished(results, format)) return kNothingFinished;
   std::vector<Column> cols = result_columns();
   if (baseline_label.empty()) return render(cols, results.points, format);
   std::vector<const PointResult*> baseline;
@@ -347,7 +359,7 @@ std::string format_comparison(const Results& results, Format format, const std::
     if (label_of(p.params) == baseline_label && p.status == "ok") baseline.push_back(&p);
   bool known = false;
   for (const auto& p : results.points) known = known || label_of(p.params) == baseline_label;
-  if (!known) throw UsageError(cat("baseline '", baseline_label, "' is not the label of any model"));
+  if (!known && !results.points.empty()) throw UsageError(cat("baseline '", baseline_label, "' is not the label of any model"));
 
   // A ratio column after each compared metric: value / baseline value at the same point.
   auto ratio = [&](const std::string& key, const std::function<std::optional<double>(const PointResult&)>& value) {

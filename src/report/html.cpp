@@ -13,6 +13,7 @@
 #include "html_internal.h"
 #include "llmbench/report/format.h"
 #include "llmbench/base/error.h"
+#include "llmbench/report/web_assets.h"
 #include "llmbench/stats/stats.h"
 
 namespace llmbench {
@@ -703,12 +704,11 @@ std::optional<WebAssets> load_web_assets(const std::string& node_modules, std::s
 std::optional<WebAssets> find_web_assets(std::string* why) {
   const char* env = std::getenv("LLMBENCH_WEB_ASSETS");
   if (env && *env) return load_web_assets(env, why);
-#ifdef LLMBENCH_SOURCE_DIR
-  return load_web_assets(std::string(LLMBENCH_SOURCE_DIR) + "/web/node_modules", why);
-#else
-  if (why) *why = "LLMBENCH_WEB_ASSETS is not set";
+  if (auto embedded = embedded_web_assets()) return embedded;
+  if (why)
+    *why = "this llmbench was built without the chart bundles (run scripts/fetch-web-assets.sh and rebuild, or set "
+           "LLMBENCH_WEB_ASSETS to a node_modules folder with vega, vega-lite and vega-embed)";
   return std::nullopt;
-#endif
 }
 
 std::string render_html(const std::vector<ReportInput>& inputs, const ReportOptions& options) {
@@ -739,9 +739,9 @@ std::string render_html(const std::vector<ReportInput>& inputs, const ReportOpti
   os << "</nav>\n<main>\n";
   if (!options.assets)
     os << "<div class=\"notice\" id=\"charts-missing\"><strong>Charts are missing:</strong> the Vega bundles were "
-          "not found when this report was written, so it holds the tables only. Run scripts/fetch-web-assets.sh "
-          "(or set LLMBENCH_WEB_ASSETS to a node_modules folder with vega, vega-lite and vega-embed) and write the "
-          "report again.</div>\n";
+          "not found when this report was written, so it holds the tables only. Run scripts/fetch-web-assets.sh and "
+          "rebuild llmbench (or set LLMBENCH_WEB_ASSETS to a node_modules folder with vega, vega-lite and "
+          "vega-embed), then write the report again.</div>\n";
 
   for (const auto& s : sections) {
     const std::vector<const json*> here = charts_in(s);

@@ -15,6 +15,7 @@
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/model/sampler.h"
+#include "llmbench/runner/duration.h"
 #include "llmbench/runner/model_tokenizer.h"
 #include "llmbench/runner/prompts.h"
 #include "llmbench/runner/roofline.h"
@@ -191,6 +192,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     check_fits(device, estimate_memory(shape_of(planned), p.batch, p.prompt_len, p.max_new_tokens, elem).total(),
                cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
   }
+  check_duration(planned, points, options, results.env.ceilings, device_name);
 
   bool first_generate = true;
   size_t i = 0;

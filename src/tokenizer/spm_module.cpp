@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
 
 namespace llmbench::tok {
 namespace {
@@ -17,7 +18,10 @@ std::vector<std::string> candidates() {
   if (const char* env = std::getenv("LLMBENCH_SPM_MODULE")) out.push_back(env);
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) out.push_back((exe.parent_path() / "libllmbench_spm.so").string());
+  if (!ec) {
+    out.push_back((exe.parent_path() / "libllmbench_spm.so").string());                      // build tree
+    out.push_back((exe.parent_path() / ".." / "lib" / "llmbench" / "libllmbench_spm.so").string());  // installed
+  }
 #ifdef LLMBENCH_SPM_MODULE_PATH
   out.push_back(LLMBENCH_SPM_MODULE_PATH);
 #endif
@@ -51,6 +55,7 @@ SpmModule open_module() {
       tried += (tried.empty() ? "" : ", ") + path;
       continue;
     }
+    log::debug(cat("sentencepiece module: ", path));
     SpmModule m{};
     bind(h, m.load, "llmbench_spm_load", path);
     bind(h, m.free, "llmbench_spm_free", path);

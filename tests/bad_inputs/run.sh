@@ -112,6 +112,7 @@ run_dir cfg_string_size "field 'hidden_size' must be an integer"
 gen_dir cfg_odd_head_dim "field 'head_dim' = 15"
 run_dir cfg_architecture "unsupported architecture 'GPT2LMHeadModel'"
 gen_dir cfg_rope_type "unsupported rope type 'yarn'"
+run_dir cfg_rope_disagree "fields 'rope_parameters' and 'rope_scaling' disagree"
 run_dir cfg_hidden_act "field 'hidden_act'"
 gen_dir cfg_eps_nan "field 'rms_norm_eps'"
 run_dir cfg_malformed "cfg_malformed/config.json: malformed JSON"
@@ -151,6 +152,9 @@ expect top_p_above_one "--top-p" run --model tiny "${small[@]}" --top-p 2 --outp
 expect dtype_unknown "int3" run --model tiny "${small[@]}" --dtype int3 --output @OUT@
 expect format_unknown "xml" run --model tiny "${small[@]}" --format xml --output @OUT@
 expect model_unknown "no-such-model-xyz" run --model no-such-model-xyz "${small[@]}" --output @OUT@
+# Hours by the duration estimate: refused before loading anything.
+expect too_long "more than --max-minutes 30" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 64 \
+  --warmup 0 --runs 10000000 --trim 0 --no-roofline --output @OUT@
 # Out of memory by the estimate: refused before allocating anything.
 expect oom_estimate "out of memory" run --model tiny "${small[@]}" --batch 50000000 --output @OUT@
 

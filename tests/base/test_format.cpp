@@ -166,3 +166,26 @@ TEST(Format, VerificationIsShownPerPoint) {
   EXPECT_EQ(verification_summary(r.points[2]), "not checked (temperature > 0)");
 }
 
+TEST(Format, InterruptedBeforeAnyRunIsOneLineNotAnEmptyTable) {
+  Results r;
+  r.interrupted = true;  // stopped during the model load: no point at all
+  for (Format f : {Format::table, Format::md}) {
+    const std::string out = format_results(r, f);
+    EXPECT_EQ(lines(out).size(), 1u) << out;
+    EXPECT_NE(out.find("interrupted before the first timed run"), std::string::npos) << out;
+    EXPECT_EQ(format_comparison(r, f, "base"), out);  // no "unknown baseline" either
+  }
+  // Machine formats stay machine-readable: a header-only CSV, an empty JSON list.
+  EXPECT_EQ(lines(format_results(r, Format::csv)).size(), 1u);
+  EXPECT_TRUE(json::parse(format_comparison(r, Format::json, "base")).empty());
+  PointResult warming;  // stopped during the warm-ups of the first point
+  warming.params.label = "base";
+  warming.status = "interrupted";
+  r.points.push_back(warming);
+  EXPECT_EQ(lines(format_results(r, Format::table)).size(), 1u);
+  EXPECT_EQ(lines(format_results(r, Format::csv)).size(), 2u);  // the point's row, status "interrupted"
+  // One finished run is a table again.
+  r.points.push_back(point("base", 2, 10, 5, 50, 1));
+  r.points.back().status = "interrupted";
+  EXPECT_EQ(lines(format_results(r, Format::table)).size(), 4u);
+}

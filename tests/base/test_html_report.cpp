@@ -10,6 +10,7 @@
 
 #include "llmbench/base/fs.h"
 #include "llmbench/report/html.h"
+#include "llmbench/report/web_assets.h"
 
 namespace llmbench {
 namespace {
@@ -160,6 +161,26 @@ TEST(HtmlReport, FindsAssetsThroughTheEnvironmentVariable) {
   EXPECT_EQ(assets->vega_embed, "// embed");
   ::unsetenv("LLMBENCH_WEB_ASSETS");
   fs::remove_all(dir);
+}
+
+TEST(HtmlReport, EmbeddedBundlesAreTheDefault) {
+  // Built with web/node_modules present (scripts/fetch-web-assets.sh): the bundles are in the binary and
+  // found without any source tree; built without: one clear reason.
+  ::unsetenv("LLMBENCH_WEB_ASSETS");
+  std::string why;
+  const auto found = find_web_assets(&why);
+  const auto embedded = embedded_web_assets();
+  ASSERT_EQ(found.has_value(), embedded.has_value());
+  if (!embedded) {
+    EXPECT_NE(why.find("built without the chart bundles"), std::string::npos) << why;
+    EXPECT_NE(why.find("scripts/fetch-web-assets.sh"), std::string::npos) << why;
+    GTEST_SKIP() << "built without web/node_modules: " << why;
+  }
+  EXPECT_GT(found->vega.size(), 100000u);
+  EXPECT_NE(found->vega.find("vega"), std::string::npos);
+  EXPECT_NE(found->vega_lite.find("vega-lite"), std::string::npos);
+  EXPECT_NE(found->vega_embed.find("vegaEmbed"), std::string::npos);
+  EXPECT_EQ(found->vega, embedded->vega);
 }
 
 TEST(HtmlReport, SideBySideShowsTheChangeAgainstTheBaseline) {

@@ -35,7 +35,9 @@ fi
 npoints=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["points"]))' "$out/base.json")
 [ "$npoints" -ge 2 ] || fail "the sweep has $npoints points"
 
-# One sweep, assets found the default way (the source tree's web/node_modules).
+# One sweep, assets found the default way (compiled into the binary from web/node_modules).
+"$bin" info | grep -q '^report charts: embedded' \
+  || fail "this llmbench was built without the chart bundles: rebuild after scripts/fetch-web-assets.sh"
 env -u LLMBENCH_WEB_ASSETS "$bin" report "$out/base.json" -o "$out/report.html" 2>"$out/report.err" \
   || fail "report: $(cat "$out/report.err")"
 grep -q 'charts are missing' "$out/report.err" && fail "report did not find the bundles: $(cat "$out/report.err")"

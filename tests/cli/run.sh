@@ -84,8 +84,10 @@ err=$("$bin" run "${small[@]}" --batch 50000000 --output "$tmp/bad.json" 2>&1 >/
 grep -q 'out of memory: .*needs ~' <<<"$err" || fail "impossible size message: $err"
 [ ! -e "$tmp/bad.json" ] || fail "impossible size left a file"
 
-# SIGINT mid-run keeps the finished runs in a valid file and exits 130.
+# SIGINT mid-run keeps the finished runs in a valid file and exits 130 (--max-minutes 0: a million runs
+# would be refused by the duration estimate).
 "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
+  --max-minutes 0 \
   --no-roofline --output "$tmp/int.json" >/dev/null 2>&1 &
 pid=$!
 sleep 3  # load + a few timed runs
@@ -103,6 +105,7 @@ assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
 # SIGTERM (what CI runners and `timeout` send) does the same and exits 143; the old file is replaced whole.
 echo 'previous content' >"$tmp/term.json"
 "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
+  --max-minutes 0 \
   --no-roofline --output "$tmp/term.json" >/dev/null 2>&1 &
 pid=$!
 sleep 3

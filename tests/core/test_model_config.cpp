@@ -108,6 +108,32 @@ TEST(ModelConfig, RopeScalingLegacyAndTransformers5) {
   EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
 }
 
+TEST(ModelConfig, RopeParametersAndRopeScalingMustAgree) {
+  // Agreeing duplicates (transformers 5 next to a legacy copy) load; rope_scaling without rope_theta
+  // takes rope_parameters' theta.
+  json j = base();
+  j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}};
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  ModelConfig c = parse_model_config(j);
+  EXPECT_EQ(c.rope.type, RopeType::linear);
+  EXPECT_DOUBLE_EQ(c.rope.factor, 2.0);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
+  j["rope_scaling"] = nullptr;  // null counts as absent
+  EXPECT_NO_THROW(parse_model_config(j));
+
+  // Disagreeing ones are an error naming both fields and both values.
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+  expect_error(j, {"'rope_parameters'", "'rope_scaling'", "disagree", "factor 2", "factor 4"});
+  j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  expect_error(j, {"rope_parameters", "rope_scaling", "linear", "dynamic"});
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}};
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  expect_error(j, {"rope_parameters", "rope_scaling", "disagree"});
+  j["rope_scaling"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
+  expect_error(j, {"rope_parameters", "rope_scaling", "rope_theta 500000"});
+}
+
 TEST(ModelConfig, ErrorsNameTheField) {
   json j = base();
   j["architectures"] = {"GPT2LMHeadModel"};

@@ -31,6 +31,7 @@ struct RunOptions {
   bool cuda_graph = true;               // decode step replayed from a CUDA graph (GPU only)
   bool fused = true;                    // fused kernels (GPU only)
   bool verify = true;                   // check greedy points' tokens against the reference path
+  double max_minutes = 30;              // refuse a run estimated longer than this (0: no limit)
 };
 
 // One point of a sweep: a single value of every axis.
@@ -52,7 +53,7 @@ struct PointParams {
 };
 
 // Throws UsageError naming the option: empty axis, batch/prompt_len/max_new_tokens < 1, runs <= 2*trim,
-// warmup < 0, temperature < 0, top_p outside (0, 1], unknown attn or dtype.
+// warmup < 0, temperature < 0, top_p outside (0, 1], unknown attn or dtype, max_minutes < 0.
 void validate(const RunOptions& options);
 
 // The factorial product of the axes, in a fixed nesting order (dtype, attn, batch, prompt_len,

@@ -13,6 +13,9 @@ enum class AttnImpl { eager, sdpa };
 AttnImpl parse_attn(const std::string& name);
 const char* to_string(AttnImpl impl);
 
+// [B, Hkv, G·S, D] with any strides → [B, Hq, S, D]: the G query heads of a K/V head unfolded again.
+torch::Tensor merge_groups(const torch::Tensor& out, std::int64_t hq, std::int64_t s);
+
 // q [B, Hq, S, D], k/v [B, Hkv, T, D], mask bool [B, 1, S, T] (true: may attend) → [B, Hq, S, D].
 // eager: (Q·Kᵀ)·1/√D, masked to the dtype's lowest value (a fully masked row stays finite, as in HF),
 // softmax in float32, ·V. sdpa: torch's scaled_dot_product_attention with the same additive mask.

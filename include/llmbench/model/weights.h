@@ -42,7 +42,9 @@ struct WeightsLoadStats {
 Weights load_weights(const ModelConfig& config, const std::string& dir, torch::Dtype dtype,
                      torch::Device device, WeightsLoadStats* stats = nullptr);
 
-// Seeded random weights in the exact shapes, drawn directly on `device` (normal(0, 0.02), norms 1).
+// Seeded random weights in the exact shapes, norms 1. CUDA: torch's normal(0, 0.02) drawn on the device;
+// CPU: fill_random (std 0.02, bounded bell curve, multi-threaded, the same values for any thread count).
+// Shows progress on stderr when drawing takes more than a second (LoadProgress).
 Weights random_weights(const ModelConfig& config, torch::Dtype dtype, torch::Device device, std::uint64_t seed);
 
 }  // namespace llmbench

@@ -32,8 +32,8 @@ struct ReportOptions {
 // &, <, >, " and ' as entities: safe in element text and in quoted attribute values.
 std::string html_escape(std::string_view text);
 
-// The node_modules folder to take the bundles from: $LLMBENCH_WEB_ASSETS when set (even if it lacks
-// them), else <source dir>/web/node_modules. Returns nullopt with `why` filled when the bundles are absent.
+// The bundles: from the node_modules folder $LLMBENCH_WEB_ASSETS when set (even if it lacks them), else
+// those compiled into the binary (web_assets.h). Returns nullopt with `why` filled when they are absent.
 std::optional<WebAssets> find_web_assets(std::string* why = nullptr);
 // Reads the bundles from `node_modules`; nullopt with `why` filled when one is missing.
 std::optional<WebAssets> load_web_assets(const std::string& node_modules, std::string* why = nullptr);
