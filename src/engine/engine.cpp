@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <torch/torch.h>
@@ -51,7 +52,7 @@ struct Running {
   EngineTimes times;
   int generated = 0;
   std::int64_t last = 0;              // the last sampled token: the next step's input
-  std::unique_ptr<Sampler> sampler;   // null: greedy
+  std::optional<at::Generator> generator;  // sampled requests only: seeded with the request's seed
 };
 
 class EngineImpl final : public Engine {
@@ -214,18 +215,41 @@ class EngineImpl final : public Engine {
     run.request = w.request;
     run.times.enqueued = w.enqueued;
     run.times.admitted = Clock::now();
-    torch::Tensor next;
+    std::int64_t next = 0;
     try {
-      if (r.temperature > 0) run.sampler = std::make_unique<Sampler>(SamplingParams{r.temperature, 0, r.top_p, r.seed}, model_->device());
+      if (r.temperature > 0) run.generator = make_generator(model_->device(), r.seed);
       torch::Tensor logits = batch_->add(r.prompt).unsqueeze(0);  // [1, V]
-      next = run.sampler ? run.sampler->sample(logits) : logits.argmax(-1);  // [1]
-      next = next.cpu();
+      next = sample({&run}, logits).front();
     } catch (const std::exception& e) {
       if (batch_->size() > size()) batch_->remove(batch_->size() - 1);
       return finish_waiting(w, FinishReason::error, first_line(e.what()), run.times.admitted);
     }
     rows_.push_back(std::move(run));
-    emit_token(static_cast<std::int64_t>(rows_.size()) - 1, next.item<std::int64_t>());
+    emit_token(size() - 1, next);
+  }
+
+  // Greedy rows: the exact argmax of their float32 logits. Sampled rows: sample_rows, each from its own
+  // generator, so a request's draws depend on its seed and its own logits only, never on which other
+  // requests share the step. logits [n, V] → ids on the host (the step's one sync).
+  std::vector<std::int64_t> sample(const std::vector<Running*>& rows, const torch::Tensor& logits) {
+    torch::Tensor ids = logits.argmax(-1);  // [n] int64
+    std::vector<std::int64_t> sampled;
+    std::vector<double> temperature, top_p;
+    std::vector<at::Generator> generators;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i]->generator) continue;
+      sampled.push_back(static_cast<std::int64_t>(i));
+      temperature.push_back(rows[i]->request->temperature);
+      top_p.push_back(rows[i]->request->top_p);
+      generators.push_back(*rows[i]->generator);
+    }
+    if (!sampled.empty()) {
+      torch::Tensor index = torch::tensor(sampled, torch::kInt64).to(logits.device());  // [s]
+      ids.index_copy_(0, index, sample_rows(logits.index_select(0, index), temperature, top_p, generators));
+    }
+    ids = ids.cpu();
+    const auto* p = ids.data_ptr<std::int64_t>();
+    return std::vector<std::int64_t>(p, p + ids.size(0));
   }
 
   // One decode step of every running row, its tokens handed out, finished rows freed.
@@ -233,16 +257,12 @@ class EngineImpl final : public Engine {
     const auto n = batch_->size();
     std::vector<std::int64_t> tokens(n);
     for (std::int64_t i = 0; i < n; ++i) tokens[i] = rows_[i].last;
-    std::vector<std::int64_t> next(n);
+    std::vector<std::int64_t> next;
     try {
       torch::Tensor logits = batch_->step(tokens);  // [n, V] float32
-      torch::Tensor ids = logits.argmax(-1);        // [n] int64: exact argmax for greedy rows
-      // Sampled rows draw from their own generator: the draw depends on the request's seed and its own
-      // logits only, never on which other requests share the step.
-      for (std::int64_t i = 0; i < n; ++i)
-        if (rows_[i].sampler) ids.narrow(0, i, 1).copy_(rows_[i].sampler->sample(logits.narrow(0, i, 1)));
-      ids = ids.cpu();
-      for (std::int64_t i = 0; i < n; ++i) next[i] = ids[i].item<std::int64_t>();
+      std::vector<Running*> rows;
+      for (auto& run : rows_) rows.push_back(&run);
+      next = sample(rows, logits);
     } catch (const std::exception& e) {
       const std::string what = first_line(e.what());
       log::warn(cat("engine: decode step of ", n, " rows failed: ", what));

@@ -56,6 +56,10 @@ struct Trace {
     std::unique_lock<std::mutex> lock(mu);
     return cv.wait_for(lock, kWait, [&] { return tokens.size() >= n || done; });
   }
+  bool is_done() {
+    std::lock_guard<std::mutex> lock(mu);
+    return done;
+  }
   EngineEvent last() {
     std::lock_guard<std::mutex> lock(mu);
     return events.back();
@@ -112,6 +116,26 @@ TEST(EngineSlots, BucketsCoverEverySize) {
   EXPECT_EQ(SlotBatch::column_buckets(100), (std::vector<std::int64_t>{100}));
   EXPECT_EQ(SlotBatch::column_buckets(4096), (std::vector<std::int64_t>{256, 512, 1024, 2048, 4096}));
   EXPECT_EQ(SlotBatch::column_buckets(600), (std::vector<std::int64_t>{256, 512, 600}));
+}
+
+// The engine's batched sampler against Sampler row by row: same seeds, same ids (greedy rows are not
+// its business; temperatures and top_p differ per row, one row keeps top_p = 1).
+TEST(EngineSlots, SampleRowsMatchesSamplerRowByRow) {
+  torch::manual_seed(3);
+  const std::vector<double> temperature{0.7, 1.0, 1.3, 0.2}, top_p{0.9, 1.0, 0.5, 0.95};
+  std::vector<at::Generator> generators;
+  std::vector<Sampler> samplers;
+  for (std::size_t i = 0; i < temperature.size(); ++i) {
+    generators.push_back(make_generator(torch::kCPU, 40 + i));
+    samplers.emplace_back(SamplingParams{temperature[i], 0, top_p[i], 40 + i}, torch::kCPU);
+  }
+  for (int draw = 0; draw < 20; ++draw) {
+    torch::Tensor logits = torch::randn({4, 512}) * 3;  // [4, V]
+    torch::Tensor got = sample_rows(logits, temperature, top_p, generators);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(got[i].item<std::int64_t>(), samplers[i].sample(logits.narrow(0, i, 1))[0].item<std::int64_t>())
+          << "draw " << draw << " row " << i;
+  }
 }
 
 // The model core's slot API against plain decode: three requests of different lengths in rows of one
@@ -249,7 +273,7 @@ TEST(Engine, CancellationFreesTheSlotForTheNextRequest) {
   ASSERT_TRUE(a_trace->wait_tokens(1));
   ASSERT_TRUE(engine->submit(b));
   std::this_thread::sleep_for(20ms);
-  EXPECT_FALSE(b_trace->done);  // one slot, held by a
+  EXPECT_FALSE(b_trace->is_done());  // one slot, held by a
   EXPECT_EQ(engine->stats().waiting, 1);
   a->cancelled = true;
   ASSERT_TRUE(a_trace->wait_done());
