@@ -74,6 +74,7 @@ class EngineImpl final : public Engine {
     if (model_->device().is_cuda()) guard.emplace(model_->device());
 #endif
     batch_ = std::make_unique<SlotBatch>(*model_, o.max_batch, max_context_, o.cuda_graph);
+    stats_.slots_total = o.max_batch;
     log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
                   o.batching == Batching::continuous ? "continuous" : "static", " batching, fused ",
                   model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off"));
@@ -373,7 +374,6 @@ class EngineImpl final : public Engine {
   void publish() {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.running = static_cast<int>(batch_->size());
-    stats_.slots_total = static_cast<int>(batch_->slots());
   }
 
   EngineOptions options_;

@@ -197,6 +197,7 @@ TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {
   EXPECT_EQ(engine->vocab_size(), 512);
   EXPECT_EQ(engine->eos_ids(), (std::vector<std::int64_t>{2}));
   EXPECT_EQ(engine->model_name(), "tiny");
+  EXPECT_EQ(engine->stats().slots_total, 8);
   ASSERT_NE(engine->tokenizer(), nullptr);
 
   std::mt19937 rng(11);
