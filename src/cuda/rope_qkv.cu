@@ -17,7 +17,7 @@ __global__ void rope_qkv_kernel(RopeQkvArgs a) {
     x1 = round_f<T>(x1 + to_f(bias[i]));
     x2 = round_f<T>(x2 + to_f(bias[i + half]));
   }
-  const std::int64_t col = *a.column;
+  const std::int64_t col = a.column[b * a.column_stride];
   const bool write_cache = col >= 0 && col < a.max_len;
   if (head >= nq + nkv) {  // v: no rotation
     if (!write_cache) return;
@@ -53,6 +53,8 @@ void rope_qkv_cache(const RopeQkvArgs& a, Stream stream) {
     throw Error(cat("rope_qkv_cache kernel: head_dim ", a.head_dim, " must be even and at most 2048"));
   if (a.heads_q <= 0 || a.heads_kv <= 0 || a.rope_len <= 0 || a.max_len <= 0)
     throw Error("rope_qkv_cache kernel: empty heads, rope table or cache");
+  if (a.column_stride != 0 && a.column_stride != 1)
+    throw Error(cat("rope_qkv_cache kernel: column_stride ", a.column_stride, " must be 0 (shared) or 1 (per row)"));
   if (!a.qkv || !a.cos || !a.sin || !a.positions || !a.column || !a.q_out || !a.k_cache || !a.v_cache)
     throw Error("rope_qkv_cache kernel: null pointer argument");
   const dim3 grid(static_cast<unsigned>(a.heads_q + 2 * a.heads_kv), static_cast<unsigned>(a.batch));

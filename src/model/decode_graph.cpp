@@ -27,14 +27,19 @@ bool DecodeGraph::available(const torch::Device& device) {
 #endif
 }
 
-DecodeGraph::DecodeGraph(Model& model) : impl_(std::make_unique<Impl>()) {
+DecodeGraph::DecodeGraph(Model& model, std::int64_t rows, std::int64_t columns) : impl_(std::make_unique<Impl>()) {
   if (!available(model.device())) throw Error("CUDA graphs need a CUDA device and a CUDA build of llmbench");
+  if (!model.cache().allocated()) throw Error("DecodeGraph before allocate_cache");
+  if (rows < 0 || rows > model.cache().batch() || (rows > 0 && (columns < 4 || columns > model.cache().max_len())))
+    throw Error(cat("DecodeGraph: rows ", rows, " × columns ", columns, " do not fit the cache of ",
+                    model.cache().batch(), " × ", model.cache().max_len(), " (columns >= 4)"));
 #ifdef LLMBENCH_WITH_CUDA
   torch::NoGradGuard no_grad;
   impl_->model = &model;
   const int64_t b = model.cache().batch();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(model.device());
-  impl_->tokens = torch::full({b}, 3, i64);  // [B] int64
+  impl_->tokens = torch::full({rows > 0 ? rows : b}, 3, i64);  // [R] int64
+  auto decode = [&] { return rows > 0 ? model.decode_slots(impl_->tokens, columns) : model.decode_step(impl_->tokens); };
   torch::Tensor prompt = torch::full({b, 1}, 3, i64);  // [B, 1] int64
 
   // Capture on a side stream (the default stream cannot be captured); warm up there first so lazy
@@ -45,10 +50,10 @@ DecodeGraph::DecodeGraph(Model& model) : impl_(std::make_unique<Impl>()) {
     c10::cuda::CUDAStreamGuard guard(side);
     model.reset_cache();
     model.prefill(prompt);
-    for (int i = 0; i < 2; ++i) model.decode_step(impl_->tokens);
+    for (int i = 0; i < 2; ++i) decode();
     side.synchronize();
     impl_->graph.capture_begin();
-    impl_->logits = model.decode_step(impl_->tokens);
+    impl_->logits = decode();
     impl_->graph.capture_end();
     side.synchronize();
   }
@@ -59,11 +64,16 @@ DecodeGraph::DecodeGraph(Model& model) : impl_(std::make_unique<Impl>()) {
 
 DecodeGraph::~DecodeGraph() = default;
 
+std::int64_t DecodeGraph::rows() const { return impl_->tokens.defined() ? impl_->tokens.size(0) : 0; }
+
 torch::Tensor DecodeGraph::step(const torch::Tensor& tokens) {
 #ifdef LLMBENCH_WITH_CUDA
-  impl_->tokens.copy_(tokens, /*non_blocking=*/true);
+  const auto n = tokens.size(0);
+  if (tokens.dim() != 1 || n < 1 || n > impl_->tokens.size(0))
+    throw Error(cat("DecodeGraph::step: tokens ", tokens.sizes(), " do not fit the ", impl_->tokens.size(0), " captured rows"));
+  impl_->tokens.narrow(0, 0, n).copy_(tokens, /*non_blocking=*/true);
   impl_->graph.replay();
-  return impl_->logits;
+  return impl_->logits.narrow(0, 0, n);
 #else
   (void)tokens;
   throw Error("CUDA graphs are not available in this build");

@@ -16,6 +16,11 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch:
 
 }  // namespace
 
+DecodeState DecodeState::view(std::int64_t row, std::int64_t rows, std::int64_t columns) const {
+  return {positions.narrow(0, row, rows), column.narrow(0, row, rows), active.narrow(0, row, rows),
+          valid.narrow(0, row, rows).narrow(1, 0, columns)};
+}
+
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
   torch::Tensor h = x.to(torch::kFloat32);
   h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
@@ -82,6 +87,7 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   state.valid.zero_();
   state.valid.narrow(1, 0, p).copy_(mask.to(torch::kBool));
   state.column.fill_(p);
+  state.active.fill_(1);
   state.positions.copy_(mask.sum(-1));
   return x;
 }
@@ -96,7 +102,7 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
                                          DecodeState& state) const {
   const auto b = tokens.size(0), n = config_.num_layers, t = cache.max_len();
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim;
-  state.valid.index_fill_(1, state.column, true);                                     // the new token is visible
+  state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
 
   torch::Tensor residual = torch::embedding(weights_.embed, tokens.view({b, 1}));     // [B, 1, H]
   torch::Tensor h = fused::rms_norm(residual, weights_.layers[0].input_norm, config_.rms_norm_eps);  // [B, 1, H]
@@ -119,8 +125,8 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     fused::add_rms_norm_(down, residual, next_norm, config_.rms_norm_eps);           // residual += down; norm
     h = down;
   }
-  state.positions.add_(1);
-  state.column.add_(1);
+  state.positions.add_(state.active);
+  state.column.add_(state.active);
   return dense(h.select(1, 0), weights_.lm_head).to(torch::kFloat32);  // [B, V]
 }
 
@@ -129,7 +135,7 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
   torch::NoGradGuard no_grad;
   if (fused_active(weights_.embed, rope)) return decode_step_fused(tokens, rope, cache, state);
   const auto b = tokens.size(0), t = cache.max_len();
-  state.valid.index_fill_(1, state.column, true);                                     // the new token is visible
+  state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
   auto [cos, sin] = rope.cos_sin(state.positions.view({b, 1}));                       // [B, 1, 1, D]
   torch::Tensor allowed = state.valid.view({b, 1, 1, t});                             // [B, 1, 1, T_max]
 
@@ -140,8 +146,8 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
   };
   for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, allowed, write);
 
-  state.positions.add_(1);
-  state.column.add_(1);
+  state.positions.add_(state.active);
+  state.column.add_(state.active);
   return logits(x.select(1, 0));
 }
 

@@ -150,8 +150,8 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
          cat("cos/sin tables ", shape(cos_table), " / ", shape(sin_table), " are not [T, ", d, "]"));
   expect(positions.dim() == 1 && positions.size(0) == b && positions.scalar_type() == torch::kInt64, op,
          cat("positions ", shape(positions), " must be [", b, "] int64"));
-  expect(column.numel() == 1 && column.scalar_type() == torch::kInt64, op,
-         cat("column ", shape(column), " must be [1] int64"));
+  expect(column.dim() == 1 && (column.size(0) == 1 || column.size(0) == b) && column.scalar_type() == torch::kInt64, op,
+         cat("column ", shape(column), " must be [1] or [", b, "] int64"));
   for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&bias, &cos_table, &sin_table, &keys, &values})
     if (t->defined()) same_dtype(op, qkv, *t, "bias/cos/sin/keys/values");
   for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&bias, &cos_table, &sin_table, &positions, &column, &keys, &values})
@@ -166,8 +166,12 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
     torch::Tensor sin = sin_table.index_select(0, pos).view({b, 1, 1, d});          // [B, 1, 1, D]
     torch::Tensor q = apply_rope(parts[0].reshape({b, heads_q, 1, d}), cos, sin);    // [B, Hq, 1, D]
     torch::Tensor k = apply_rope(parts[1].reshape({b, heads_kv, 1, d}), cos, sin);   // [B, Hkv, 1, D]
-    keys.index_copy_(2, column.view({1}), k);
-    values.index_copy_(2, column.view({1}), parts[2].reshape({b, heads_kv, 1, d}));
+    // Rows whose column is outside the cache write nothing, as in the kernel.
+    torch::Tensor inside = (column >= 0).logical_and(column < keys.size(2)).expand({b});  // [B] bool
+    torch::Tensor index = column.clamp(0, keys.size(2) - 1).expand({b}).view({b, 1, 1, 1}).expand({b, heads_kv, 1, d});
+    torch::Tensor keep = inside.view({b, 1, 1, 1});                                   // [B, 1, 1, 1]
+    keys.scatter_(2, index, torch::where(keep, k, keys.gather(2, index)));
+    values.scatter_(2, index, torch::where(keep, parts[2].reshape({b, heads_kv, 1, d}), values.gather(2, index)));
     return q.view({b, heads_q, d});
   }
 #ifdef LLMBENCH_WITH_CUDA
@@ -189,7 +193,9 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
   a.sin = sin_table.data_ptr();
   a.rope_len = cos_table.size(0);
   a.positions = positions.data_ptr<std::int64_t>();
+  contiguous(op, column, "column");
   a.column = column.data_ptr<std::int64_t>();
+  a.column_stride = column.size(0) == 1 ? 0 : 1;
   a.q_out = q.data_ptr();
   a.k_cache = keys.data_ptr();
   a.v_cache = values.data_ptr();

@@ -24,8 +24,29 @@ void KvCache::write_prefix(std::int64_t layer, const torch::Tensor& k, const tor
 
 void KvCache::write_column(std::int64_t layer, const torch::Tensor& column, const torch::Tensor& k,
                            const torch::Tensor& v) {
-  keys(layer).index_copy_(2, column, k);
-  values(layer).index_copy_(2, column, v);
+  const auto b = k.size(0), h = k.size(1), d = k.size(3);
+  torch::Tensor index = column.view({-1, 1, 1, 1}).expand({b, h, 1, d});  // [B, H_kv, 1, D] int64
+  keys(layer).scatter_(2, index, k);
+  values(layer).scatter_(2, index, v);
+}
+
+KvCache KvCache::view(std::int64_t row, std::int64_t rows, std::int64_t columns) const {
+  if (row < 0 || rows < 1 || row + rows > batch_ || columns < 1 || columns > max_len_)
+    throw Error(cat("KV cache view of rows [", row, ", ", row + rows, ") × columns [0, ", columns,
+                    ") is outside the cache of ", batch_, " × ", max_len_));
+  KvCache v;
+  v.data_ = data_.narrow(2, row, rows).narrow(4, 0, columns);  // [L, 2, rows, H_kv, columns, D]
+  v.batch_ = rows;
+  v.max_len_ = columns;
+  return v;
+}
+
+void KvCache::copy_row(std::int64_t from, std::int64_t to, std::int64_t columns) {
+  if (from < 0 || to < 0 || from >= batch_ || to >= batch_ || columns < 0 || columns > max_len_)
+    throw Error(cat("KV cache copy of row ", from, " to ", to, " (", columns, " columns) is outside the cache of ",
+                    batch_, " × ", max_len_));
+  if (from == to || columns == 0) return;
+  data_.select(2, to).narrow(3, 0, columns).copy_(data_.select(2, from).narrow(3, 0, columns));  // [L, 2, H_kv, C, D]
 }
 
 void KvCache::reset() {

@@ -72,7 +72,8 @@ std::int64_t Model::allocate_cache(std::int64_t batch, std::int64_t max_len) {
   rope_ = Rope(config(), max_len, dtype_, device_);
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device_);
   state_.positions = torch::zeros({batch}, i64);
-  state_.column = torch::zeros({1}, i64);
+  state_.column = torch::zeros({batch}, i64);
+  state_.active = torch::zeros({batch}, i64);
   state_.valid = torch::zeros({batch, max_len}, i64.dtype(torch::kBool));
   next_column_ = 0;
   return cache_.bytes();
@@ -83,6 +84,7 @@ void Model::reset_cache() {
   cache_.reset();
   state_.positions.zero_();
   state_.column.zero_();
+  state_.active.zero_();
   state_.valid.zero_();
   next_column_ = 0;
 }
@@ -116,6 +118,48 @@ torch::Tensor Model::decode_step(const torch::Tensor& tokens) {
     throw Error(cat("KV cache full: ", cache_.max_len(), " positions (allocate a longer cache)"));
   ++next_column_;
   return decoder_->decode_step(tokens.to(device_, torch::kInt64), rope_, cache_, state_);
+}
+
+void Model::check_slot(std::int64_t slot, const char* what) const {
+  if (!cache_.allocated()) throw Error(cat(what, " before allocate_cache"));
+  if (slot < 0 || slot >= cache_.batch())
+    throw Error(cat(what, ": slot ", slot, " is outside [0, ", cache_.batch(), ")"));
+}
+
+torch::Tensor Model::prefill_slot(std::int64_t slot, const torch::Tensor& ids) {
+  check_slot(slot, "prefill_slot");
+  if (ids.dim() != 1 || ids.size(0) < 1) throw UsageError(cat("prefill_slot: ids must be [P >= 1], got ", ids.sizes()));
+  const auto p = ids.size(0);
+  if (p > cache_.max_len())
+    throw UsageError(cat("prompt of ", p, " tokens does not fit the KV cache of ", cache_.max_len()));
+  torch::Tensor d_ids = ids.to(device_, torch::kInt64).view({1, p});  // [1, P]
+  KvCache row = cache_.view(slot, 1, cache_.max_len());
+  DecodeState row_state = state_.view(slot, 1, cache_.max_len());
+  return decoder_->prefill(d_ids, torch::ones_like(d_ids), rope_, row, row_state)[0];  // [V]
+}
+
+torch::Tensor Model::decode_slots(const torch::Tensor& tokens, std::int64_t columns) {
+  if (!cache_.allocated()) throw Error("decode_slots before allocate_cache");
+  if (tokens.dim() != 1 || tokens.size(0) < 1 || tokens.size(0) > cache_.batch())
+    throw Error(cat("decode_slots: tokens must be [R] with 1 <= R <= ", cache_.batch(), ", got ", tokens.sizes()));
+  const auto rows = tokens.size(0);
+  KvCache view = cache_.view(0, rows, columns);
+  DecodeState view_state = state_.view(0, rows, columns);
+  return decoder_->decode_step(tokens.to(device_, torch::kInt64), rope_, view, view_state);
+}
+
+void Model::move_slot(std::int64_t from, std::int64_t to, std::int64_t columns) {
+  check_slot(from, "move_slot");
+  check_slot(to, "move_slot");
+  if (from == to) return;
+  cache_.copy_row(from, to, columns);
+  for (torch::Tensor* t : {&state_.positions, &state_.column, &state_.active, &state_.valid})
+    t->narrow(0, to, 1).copy_(t->narrow(0, from, 1));
+}
+
+void Model::free_slot(std::int64_t slot) {
+  check_slot(slot, "free_slot");
+  for (torch::Tensor* t : {&state_.positions, &state_.column, &state_.active, &state_.valid}) t->narrow(0, slot, 1).zero_();
 }
 
 GenerateResult Model::generate(const std::vector<std::vector<std::int64_t>>& prompts, const GenerateOptions& o) {

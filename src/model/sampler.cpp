@@ -1,6 +1,7 @@
 #include "llmbench/model/sampler.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <algorithm>
 #include <limits>
 #ifdef LLMBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -49,6 +50,30 @@ torch::Tensor Sampler::sample(const torch::Tensor& logits) {
   // argmax(p / E) with E ~ Exp(1) draws from p without a host sync (the exponential race).
   torch::Tensor race = torch::empty_like(probs).exponential_(1.0, gen_);
   return (probs / race).argmax(-1);
+}
+
+torch::Tensor sample_rows(const torch::Tensor& logits, const std::vector<double>& temperature,
+                          const std::vector<double>& top_p, std::vector<at::Generator>& generators) {
+  const std::int64_t n = logits.size(0);
+  if (logits.dim() != 2 || static_cast<std::int64_t>(temperature.size()) != n ||
+      static_cast<std::int64_t>(top_p.size()) != n || static_cast<std::int64_t>(generators.size()) != n)
+    throw Error(cat("sample_rows: logits ", logits.sizes(), " need one temperature, top_p and generator per row"));
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  torch::Tensor temps = torch::tensor(temperature, f64).to(logits.device(), torch::kFloat32).view({n, 1});  // [n, 1]
+  torch::Tensor x = logits.to(torch::kFloat32) / temps;                                                    // [n, V]
+  if (std::any_of(top_p.begin(), top_p.end(), [](double p) { return p < 1.0; })) {
+    torch::Tensor ps = torch::tensor(top_p, f64).to(logits.device()).view({n, 1});                       // [n, 1]
+    auto [sorted, order] = x.sort(-1, /*descending=*/true);                                              // [n, V]
+    torch::Tensor probs = sorted.softmax(-1);
+    // As Sampler: drop a token when those ranked above it reach top_p; rows with top_p = 1 keep all.
+    torch::Tensor drop = ((probs.cumsum(-1) - probs) >= ps).logical_and(ps < 1.0);
+    x = torch::full_like(x, neg_inf).scatter(-1, order, sorted.masked_fill(drop, neg_inf));
+  }
+  torch::Tensor probs = x.softmax(-1);         // [n, V]
+  torch::Tensor race = torch::empty_like(probs);
+  for (std::int64_t i = 0; i < n; ++i) race[i].exponential_(1.0, generators[i]);
+  return (probs / race).argmax(-1);            // [n]
 }
 
 }  // namespace llmbench

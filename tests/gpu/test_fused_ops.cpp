@@ -191,6 +191,38 @@ TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {
   EXPECT_EQ(values.abs().sum().item<float>(), 0.0f);
 }
 
+// The slot engine's layout: every row writes its own column (one out of the cache: no write there).
+TEST(FusedOps, RopeQkvCachePerRowColumnsMatchPlain) {
+  REQUIRE_CUDA();
+  torch::manual_seed(8);
+  const std::int64_t b = 4, hq = 28, hkv = 4, t = 700, n = (hq + 2 * hkv) * kD;
+  auto [cos_t, sin_t] = rope_tables(t);
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
+  torch::Tensor positions = torch::tensor({530, 3, 699, 12}, i64);  // [B]
+  torch::Tensor columns = torch::tensor({612, 3, 699, 700}, i64);   // [B], row 3 outside
+  torch::Tensor qkv = randn({b, 1, n}, 2.0);
+  torch::Tensor cache = randn({2, 2, b, hkv, t, kD});               // [L, 2, B, Hkv, T, D]
+  torch::Tensor want_cache = cache.clone();
+  torch::Tensor want_q = torch::empty({b, hq, kD}, cuda_bf16());
+  for (std::int64_t r = 0; r < b; ++r) {  // row by row with the plain function and a one-row column
+    torch::Tensor wk = want_cache[1][0].narrow(0, r, 1), wv = want_cache[1][1].narrow(0, r, 1);
+    const std::int64_t col = columns[r].item<std::int64_t>();
+    torch::Tensor scratch_k = torch::zeros({1, hkv, t + 1, kD}, cuda_bf16()), scratch_v = scratch_k.clone();
+    want_q[r] = plain_rope_qkv(qkv.narrow(0, r, 1), {}, cos_t, sin_t, positions.narrow(0, r, 1), columns.narrow(0, r, 1),
+                               scratch_k, scratch_v, hq, hkv)[0];
+    if (col < t) {
+      wk.narrow(2, col, 1).copy_(scratch_k.narrow(2, col, 1));
+      wv.narrow(2, col, 1).copy_(scratch_v.narrow(2, col, 1));
+    }
+  }
+  torch::Tensor keys = cache[1][0], values = cache[1][1];
+  torch::Tensor q = fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, positions, columns, keys, values, hq, hkv);
+  EXPECT_TRUE(torch::equal(q, want_q)) << "q differs (max " << (q - want_q).abs().max().item<float>() << ")";
+  EXPECT_TRUE(torch::equal(cache, want_cache)) << "the cache differs (written columns or elsewhere)";
+  EXPECT_THROW(fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, positions, columns.narrow(0, 0, 2), keys, values, hq, hkv),
+               Error);
+}
+
 namespace {
 
 // Fused vs eager attention on one (shape, mask).

@@ -39,7 +39,9 @@ struct RopeQkvArgs {
   const void* sin = nullptr;          // [rope_len, D] contiguous
   std::int64_t rope_len = 0;
   const std::int64_t* positions = nullptr;  // [B] device: each row's position id (clamped into the table)
-  const std::int64_t* column = nullptr;     // [1] device: the cache column to write (out of range: no write)
+  const std::int64_t* column = nullptr;     // device: row b writes cache column column[b · column_stride]
+  std::int64_t column_stride = 0;           // 0: one column [1] for all rows, 1: a column per row [B]
+                                            // (out of range: that row writes nothing)
   void* q_out = nullptr;              // [B, Hq, D] contiguous
   void* k_cache = nullptr;            // [B, Hkv, T_max, D], strides below, D contiguous
   void* v_cache = nullptr;            // [B, Hkv, T_max, D], same strides as k_cache

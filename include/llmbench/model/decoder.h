@@ -15,11 +15,18 @@
 // from device tensors and it never syncs with the host.
 namespace llmbench {
 
-// Per-run state on the device, updated in place by prefill/decode_step.
+// Per-run state on the device, updated in place by prefill/decode_step. Each row has its own cache column
+// (the slot engine's rows hold requests of different lengths); the offline batch has them all equal.
+// Inactive rows (free slots inside a decode bucket) stay at column 0, position 0: they compute garbage
+// that nobody reads and never advance, so they cannot run off the cache.
 struct DecodeState {
   torch::Tensor positions;  // [B] int64: the position id the next token of each row gets
-  torch::Tensor column;     // [1] int64: the cache column the next token is written to
+  torch::Tensor column;     // [B] int64: the cache column the next token of each row is written to
+  torch::Tensor active;     // [B] int64: 1 running, 0 free; a decode step advances column/positions by it
   torch::Tensor valid;      // [B, T_max] bool: cache columns holding real (non-pad) tokens
+
+  // Rows [row, row + rows) and columns [0, columns): views of the same storage.
+  DecodeState view(std::int64_t row, std::int64_t rows, std::int64_t columns) const;
 };
 
 class Decoder {
@@ -28,7 +35,8 @@ class Decoder {
       : config_(config), weights_(weights), attn_(attn) {}
 
   // ids [B, P] int64, attention_mask [B, P] (1: token, 0: left pad) → last-position logits [B, V] float32.
-  // Position ids follow HF: cumsum(mask) − 1, pads get 1. Writes cache columns [0, P).
+  // Position ids follow HF: cumsum(mask) − 1, pads get 1. Writes cache columns [0, P), marks every row
+  // active.
   torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
                         KvCache& cache, DecodeState& state) const;
 
@@ -38,7 +46,8 @@ class Decoder {
   // hidden [..., H] → the final RMSNorm of it (model dtype), what the lm_head reads.
   torch::Tensor final_norm(const torch::Tensor& hidden) const;
 
-  // tokens [B] int64 → logits [B, V] float32; writes cache column state.column, then advances state.
+  // tokens [B] int64 → logits [B, V] float32; writes each row's cache column state.column[b] (which must
+  // be < cache.max_len() for active rows), then advances the active rows.
   torch::Tensor decode_step(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   void set_attn(AttnImpl attn) { attn_ = attn; }

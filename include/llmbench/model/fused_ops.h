@@ -26,7 +26,8 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up);
 // One decode token per row (S = 1): qkv [B, 1, (Hq + 2 Hkv) D] or [B, (Hq + 2 Hkv) D], plus bias
 // [(Hq + 2 Hkv) D] when defined; RoPE from the tables cos/sin [T_rope, D] at positions [B] int64
 // (device); writes rotated k and raw v into keys/values [B, Hkv, T_max, D] (cache views, D contiguous)
-// at column [1] int64 (device). Returns rotated q [B, Hq, D].
+// at column (device int64: [1] for every row, or [B] one per row; a row whose column is outside
+// [0, T_max) writes nothing). Returns rotated q [B, Hq, D].
 torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias, const torch::Tensor& cos_table,
                              const torch::Tensor& sin_table, const torch::Tensor& positions,
                              const torch::Tensor& column, torch::Tensor& keys, torch::Tensor& values,

@@ -20,6 +20,12 @@
 //   m->reset_cache();                    // before each timed run; frees nothing
 //   logits = m->prefill(ids, mask);      // [B, P] → [B, V] float32, last position only
 //   logits = m->decode_step(tokens);     // [B] → [B, V] float32; capturable (no host sync)
+//
+// The slot engine (engine/) uses the same cache as B independent slots of T_max columns each:
+//   m->allocate_cache(slots, max_context); m->reset_cache();
+//   logits = m->prefill_slot(3, ids);    // [P] → [V] float32: slot 3 holds that prompt alone
+//   logits = m->decode_slots(tokens, C); // [R] → [R, V]: one step of rows [0, R) over columns [0, C)
+//   m->move_slot(5, 3, len); m->free_slot(5);  // compaction when the request of row 3 leaves
 namespace llmbench {
 
 // "float32|fp32", "bfloat16|bf16", "float16|fp16|half" → dtype; UsageError otherwise.
@@ -95,8 +101,22 @@ class Model {
   // Throws UsageError for an empty prompt, an id outside the vocabulary or a too-long context.
   GenerateResult generate(const std::vector<std::vector<std::int64_t>>& prompts, const GenerateOptions& options);
 
+  // Slots: each cache row is a request of its own length. The caller tracks lengths on the host.
+  // Batch-1 prefill of ids [P] (any device) into slot `slot`'s columns [0, P); sets that row's valid
+  // columns, position P, column P and marks it active; other rows are untouched. → last logits [V] float32.
+  torch::Tensor prefill_slot(std::int64_t slot, const torch::Tensor& ids);
+  // One decode step of rows [0, R), R = tokens.size(0), over cache columns [0, columns): tokens [R] int64
+  // → logits [R, V] float32. Every active row among them must have its column < `columns` (not checked:
+  // no host sync); inactive rows compute garbage and stay put. Capturable per (R, columns).
+  torch::Tensor decode_slots(const torch::Tensor& tokens, std::int64_t columns);
+  // Copies slot `from` (KV columns [0, columns), position, column, valid row, active) into slot `to`.
+  void move_slot(std::int64_t from, std::int64_t to, std::int64_t columns);
+  // Marks slot `slot` inactive: column 0, position 0, no valid columns.
+  void free_slot(std::int64_t slot);
+
  private:
   Model() = default;
+  void check_slot(std::int64_t slot, const char* what) const;
 
   ModelInfo info_;
   torch::Device device_{torch::kCPU};

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -32,5 +33,12 @@ class Sampler {
   SamplingParams params_;
   at::Generator gen_;
 };
+
+// Sampling of rows that each have their own parameters and generator (the serving engine's batch):
+// row i of logits [n, V] is drawn with temperature[i] > 0, top_p[i] from generators[i], the same id
+// Sampler({temperature[i], 0, top_p[i]}) with that generator gives for logits[i] alone. The filtering runs
+// batched; only the noise is drawn row by row. → ids [n] int64 on the logits' device, no host sync.
+torch::Tensor sample_rows(const torch::Tensor& logits, const std::vector<double>& temperature,
+                          const std::vector<double>& top_p, std::vector<at::Generator>& generators);
 
 }  // namespace llmbench

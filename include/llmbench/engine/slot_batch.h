@@ -1,0 +1,63 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "llmbench/model/decode_graph.h"
+#include "llmbench/model/model.h"
+
+// The model's KV cache as `slots` rows of `max_context` columns, one request per row, kept compacted:
+// running requests occupy rows [0, size()). When a request leaves, the last row moves into its place
+// (KV columns, position, column, valid mask), so a decode step always runs on a prefix of rows: the
+// smallest row bucket (1, 2, 4, …, slots) ≥ size() and the smallest column bucket (256, 512, …,
+// max_context) longer than the longest row. Rows of the bucket beyond size() are inactive and never
+// advance. With CUDA graphs one graph per (row bucket, column bucket) is captured up front.
+// Not thread-safe: the engine thread owns it.
+namespace llmbench {
+
+class SlotBatch {
+ public:
+  // Allocates the cache (model.allocate_cache(slots, max_context)) and, when `cuda_graph` and the
+  // model is on CUDA, captures every bucket's graph. Throws UsageError for a bad size.
+  SlotBatch(Model& model, std::int64_t slots, std::int64_t max_context, bool cuda_graph);
+
+  std::int64_t size() const { return static_cast<std::int64_t>(lengths_.size()); }
+  std::int64_t slots() const { return slots_; }
+  std::int64_t max_context() const { return max_context_; }
+  bool full() const { return size() == slots_; }
+  // Cache columns row `row` holds (prompt + tokens fed to decode steps).
+  std::int64_t length(std::int64_t row) const { return lengths_.at(row); }
+  bool graphs() const { return !graphs_.empty(); }
+
+  // Prefills `prompt` into row size() (a new running row) → its last logits [V] float32 on the device.
+  // On an exception the row stays free.
+  torch::Tensor add(const std::vector<std::int64_t>& prompt);
+  // One decode step of every running row: tokens[i] is row i's input → logits [size(), V] float32 on the
+  // device (a graph's static buffer: read it before the next step). Throws when a row's cache is full.
+  torch::Tensor step(const std::vector<std::int64_t>& tokens);
+  // Frees row `row`; the last running row moves into it (compaction). Returns the index of the row that
+  // moved into `row` (size() before the call − 1), or −1 when `row` was the last one.
+  std::int64_t remove(std::int64_t row);
+  // Frees every row (after a failed step).
+  void clear();
+
+  // Row buckets 1, 2, 4, … capped at `slots`; column buckets 256, 512, … capped at `max_context`.
+  static std::vector<std::int64_t> row_buckets(std::int64_t slots);
+  static std::vector<std::int64_t> column_buckets(std::int64_t max_context);
+
+ private:
+  static std::int64_t bucket(const std::vector<std::int64_t>& buckets, std::int64_t at_least);
+
+  Model& model_;
+  std::int64_t slots_ = 0;
+  std::int64_t max_context_ = 0;
+  std::vector<std::int64_t> lengths_;  // per running row: cache columns written
+  std::vector<std::int64_t> row_buckets_, column_buckets_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<DecodeGraph>> graphs_;  // (rows, columns)
+};
+
+}  // namespace llmbench

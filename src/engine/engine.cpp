@@ -1,0 +1,402 @@
+#include "llmbench/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+#include "llmbench/engine/slot_batch.h"
+#include "llmbench/model/model.h"
+#include "llmbench/model/sampler.h"
+#include "llmbench/runner/model_tokenizer.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+namespace llmbench {
+
+const char* to_string(FinishReason r) {
+  switch (r) {
+    case FinishReason::none: return "none";
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
+    case FinishReason::error: return "error";
+  }
+  return "none";
+}
+
+namespace {
+
+// Default context per slot when EngineOptions::max_context is 0.
+constexpr int kDefaultMaxContext = 4096;
+
+using Clock = std::chrono::steady_clock;
+
+struct Waiting {
+  std::shared_ptr<EngineRequest> request;
+  SteadyTime enqueued;
+};
+
+// A request holding row i of the SlotBatch (rows_[i]).
+struct Running {
+  std::shared_ptr<EngineRequest> request;
+  EngineTimes times;
+  int generated = 0;
+  std::int64_t last = 0;              // the last sampled token: the next step's input
+  std::optional<at::Generator> generator;  // sampled requests only: seeded with the request's seed
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(const EngineOptions& o) : options_(o) {
+    if (o.max_batch < 1) throw UsageError(cat("engine max_batch must be >= 1, got ", o.max_batch));
+    if (o.max_queue < 1) throw UsageError(cat("engine max_queue must be >= 1, got ", o.max_queue));
+    if (!(o.max_wait_ms >= 0)) throw UsageError(cat("engine max_wait_ms must be >= 0, got ", o.max_wait_ms));
+    if (o.max_context < 0) throw UsageError(cat("engine max_context must be >= 0, got ", o.max_context));
+    model_ = Model::load({o.model, o.dtype, o.device, o.attn, o.seed});
+    const ModelConfig& c = model_->config();
+    max_context_ = o.max_context > 0 ? o.max_context
+                                     : static_cast<int>(std::min<std::int64_t>(c.max_position_embeddings, kDefaultMaxContext));
+    eos_ = c.eos_token_ids;
+    tokenizer_ = load_model_tokenizer(model_->info());
+    model_->set_fused(o.fused);
+#ifdef LLMBENCH_WITH_CUDA
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (model_->device().is_cuda()) guard.emplace(model_->device());
+#endif
+    batch_ = std::make_unique<SlotBatch>(*model_, o.max_batch, max_context_, o.cuda_graph);
+    stats_.slots_total = o.max_batch;
+    log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
+                  o.batching == Batching::continuous ? "continuous" : "static", " batching, fused ",
+                  model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off"));
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~EngineImpl() override { stop(0); }
+
+  bool submit(std::shared_ptr<EngineRequest> r) override {
+    if (!r) throw UsageError("null request");
+    validate(*r);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || static_cast<int>(queue_.size()) >= options_.max_queue) return false;
+    queue_.push_back({std::move(r), Clock::now()});
+    cv_.notify_all();
+    return true;
+  }
+
+  EngineStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    EngineStats s = stats_;
+    s.waiting = static_cast<int>(queue_.size());
+    return s;
+  }
+
+  int max_context() const override { return max_context_; }
+  std::int64_t vocab_size() const override { return model_->config().vocab_size; }
+  std::vector<std::int64_t> eos_ids() const override { return eos_; }
+  std::string model_name() const override { return options_.model; }
+  std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
+
+  void stop(double grace_ms) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!stopping_) {
+        stopping_ = true;
+        const auto grace = std::chrono::duration<double, std::milli>(std::max(0.0, grace_ms));
+        deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(grace);
+      }
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> join(join_mu_);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void validate(const EngineRequest& r) const {
+    const auto p = static_cast<std::int64_t>(r.prompt.size());
+    if (p == 0) throw UsageError("the prompt is empty");
+    const std::int64_t vocab = model_->config().vocab_size;
+    for (std::size_t i = 0; i < r.prompt.size(); ++i)
+      if (r.prompt[i] < 0 || r.prompt[i] >= vocab)
+        throw UsageError(cat("token id ", r.prompt[i], " at prompt position ", i, " is outside the vocabulary [0, ",
+                             vocab, ")"));
+    if (r.max_tokens < 1) throw UsageError(cat("max_tokens must be >= 1, got ", r.max_tokens));
+    if (p + r.max_tokens > max_context_)
+      throw UsageError(cat("prompt of ", p, " tokens + max_tokens ", r.max_tokens, " = ", p + r.max_tokens,
+                           " exceeds the context of ", max_context_, " tokens"));
+    if (!(r.temperature >= 0) || !std::isfinite(r.temperature))
+      throw UsageError(cat("temperature must be a finite number >= 0, got ", r.temperature));
+    if (!(r.top_p > 0 && r.top_p <= 1)) throw UsageError(cat("top_p must be in (0, 1], got ", r.top_p));
+  }
+
+  // The engine thread: step boundaries, admission, one decode step per iteration.
+  void loop() {
+    torch::NoGradGuard no_grad;
+#ifdef LLMBENCH_WITH_CUDA
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (model_->device().is_cuda()) guard.emplace(model_->device());
+#endif
+    for (;;) {
+      // Cancelled rows leave first, so that their slots are free for this boundary's admissions.
+      for (std::int64_t i = size() - 1; i >= 0; --i)
+        if (i < size() && rows_[i].request->cancelled) finish(i, FinishReason::cancelled);
+      std::vector<Waiting> admit, dropped;
+      bool cancel_running = false;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (!wait_for_work(lock)) break;
+        if (stopping_) {
+          for (auto& w : queue_) dropped.push_back(std::move(w));
+          queue_.clear();
+          cancel_running = Clock::now() >= deadline_;
+        } else {
+          // Queued requests cancelled while waiting leave now, without taking a slot.
+          for (auto it = queue_.begin(); it != queue_.end();) {
+            if (it->request->cancelled) {
+              dropped.push_back(std::move(*it));
+              it = queue_.erase(it);
+            } else {
+              ++it;
+            }
+          }
+          const bool may_admit = options_.batching == Batching::continuous || batch_->size() == 0;
+          while (may_admit && !queue_.empty() && batch_->size() + static_cast<std::int64_t>(admit.size()) < batch_->slots()) {
+            admit.push_back(std::move(queue_.front()));
+            queue_.pop_front();
+          }
+        }
+      }
+      for (auto& w : dropped) finish_waiting(w, FinishReason::cancelled);
+      if (cancel_running) end_all(FinishReason::cancelled);
+      for (auto& w : admit) start_request(w);
+      if (size() > 0) decode();
+      publish();
+    }
+    end_all(FinishReason::cancelled);
+    publish();
+  }
+
+  std::int64_t size() const { return static_cast<std::int64_t>(rows_.size()); }
+
+  void end_all(FinishReason reason, const std::string& error = {}) {
+    while (size() > 0) finish(size() - 1, reason, error);
+  }
+
+  // Blocks until there is something to do. False: stopping and nothing left (the thread exits).
+  bool wait_for_work(std::unique_lock<std::mutex>& lock) {
+    for (;;) {
+      if (batch_->size() > 0) return true;
+      if (stopping_) return !queue_.empty();
+      if (!queue_.empty()) {
+        if (options_.batching == Batching::continuous) return true;
+        // Static batching: a full batch, or max_wait_ms after the oldest request arrived.
+        const auto due = queue_.front().enqueued + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double, std::milli>(options_.max_wait_ms));
+        if (static_cast<std::int64_t>(queue_.size()) >= batch_->slots() || Clock::now() >= due) return true;
+        cv_.wait_until(lock, due);
+        continue;
+      }
+      cv_.wait(lock);
+    }
+  }
+
+  void start_request(Waiting& w) {
+    EngineRequest& r = *w.request;
+    if (r.cancelled) return finish_waiting(w, FinishReason::cancelled);
+    Running run;
+    run.request = w.request;
+    run.times.enqueued = w.enqueued;
+    run.times.admitted = Clock::now();
+    std::int64_t next = 0;
+    try {
+      if (r.temperature > 0) run.generator = make_generator(model_->device(), r.seed);
+      torch::Tensor logits = batch_->add(r.prompt).unsqueeze(0);  // [1, V]
+      next = sample({&run}, logits).front();
+    } catch (const std::exception& e) {
+      if (batch_->size() > size()) batch_->remove(batch_->size() - 1);
+      return finish_waiting(w, FinishReason::error, first_line(e.what()), run.times.admitted);
+    }
+    rows_.push_back(std::move(run));
+    emit_token(size() - 1, next);
+  }
+
+  // Greedy rows: the exact argmax of their float32 logits. Sampled rows: sample_rows, each from its own
+  // generator, so a request's draws depend on its seed and its own logits only, never on which other
+  // requests share the step. logits [n, V] → ids on the host (the step's one sync).
+  std::vector<std::int64_t> sample(const std::vector<Running*>& rows, const torch::Tensor& logits) {
+    torch::Tensor ids = logits.argmax(-1);  // [n] int64
+    std::vector<std::int64_t> sampled;
+    std::vector<double> temperature, top_p;
+    std::vector<at::Generator> generators;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i]->generator) continue;
+      sampled.push_back(static_cast<std::int64_t>(i));
+      temperature.push_back(rows[i]->request->temperature);
+      top_p.push_back(rows[i]->request->top_p);
+      generators.push_back(*rows[i]->generator);
+    }
+    if (!sampled.empty()) {
+      torch::Tensor index = torch::tensor(sampled, torch::kInt64).to(logits.device());  // [s]
+      ids.index_copy_(0, index, sample_rows(logits.index_select(0, index), temperature, top_p, generators));
+    }
+    ids = ids.cpu();
+    const auto* p = ids.data_ptr<std::int64_t>();
+    return std::vector<std::int64_t>(p, p + ids.size(0));
+  }
+
+  // One decode step of every running row, its tokens handed out, finished rows freed.
+  void decode() {
+    const auto n = batch_->size();
+    std::vector<std::int64_t> tokens(n);
+    for (std::int64_t i = 0; i < n; ++i) tokens[i] = rows_[i].last;
+    std::vector<std::int64_t> next;
+    try {
+      torch::Tensor logits = batch_->step(tokens);  // [n, V] float32
+      std::vector<Running*> rows;
+      for (auto& run : rows_) rows.push_back(&run);
+      next = sample(rows, logits);
+    } catch (const std::exception& e) {
+      const std::string what = first_line(e.what());
+      log::warn(cat("engine: decode step of ", n, " rows failed: ", what));
+      end_all(FinishReason::error, what);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.steps;
+      stats_.last_batch_size = static_cast<int>(n);
+    }
+    // Backwards, so that compaction (the last row moving into a freed one) never moves an unvisited row.
+    for (std::int64_t i = n - 1; i >= 0; --i)
+      if (i < size()) emit_token(i, next[i]);
+  }
+
+  // Hands row i its new token; frees the row when that token ends the request.
+  void emit_token(std::int64_t i, std::int64_t token) {
+    Running& run = rows_[i];
+    const std::shared_ptr<EngineRequest> request = run.request;  // outlives release(i)
+    const EngineRequest& r = *request;
+    ++run.generated;
+    run.last = token;
+    const auto now = Clock::now();
+    if (run.generated == 1) run.times.first_token = now;
+    FinishReason finish = FinishReason::none;
+    if (!r.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end())
+      finish = FinishReason::stop;
+    else if (run.generated >= r.max_tokens)
+      finish = FinishReason::length;
+    EngineEvent e;
+    e.tokens = {token};
+    e.finish = finish;
+    e.prompt_tokens = static_cast<int>(r.prompt.size());
+    e.completion_tokens = run.generated;
+    if (finish != FinishReason::none) run.times.finished = now;
+    e.times = run.times;
+    if (finish != FinishReason::none) release(i);
+    call(r, e);
+  }
+
+  // Ends row i without a new token (cancelled, error) and frees it.
+  void finish(std::int64_t i, FinishReason reason, const std::string& error = {}) {
+    Running& run = rows_[i];
+    run.times.finished = Clock::now();
+    const EngineEvent e = last_event(run, reason, error);
+    const std::shared_ptr<EngineRequest> request = run.request;
+    release(i);
+    call(*request, e);
+  }
+
+  // Frees row i of the batch and of rows_ with the same compaction. A failure to free (the device state is
+  // suspect) resets every slot and ends the other rows with an error.
+  void release(std::int64_t i) {
+    bool reset = false;
+    try {
+      batch_->remove(i);
+    } catch (const std::exception& e) {
+      log::warn(cat("engine: freeing a slot failed: ", first_line(e.what()), "; every slot is reset"));
+      batch_->clear();
+      reset = true;
+    }
+    rows_[i] = std::move(rows_.back());
+    rows_.pop_back();
+    if (reset) {
+      std::vector<Running> rest = std::move(rows_);
+      rows_.clear();
+      for (auto& run : rest) {
+        run.times.finished = Clock::now();
+        call(*run.request, last_event(run, FinishReason::error, "the engine's slots were reset after a failure"));
+      }
+    }
+  }
+
+  static EngineEvent last_event(const Running& run, FinishReason reason, const std::string& error) {
+    EngineEvent e;
+    e.finish = reason;
+    e.error = error;
+    e.prompt_tokens = static_cast<int>(run.request->prompt.size());
+    e.completion_tokens = run.generated;
+    e.times = run.times;
+    return e;
+  }
+
+  void finish_waiting(const Waiting& w, FinishReason reason, const std::string& error = {}, SteadyTime admitted = {}) {
+    EngineEvent e;
+    e.finish = reason;
+    e.error = error;
+    e.prompt_tokens = static_cast<int>(w.request->prompt.size());
+    e.times.enqueued = w.enqueued;
+    e.times.admitted = admitted;
+    e.times.finished = Clock::now();
+    call(*w.request, e);
+  }
+
+  // A throwing callback is logged and ignored: it must not take the engine down.
+  static void call(const EngineRequest& r, const EngineEvent& e) {
+    if (!r.on_event) return;
+    try {
+      r.on_event(e);
+    } catch (const std::exception& ex) {
+      log::warn(cat("engine: on_event threw: ", first_line(ex.what())));
+    } catch (...) {
+      log::warn("engine: on_event threw");
+    }
+  }
+
+  void publish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.running = static_cast<int>(batch_->size());
+  }
+
+  EngineOptions options_;
+  std::unique_ptr<Model> model_;
+  int max_context_ = 0;
+  std::vector<std::int64_t> eos_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<SlotBatch> batch_;  // engine thread only
+  std::vector<Running> rows_;         // engine thread only; rows_[i] holds batch_ row i
+
+  mutable std::mutex mu_;             // guards queue_, stopping_, deadline_, stats_
+  std::condition_variable cv_;
+  std::deque<Waiting> queue_;
+  bool stopping_ = false;
+  SteadyTime deadline_;               // stop(): running requests are cancelled after this
+  EngineStats stats_;
+
+  std::mutex join_mu_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::start(const EngineOptions& options) { return std::make_unique<EngineImpl>(options); }
+
+}  // namespace llmbench

@@ -1,0 +1,107 @@
+#include "llmbench/engine/slot_batch.h"
+
+#include <algorithm>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+
+namespace llmbench {
+
+namespace {
+
+// The smallest column bucket: below it the attention's cost is noise next to the weights.
+constexpr std::int64_t kMinColumnBucket = 256;
+
+}  // namespace
+
+std::vector<std::int64_t> SlotBatch::row_buckets(std::int64_t slots) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t r = 1; r < slots; r *= 2) out.push_back(r);
+  out.push_back(slots);
+  return out;
+}
+
+std::vector<std::int64_t> SlotBatch::column_buckets(std::int64_t max_context) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t c = kMinColumnBucket; c < max_context; c *= 2) out.push_back(c);
+  out.push_back(max_context);
+  return out;
+}
+
+std::int64_t SlotBatch::bucket(const std::vector<std::int64_t>& buckets, std::int64_t at_least) {
+  for (std::int64_t b : buckets)
+    if (b >= at_least) return b;
+  throw Error(cat("no bucket holds ", at_least, " (largest ", buckets.back(), ")"));
+}
+
+SlotBatch::SlotBatch(Model& model, std::int64_t slots, std::int64_t max_context, bool cuda_graph)
+    : model_(model), slots_(slots), max_context_(max_context) {
+  if (slots < 1) throw UsageError(cat("the engine needs at least 1 slot, got ", slots));
+  if (max_context < 2) throw UsageError(cat("the engine's context must be at least 2 tokens, got ", max_context));
+  row_buckets_ = row_buckets(slots);
+  column_buckets_ = column_buckets(max_context);
+  model_.allocate_cache(slots, max_context);
+  model_.reset_cache();
+  if (cuda_graph && DecodeGraph::available(model_.device()) && max_context >= 4) {
+    for (std::int64_t r : row_buckets_)
+      for (std::int64_t c : column_buckets_) graphs_[{r, c}] = std::make_unique<DecodeGraph>(model_, r, c);
+    log::info(cat("engine: captured ", graphs_.size(), " decode graphs (", row_buckets_.size(), " row × ",
+                  column_buckets_.size(), " column buckets)"));
+  }
+  model_.reset_cache();  // the captures' warm-up steps wrote the cache
+}
+
+torch::Tensor SlotBatch::add(const std::vector<std::int64_t>& prompt) {
+  if (full()) throw Error(cat("no free slot (", slots_, " in use)"));
+  const auto row = size();
+  const auto p = static_cast<std::int64_t>(prompt.size());
+  try {
+    torch::Tensor logits = model_.prefill_slot(row, torch::tensor(prompt, torch::kInt64));  // [V]
+    lengths_.push_back(p);
+    return logits;
+  } catch (...) {
+    model_.free_slot(row);
+    throw;
+  }
+}
+
+torch::Tensor SlotBatch::step(const std::vector<std::int64_t>& tokens) {
+  const auto n = size();
+  if (n == 0) throw Error("decode step with no running row");
+  if (static_cast<std::int64_t>(tokens.size()) != n)
+    throw Error(cat("decode step: ", tokens.size(), " tokens for ", n, " running rows"));
+  const std::int64_t longest = *std::max_element(lengths_.begin(), lengths_.end());
+  if (longest >= max_context_) throw Error(cat("KV cache full: a row holds all ", max_context_, " columns"));
+  const std::int64_t rows = bucket(row_buckets_, n), columns = bucket(column_buckets_, longest + 1);
+  torch::Tensor input = torch::tensor(tokens, torch::kInt64);  // [n] on the host
+  torch::Tensor logits;                                      // [n, V]
+  if (auto it = graphs_.find({rows, columns}); it != graphs_.end()) {
+    logits = it->second->step(input.to(model_.device()));
+  } else {
+    // Inactive rows of the bucket are fed token 0; their results are dropped.
+    torch::Tensor padded = torch::zeros({rows}, torch::kInt64);  // [R]
+    padded.narrow(0, 0, n).copy_(input);
+    logits = model_.decode_slots(padded, columns).narrow(0, 0, n);
+  }
+  for (auto& l : lengths_) ++l;
+  return logits;
+}
+
+std::int64_t SlotBatch::remove(std::int64_t row) {
+  const auto last = size() - 1;
+  if (row < 0 || row > last) throw Error(cat("remove: row ", row, " is not running (", size(), " rows)"));
+  if (row != last) {
+    model_.move_slot(last, row, lengths_[last]);
+    lengths_[row] = lengths_[last];
+  }
+  model_.free_slot(last);
+  lengths_.pop_back();
+  return row == last ? -1 : last;
+}
+
+void SlotBatch::clear() {
+  for (std::int64_t r = 0; r < size(); ++r) model_.free_slot(r);
+  lengths_.clear();
+}
+
+}  // namespace llmbench

@@ -1,0 +1,509 @@
+// The serving engine on the CPU with the tiny model: continuous batching gives each request the tokens it
+// would get alone (Model::generate), slots are recycled, the queue is bounded, static batching waits,
+// EOS / cancellation / validation / stop behave as engine.h says.
+#include <gtest/gtest.h>
+
+#include "remove_tree.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "llmbench/base/error.h"
+#include "llmbench/base/fs.h"
+#include "llmbench/engine/engine.h"
+#include "llmbench/engine/slot_batch.h"
+#include "llmbench/model/model.h"
+
+namespace llmbench {
+namespace {
+
+using namespace std::chrono_literals;
+using Ms = std::chrono::duration<double, std::milli>;
+
+constexpr auto kWait = 60s;  // generous: the CPU box is shared
+
+// Everything one request received, checked for the event contract as it arrives.
+struct Trace {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::int64_t> tokens;
+  std::vector<EngineEvent> events;
+  bool done = false;
+  std::string violation;  // first broken rule of the event contract
+
+  void on_event(const EngineEvent& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (done) violation = "an event after the last one";
+    if (e.finish == FinishReason::none && e.tokens.size() != 1) violation = "a running event without exactly one token";
+    tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+    if (e.completion_tokens != static_cast<int>(tokens.size())) violation = "completion_tokens disagrees with the tokens";
+    events.push_back(e);
+    done = e.finish != FinishReason::none;
+    cv.notify_all();
+  }
+  bool wait_done() {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, kWait, [&] { return done; });
+  }
+  bool wait_tokens(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, kWait, [&] { return tokens.size() >= n || done; });
+  }
+  bool is_done() {
+    std::lock_guard<std::mutex> lock(mu);
+    return done;
+  }
+  EngineEvent last() {
+    std::lock_guard<std::mutex> lock(mu);
+    return events.back();
+  }
+};
+
+std::shared_ptr<EngineRequest> make_request(std::vector<std::int64_t> prompt, int max_tokens,
+                                            const std::shared_ptr<Trace>& trace, bool ignore_eos = true) {
+  auto r = std::make_shared<EngineRequest>();
+  r->prompt = std::move(prompt);
+  r->max_tokens = max_tokens;
+  r->ignore_eos = ignore_eos;
+  r->on_event = [trace](const EngineEvent& e) { trace->on_event(e); };
+  return r;
+}
+
+EngineOptions tiny_options(int max_batch, int max_context = 128) {
+  EngineOptions o;
+  o.model = "tiny";
+  o.max_batch = max_batch;
+  o.max_context = max_context;
+  return o;
+}
+
+std::vector<std::int64_t> random_prompt(std::mt19937& rng, int len) {
+  std::uniform_int_distribution<std::int64_t> id(3, 500);
+  std::vector<std::int64_t> p(len);
+  for (auto& x : p) x = id(rng);
+  return p;
+}
+
+// The tokens Model::generate gives for this prompt alone.
+std::vector<std::int64_t> alone(Model& m, const EngineRequest& r) {
+  GenerateOptions g;
+  g.max_new_tokens = r.max_tokens;
+  g.ignore_eos = r.ignore_eos;
+  g.sampling.temperature = r.temperature;
+  g.sampling.top_p = r.top_p;
+  g.sampling.seed = r.seed;
+  return m.generate({r.prompt}, g).tokens[0];
+}
+
+void expect_times_ordered(const EngineTimes& t) {
+  EXPECT_LE(t.enqueued, t.admitted);
+  EXPECT_LE(t.admitted, t.first_token);
+  EXPECT_LE(t.first_token, t.finished);
+  EXPECT_NE(t.finished, SteadyTime{});
+}
+
+TEST(EngineSlots, BucketsCoverEverySize) {
+  EXPECT_EQ(SlotBatch::row_buckets(1), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(SlotBatch::row_buckets(12), (std::vector<std::int64_t>{1, 2, 4, 8, 12}));
+  EXPECT_EQ(SlotBatch::row_buckets(32), (std::vector<std::int64_t>{1, 2, 4, 8, 16, 32}));
+  EXPECT_EQ(SlotBatch::column_buckets(100), (std::vector<std::int64_t>{100}));
+  EXPECT_EQ(SlotBatch::column_buckets(4096), (std::vector<std::int64_t>{256, 512, 1024, 2048, 4096}));
+  EXPECT_EQ(SlotBatch::column_buckets(600), (std::vector<std::int64_t>{256, 512, 600}));
+}
+
+// The engine's batched sampler against Sampler row by row: same seeds, same ids (greedy rows are not
+// its business; temperatures and top_p differ per row, one row keeps top_p = 1).
+TEST(EngineSlots, SampleRowsMatchesSamplerRowByRow) {
+  torch::manual_seed(3);
+  const std::vector<double> temperature{0.7, 1.0, 1.3, 0.2}, top_p{0.9, 1.0, 0.5, 0.95};
+  std::vector<at::Generator> generators;
+  std::vector<Sampler> samplers;
+  for (std::size_t i = 0; i < temperature.size(); ++i) {
+    generators.push_back(make_generator(torch::kCPU, 40 + i));
+    samplers.emplace_back(SamplingParams{temperature[i], 0, top_p[i], 40 + i}, torch::kCPU);
+  }
+  for (int draw = 0; draw < 20; ++draw) {
+    torch::Tensor logits = torch::randn({4, 512}) * 3;  // [4, V]
+    torch::Tensor got = sample_rows(logits, temperature, top_p, generators);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(got[i].item<std::int64_t>(), samplers[i].sample(logits.narrow(0, i, 1))[0].item<std::int64_t>())
+          << "draw " << draw << " row " << i;
+  }
+}
+
+// The model core's slot API against plain decode: three requests of different lengths in rows of one
+// cache, one leaving (compaction) and a new one taking the freed row; every row's logits equal the
+// logits of that prompt decoded alone.
+TEST(EngineSlots, SlotDecodeMatchesEachPromptAlone) {
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  auto ref = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  std::mt19937 rng(7);
+  std::vector<std::vector<std::int64_t>> prompts{random_prompt(rng, 5), random_prompt(rng, 17), random_prompt(rng, 2),
+                                                 random_prompt(rng, 9)};
+  // Reference: each prompt alone, greedy, logits per step.
+  auto alone_logits = [&](const std::vector<std::int64_t>& p, int steps) {
+    ref->allocate_cache(1, 64);
+    ref->reset_cache();
+    std::vector<torch::Tensor> out{ref->prefill(torch::tensor(p).view({1, -1}))[0]};
+    for (int i = 1; i < steps; ++i) out.push_back(ref->decode_step(out.back().argmax(-1).view({1}))[0]);
+    return out;
+  };
+  SlotBatch batch(*m, 4, 300, false);
+  std::vector<std::vector<torch::Tensor>> got(4);
+  std::vector<int> row_of{0, 1, 2, -1};  // prompt → row
+  for (int i = 0; i < 3; ++i) got[i].push_back(batch.add(prompts[i]));
+  auto tokens_of_rows = [&] {
+    std::vector<std::int64_t> t(batch.size());
+    for (int p = 0; p < 4; ++p)
+      if (row_of[p] >= 0) t[row_of[p]] = got[p].back().argmax(-1).item<std::int64_t>();
+    return t;
+  };
+  auto step = [&] {
+    torch::Tensor l = batch.step(tokens_of_rows());
+    for (int p = 0; p < 4; ++p)
+      if (row_of[p] >= 0) got[p].push_back(l[row_of[p]].clone());
+  };
+  for (int s = 0; s < 3; ++s) step();
+  EXPECT_EQ(batch.remove(0), 2);  // prompt 0 leaves: row 2 (prompt 2) moves into row 0
+  row_of = {-1, 1, 0, -1};
+  for (int s = 0; s < 2; ++s) step();
+  got[3].push_back(batch.add(prompts[3]));  // takes row 2
+  row_of[3] = 2;
+  for (int s = 0; s < 4; ++s) step();
+  for (int p = 0; p < 4; ++p) {
+    SCOPED_TRACE(p);
+    auto want = alone_logits(prompts[p], static_cast<int>(got[p].size()));
+    ASSERT_EQ(got[p].size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[p][i], want[i], 1e-4, 1e-5)) << "step " << i;
+      EXPECT_EQ(got[p][i].argmax().item<std::int64_t>(), want[i].argmax().item<std::int64_t>()) << "step " << i;
+    }
+  }
+}
+
+// 32 requests of different lengths, greedy and sampled, submitted from four threads with staggering into
+// 8 slots: each gets exactly what Model::generate gives for its prompt alone.
+TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {
+  EngineOptions o = tiny_options(8);
+  auto engine = Engine::start(o);
+  EXPECT_EQ(engine->max_context(), 128);
+  EXPECT_EQ(engine->vocab_size(), 512);
+  EXPECT_EQ(engine->eos_ids(), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(engine->model_name(), "tiny");
+  EXPECT_EQ(engine->stats().slots_total, 8);
+  ASSERT_NE(engine->tokenizer(), nullptr);
+
+  std::mt19937 rng(11);
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  std::vector<std::shared_ptr<Trace>> traces;
+  for (int i = 0; i < 32; ++i) {
+    traces.push_back(std::make_shared<Trace>());
+    auto r = make_request(random_prompt(rng, 1 + static_cast<int>(rng() % 40)), 2 + static_cast<int>(rng() % 18),
+                          traces.back(), /*ignore_eos=*/i % 2 == 0);
+    if (i % 4 == 3) {
+      r->temperature = 0.9;
+      r->top_p = 0.9;
+      r->seed = 100 + i;
+    }
+    reqs.push_back(r);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 delay(t);
+      for (int i = t; i < 32; i += 4) {
+        std::this_thread::sleep_for(std::chrono::microseconds(delay() % 3000));
+        EXPECT_TRUE(engine->submit(reqs[i]));
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  for (int i = 0; i < 32; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(traces[i]->violation, "");
+    EXPECT_EQ(traces[i]->tokens, alone(*m, *reqs[i]));
+    const EngineEvent last = traces[i]->last();
+    const bool eos = traces[i]->tokens.back() == 2 && !reqs[i]->ignore_eos;
+    EXPECT_EQ(last.finish, eos ? FinishReason::stop : FinishReason::length);
+    EXPECT_EQ(last.prompt_tokens, static_cast<int>(reqs[i]->prompt.size()));
+    expect_times_ordered(last.times);
+  }
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.slots_total, 8);
+  EXPECT_GT(s.steps, 0u);
+  engine->stop();
+}
+
+TEST(Engine, ShortRequestIsNotHeldByALongerOne) {
+  auto engine = Engine::start(tiny_options(4));
+  auto long_trace = std::make_shared<Trace>(), short_trace = std::make_shared<Trace>();
+  auto long_req = make_request({5, 6, 7, 8}, 120, long_trace);
+  ASSERT_TRUE(engine->submit(long_req));
+  ASSERT_TRUE(long_trace->wait_tokens(2));
+  ASSERT_TRUE(engine->submit(make_request({9, 10}, 3, short_trace)));
+  ASSERT_TRUE(short_trace->wait_done());
+  {
+    std::lock_guard<std::mutex> lock(long_trace->mu);
+    EXPECT_FALSE(long_trace->done) << "the short request waited for the long one";
+    EXPECT_LT(long_trace->tokens.size(), 120u);
+  }
+  EXPECT_EQ(short_trace->last().finish, FinishReason::length);
+  EXPECT_EQ(short_trace->tokens.size(), 3u);
+  ASSERT_TRUE(long_trace->wait_done());
+  EXPECT_LT(short_trace->last().times.finished, long_trace->last().times.finished);
+  EXPECT_EQ(long_trace->tokens.size(), 120u);
+}
+
+TEST(Engine, CancellationFreesTheSlotForTheNextRequest) {
+  auto engine = Engine::start(tiny_options(1));
+  auto a_trace = std::make_shared<Trace>(), b_trace = std::make_shared<Trace>();
+  auto a = make_request({5, 6, 7}, 120, a_trace);
+  auto b = make_request({8, 9}, 4, b_trace);
+  ASSERT_TRUE(engine->submit(a));
+  ASSERT_TRUE(a_trace->wait_tokens(1));
+  ASSERT_TRUE(engine->submit(b));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(b_trace->is_done());  // one slot, held by a
+  EXPECT_EQ(engine->stats().waiting, 1);
+  a->cancelled = true;
+  ASSERT_TRUE(a_trace->wait_done());
+  ASSERT_TRUE(b_trace->wait_done());
+  const EngineEvent a_last = a_trace->last(), b_last = b_trace->last();
+  EXPECT_EQ(a_last.finish, FinishReason::cancelled);
+  EXPECT_TRUE(a_last.tokens.empty());
+  EXPECT_LT(a_last.completion_tokens, 120);
+  EXPECT_EQ(b_last.finish, FinishReason::length);
+  EXPECT_EQ(b_trace->tokens.size(), 4u);
+  EXPECT_GE(b_last.times.admitted, a_last.times.finished);
+  EXPECT_EQ(a_trace->violation, "");
+  EXPECT_EQ(b_trace->violation, "");
+}
+
+TEST(Engine, CancelledWhileQueuedNeverRuns) {
+  auto engine = Engine::start(tiny_options(1));
+  auto a_trace = std::make_shared<Trace>(), b_trace = std::make_shared<Trace>();
+  auto a = make_request({5, 6, 7}, 60, a_trace);
+  auto b = make_request({8, 9}, 4, b_trace);
+  ASSERT_TRUE(engine->submit(a));
+  ASSERT_TRUE(a_trace->wait_tokens(1));
+  ASSERT_TRUE(engine->submit(b));
+  b->cancelled = true;
+  ASSERT_TRUE(b_trace->wait_done());
+  EXPECT_EQ(b_trace->last().finish, FinishReason::cancelled);
+  EXPECT_TRUE(b_trace->tokens.empty());
+  EXPECT_EQ(b_trace->last().times.admitted, SteadyTime{});
+  ASSERT_TRUE(a_trace->wait_done());
+  EXPECT_EQ(a_trace->tokens.size(), 60u);
+}
+
+TEST(Engine, FullQueueRefuses) {
+  EngineOptions o = tiny_options(1);
+  o.max_queue = 2;
+  auto engine = Engine::start(o);
+  auto a_trace = std::make_shared<Trace>();
+  auto a = make_request({5, 6, 7}, 120, a_trace);
+  ASSERT_TRUE(engine->submit(a));
+  ASSERT_TRUE(a_trace->wait_tokens(1));  // a holds the only slot; the queue is empty
+  auto t = std::make_shared<Trace>();
+  EXPECT_TRUE(engine->submit(make_request({1}, 1, t)));
+  EXPECT_TRUE(engine->submit(make_request({1}, 1, t)));
+  auto refused = std::make_shared<Trace>();
+  EXPECT_FALSE(engine->submit(make_request({1}, 1, refused)));
+  EXPECT_EQ(engine->stats().waiting, 2);
+  a->cancelled = true;
+  ASSERT_TRUE(a_trace->wait_done());
+  engine->stop();
+  EXPECT_TRUE(refused->events.empty());  // a refused request is never called back
+}
+
+TEST(Engine, StaticBatchingWaitsForMaxWaitOrAFullBatch) {
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  {
+    EngineOptions o = tiny_options(4);
+    o.batching = Batching::static_batch;
+    o.max_wait_ms = 300;
+    auto engine = Engine::start(o);
+    auto t = std::make_shared<Trace>();
+    auto r = make_request({5, 6, 7}, 3, t);
+    ASSERT_TRUE(engine->submit(r));
+    ASSERT_TRUE(t->wait_done());
+    const EngineTimes times = t->last().times;
+    EXPECT_GE(Ms(times.admitted - times.enqueued).count(), 290);  // alone: waited max_wait_ms
+    EXPECT_EQ(t->tokens, alone(*m, *r));
+  }
+  EngineOptions o = tiny_options(4);
+  o.batching = Batching::static_batch;
+  o.max_wait_ms = 20000;
+  auto engine = Engine::start(o);
+  std::vector<std::shared_ptr<Trace>> traces;
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i) {
+    traces.push_back(std::make_shared<Trace>());
+    reqs.push_back(make_request({5 + i, 6, 7 + 2 * i}, 10 + 10 * i, traces.back()));
+    ASSERT_TRUE(engine->submit(reqs.back()));
+  }
+  ASSERT_TRUE(traces[0]->wait_tokens(1));
+  EXPECT_LT(Ms(std::chrono::steady_clock::now() - t0).count(), 10000);  // a full batch starts at once
+  // Requests arriving while the batch runs (a full batch of them) wait for the whole batch to finish.
+  std::vector<std::shared_ptr<Trace>> late;
+  for (int i = 0; i < 4; ++i) {
+    late.push_back(std::make_shared<Trace>());
+    ASSERT_TRUE(engine->submit(make_request({9, 9}, 2, late.back())));
+  }
+  SteadyTime batch_end{};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(traces[i]->wait_done());
+    EXPECT_EQ(traces[i]->tokens, alone(*m, *reqs[i]));
+    batch_end = std::max(batch_end, traces[i]->last().times.finished);
+  }
+  for (auto& t : late) {
+    ASSERT_TRUE(t->wait_done());
+    EXPECT_GE(t->last().times.admitted, batch_end);
+  }
+}
+
+// A checkpoint whose config names `eos` as the EOS id (weights of the llama3_tied fixture).
+class CheckpointWithEos {
+ public:
+  explicit CheckpointWithEos(std::int64_t eos) {
+    namespace fs = std::filesystem;
+    const fs::path src = fs::path(LLMBENCH_TEST_DATA) / "models" / "llama3_tied";
+    dir_ = fs::temp_directory_path() / ("llmbench_engine_eos_" + std::to_string(::getpid()));
+    testing_util::remove_tree(dir_.string());
+    fs::create_directories(dir_);
+    fs::copy_file(src / "model.safetensors", dir_ / "model.safetensors");
+    auto cfg = nlohmann::json::parse(read_file((src / "config.json").string()));
+    cfg["eos_token_id"] = eos;
+    std::ofstream(dir_ / "config.json") << cfg.dump();
+  }
+  ~CheckpointWithEos() { testing_util::remove_tree(dir_.string()); }
+  std::string dir() const { return dir_.string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+TEST(Engine, EosEndsTheRequestUnlessIgnored) {
+  // The fixture's own greedy continuation; its 4th token becomes the EOS id of an edited copy.
+  const std::string fixture = std::string(LLMBENCH_TEST_DATA) + "/models/llama3_tied";
+  std::vector<std::int64_t> prompt{17, 45, 203, 9, 88};
+  GenerateOptions g;
+  g.max_new_tokens = 10;
+  g.ignore_eos = true;
+  const auto free_run = Model::load({fixture, "float32", "cpu", "eager", 0})->generate({prompt}, g).tokens[0];
+  const std::int64_t eos = free_run[3];
+  const auto stop_at = std::find(free_run.begin(), free_run.end(), eos) - free_run.begin() + 1;
+  CheckpointWithEos ckpt(eos);
+  EngineOptions o = tiny_options(2);
+  o.model = ckpt.dir();
+  auto engine = Engine::start(o);
+  EXPECT_EQ(engine->eos_ids(), (std::vector<std::int64_t>{eos}));
+  auto stopped = std::make_shared<Trace>(), ignored = std::make_shared<Trace>();
+  ASSERT_TRUE(engine->submit(make_request(prompt, 10, stopped, /*ignore_eos=*/false)));
+  ASSERT_TRUE(engine->submit(make_request(prompt, 10, ignored, /*ignore_eos=*/true)));
+  ASSERT_TRUE(stopped->wait_done());
+  ASSERT_TRUE(ignored->wait_done());
+  EXPECT_EQ(stopped->tokens, std::vector<std::int64_t>(free_run.begin(), free_run.begin() + stop_at));
+  EXPECT_EQ(stopped->tokens.back(), eos);  // the EOS id is the last token handed out
+  EXPECT_EQ(stopped->last().finish, FinishReason::stop);
+  EXPECT_EQ(ignored->tokens, free_run);
+  EXPECT_EQ(ignored->last().finish, FinishReason::length);
+}
+
+TEST(Engine, SubmitRejectsRequestsThatCanNeverRun) {
+  auto engine = Engine::start(tiny_options(1, 32));
+  auto t = std::make_shared<Trace>();
+  auto error_of = [&](std::vector<std::int64_t> prompt, int max_tokens, double temperature = 0, double top_p = 1) {
+    auto r = make_request(std::move(prompt), max_tokens, t);
+    r->temperature = temperature;
+    r->top_p = top_p;
+    try {
+      engine->submit(r);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of({}, 4), "the prompt is empty");
+  EXPECT_EQ(error_of({5, -1}, 4), "token id -1 at prompt position 1 is outside the vocabulary [0, 512)");
+  EXPECT_EQ(error_of({512}, 4), "token id 512 at prompt position 0 is outside the vocabulary [0, 512)");
+  EXPECT_EQ(error_of({5}, 0), "max_tokens must be >= 1, got 0");
+  EXPECT_EQ(error_of(std::vector<std::int64_t>(30, 5), 3),
+            "prompt of 30 tokens + max_tokens 3 = 33 exceeds the context of 32 tokens");
+  EXPECT_EQ(error_of({5}, 4, -1), "temperature must be a finite number >= 0, got -1");
+  EXPECT_EQ(error_of({5}, 4, 1, 0), "top_p must be in (0, 1], got 0");
+  EXPECT_THROW(engine->submit(nullptr), UsageError);
+  EXPECT_EQ(error_of(std::vector<std::int64_t>(30, 5), 2), "no error");  // exactly the context fits
+  ASSERT_TRUE(t->wait_done());
+  EXPECT_EQ(t->tokens.size(), 2u);
+  EXPECT_TRUE(t->events.size() == 2);  // nothing was called back for the refused ones
+}
+
+TEST(Engine, ThrowingCallbackDoesNotStopTheEngine) {
+  auto engine = Engine::start(tiny_options(2));
+  auto bad = std::make_shared<EngineRequest>();
+  bad->prompt = {5, 6};
+  bad->max_tokens = 3;
+  bad->on_event = [](const EngineEvent&) { throw std::runtime_error("client gone"); };
+  ASSERT_TRUE(engine->submit(bad));
+  auto t = std::make_shared<Trace>();
+  ASSERT_TRUE(engine->submit(make_request({7, 8}, 5, t)));
+  ASSERT_TRUE(t->wait_done());
+  EXPECT_EQ(t->tokens.size(), 5u);
+}
+
+TEST(Engine, StopWithRunningRequestsIsBoundedAndIdempotent) {
+  EngineOptions o = tiny_options(2);
+  auto engine = Engine::start(o);
+  std::vector<std::shared_ptr<Trace>> traces;
+  for (int i = 0; i < 4; ++i) {  // two running, two queued
+    traces.push_back(std::make_shared<Trace>());
+    ASSERT_TRUE(engine->submit(make_request({5, 6, 7 + i}, 120, traces.back())));
+  }
+  ASSERT_TRUE(traces[0]->wait_tokens(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  engine->stop(50);
+  EXPECT_LT(Ms(std::chrono::steady_clock::now() - t0).count(), 5000);
+  for (int i = 0; i < 4; ++i) {
+    Trace& t = *traces[i];
+    std::lock_guard<std::mutex> lock(t.mu);
+    ASSERT_TRUE(t.done) << i;  // every request got its last event before stop() returned
+    EXPECT_EQ(t.violation, "");
+    if (i < 2) {  // running: cancelled after the grace (or done, on a very fast machine)
+      EXPECT_TRUE(t.events.back().finish == FinishReason::cancelled || t.events.back().finish == FinishReason::length);
+    } else {      // queued: cancelled at once
+      EXPECT_EQ(t.events.back().finish, FinishReason::cancelled);
+      EXPECT_TRUE(t.tokens.empty());
+    }
+  }
+  auto late = std::make_shared<Trace>();
+  EXPECT_FALSE(engine->submit(make_request({5}, 1, late)));
+  engine->stop();  // again: no effect
+  EXPECT_EQ(engine->stats().running, 0);
+}
+
+TEST(Engine, StopGraceLetsShortRequestsFinish) {
+  auto engine = Engine::start(tiny_options(2));
+  auto t = std::make_shared<Trace>();
+  ASSERT_TRUE(engine->submit(make_request({5, 6}, 8, t)));
+  ASSERT_TRUE(t->wait_tokens(1));
+  engine->stop(30000);
+  ASSERT_TRUE(t->done);
+  EXPECT_EQ(t->events.back().finish, FinishReason::length);
+  EXPECT_EQ(t->tokens.size(), 8u);
+}
+
+}  // namespace
+}  // namespace llmbench
