@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   cli::add_report_command(app, commands);
   cli::add_run_command(app, commands);
   cli::add_compare_command(app, commands);
+  cli::add_serve_command(app, commands);
 
   try {
     app.parse(argc, argv);
