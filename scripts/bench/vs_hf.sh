@@ -1,35 +1,48 @@
 #!/usr/bin/env bash
-# GPU host: HF transformers (eager, sdpa, static cache + torch.compile) and llmbench (default fast paths, and
-# "plain": --no-cuda-graph --no-fused) on the same workloads in one invocation, then one Markdown table.
+# GPU host: HF transformers (eager, sdpa, static cache + generate()'s own compile) and llmbench (default fast
+# paths, and "plain": --no-cuda-graph --no-fused) on the same workloads in one invocation, then one Markdown table.
 # Workloads: Qwen2.5-7B batch 1 and 4, Llama-3-8B batch 1; prompt 512, 64 new tokens, bfloat16, random
-# weights, eager attention for llmbench. Needs llmbench built (scripts/gpu-build.sh) and python3 with torch
-# and transformers.
-# Usage: scripts/bench/vs_hf.sh [--quick]
-#   --quick          3 timed runs, 1 warm-up (compiled HF: 3) instead of 10 and 3 (compiled HF: 5)
+# weights, eager attention for llmbench. HF is timed as its users run it: plain model.generate() timed from
+# outside (primary), cross-checked by per-token CUDA events; the table flags a column whose two timings
+# disagree by > 10 % or whose compiled decode is not clearly faster than sdpa. Needs llmbench built
+# (scripts/gpu-build.sh) and python3 with torch and transformers.
+# Usage: scripts/bench/vs_hf.sh [--quick] [--diagnose | --diagnose-only]
+#   --quick          3 timed runs, 1 warm-up (compiled HF: 3) instead of 10 and 3 (compiled HF: 3)
+#   --diagnose       first measure why the old HF figures were slow (hf_baseline.py --diagnose: wall-clock decode
+#                    with/without the old StoppingCriteria and min_new_tokens, and the old compile retry), then
+#                    the comparison; --diagnose-only: the diagnosis alone (no llmbench needed)
 #   LLMBENCH=path    llmbench binary (default build-gpu/llmbench)
-#   OUT_DIR=dir      JSON, logs and table.md (default out/vs_hf)
+#   OUT_DIR=dir      JSON, logs, table.md, diagnose.md (default out/vs_hf)
 #   VS_HF_WORKLOADS  "model:batches ..." (default "qwen2.5-7b:1,4 llama-3-8b:1")
+#   VS_HF_DIAGNOSE   workload of the diagnosis (default "qwen2.5-7b:1"); VS_HF_DIAGNOSE_VARIANTS: comma list of
+#                    plain,recorder,min_new_tokens,old,retry (default all)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 command_line="scripts/bench/vs_hf.sh${*:+ $*}"
-runs=10 warmup=3 compile_warmup=5 trim=1
+runs=10 warmup=3 compile_warmup=3 trim=1 diagnose=0 compare=1
 for arg in "$@"; do
   case "$arg" in
     --quick) runs=3 warmup=1 compile_warmup=3 trim=0 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --diagnose) diagnose=1 ;;
+    --diagnose-only) diagnose=1 compare=0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "vs_hf.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
 bin=${LLMBENCH:-build-gpu/llmbench}
 out=${OUT_DIR:-out/vs_hf}
 workloads=${VS_HF_WORKLOADS:-"qwen2.5-7b:1,4 llama-3-8b:1"}
-[ -x "$bin" ] || { echo "vs_hf.sh: no llmbench at $bin: build it with scripts/gpu-build.sh (or set LLMBENCH)" >&2; exit 2; }
+diag_workload=${VS_HF_DIAGNOSE:-"qwen2.5-7b:1"}
+diag_variants=${VS_HF_DIAGNOSE_VARIANTS:-"plain,recorder,min_new_tokens,old,retry"}
+if [ "$compare" = 1 ] && [ ! -x "$bin" ]; then
+  echo "vs_hf.sh: no llmbench at $bin: build it with scripts/gpu-build.sh (or set LLMBENCH)" >&2; exit 2
+fi
 mkdir -p "$out"
-rm -f "$out"/*.json "$out"/*.log "$out"/table.md  # stale files of an earlier run must not reach the table
+rm -f "$out"/*.json "$out"/*.log "$out"/table.md "$out"/diagnose.md  # stale files must not reach the table
 date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "vs_hf: $date_utc, $command_line, runs=$runs warmup=$warmup (compiled HF $compile_warmup) trim=$trim, into $out"
 if command -v nvidia-smi >/dev/null; then nvidia-smi >"$out/nvidia-smi.txt" 2>&1; fi
-"$bin" info >"$out/llmbench-info.txt" 2>&1
+[ "$compare" = 1 ] && "$bin" info >"$out/llmbench-info.txt" 2>&1
 
 failed=()
 step() {  # step NAME CMD...: runs CMD, output on the console and in $out/NAME.log
@@ -43,30 +56,46 @@ step() {  # step NAME CMD...: runs CMD, output on the console and in $out/NAME.l
   fi
 }
 
-shape=(--prompt-len 512 --max-new-tokens 64 --dtype bfloat16 --device cuda)
-timing=(--warmup "$warmup" --runs "$runs" --trim "$trim")
-for w in $workloads; do
-  model=${w%%:*} batches=${w#*:}
-  step "hf_$model" env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py --workload "$model:$batches" \
-    --prompt-len 512 --max-new-tokens 64 --runs "$runs" --warmup "$warmup" --compile-warmup "$compile_warmup" \
-    --output "$out/hf_$model.json"
-  step "llmbench_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" "${timing[@]}" \
-    --output "$out/llmbench_$model.json"
-  step "llmbench-plain_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
-    "${timing[@]}" --no-cuda-graph --no-fused --no-roofline --output "$out/llmbench-plain_$model.json"
-done
-
-shopt -s nullglob
-hf=("$out"/hf_*.json) lb=("$out"/llmbench_*.json) plain=("$out"/llmbench-plain_*.json)
-echo
-if [ $((${#hf[@]} + ${#lb[@]} + ${#plain[@]})) = 0 ]; then
-  echo "vs_hf: no results were written; see the logs in $out" >&2
-  exit 1
+hf_timing=(--prompt-len 512 --max-new-tokens 64 --runs "$runs" --trim "$trim" --warmup "$warmup"
+           --compile-warmup "$compile_warmup")
+if [ "$diagnose" = 1 ]; then
+  step diagnose_hf env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py --diagnose \
+    --workload "$diag_workload" --diagnose-variants "$diag_variants" "${hf_timing[@]}" \
+    --output "$out/diagnose_hf.json"
+  # The table hf_baseline.py prints last (after "Diagnosis"), for the docs.
+  sed -n '/^Diagnosis/,$p' "$out/diagnose_hf.log" | grep -v '^\[hf\]' >"$out/diagnose.md"
 fi
-python3 scripts/bench/vs_hf_table.py --hf "${hf[@]}" --llmbench "${lb[@]}" --llmbench-plain "${plain[@]}" \
-  --date "$date_utc" --command "$command_line" | tee "$out/table.md"
+
+if [ "$compare" = 1 ]; then
+  shape=(--prompt-len 512 --max-new-tokens 64 --dtype bfloat16 --device cuda)
+  timing=(--warmup "$warmup" --runs "$runs" --trim "$trim")
+  for w in $workloads; do
+    model=${w%%:*} batches=${w#*:}
+    step "hf_$model" env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py --workload "$model:$batches" \
+      "${hf_timing[@]}" --output "$out/hf_$model.json"
+    step "llmbench_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
+      "${timing[@]}" --output "$out/llmbench_$model.json"
+    step "llmbench-plain_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
+      "${timing[@]}" --no-cuda-graph --no-fused --no-roofline --output "$out/llmbench-plain_$model.json"
+  done
+
+  shopt -s nullglob
+  hf=("$out"/hf_*.json) lb=("$out"/llmbench_*.json) plain=("$out"/llmbench-plain_*.json)
+  echo
+  if [ $((${#hf[@]} + ${#lb[@]} + ${#plain[@]})) = 0 ]; then
+    echo "vs_hf: no results were written; see the logs in $out" >&2
+    exit 1
+  fi
+  python3 scripts/bench/vs_hf_table.py --hf "${hf[@]}" --llmbench "${lb[@]}" --llmbench-plain "${plain[@]}" \
+    --date "$date_utc" --command "$command_line" | tee "$out/table.md"
+fi
 echo
-echo "vs_hf: JSON and logs in $out, table in $out/table.md"
+if [ "$diagnose" = 1 ] && [ -s "$out/diagnose.md" ]; then
+  echo "vs_hf: diagnosis of the old HF figures (also in $out/diagnose.md):"
+  cat "$out/diagnose.md"
+  echo
+fi
+if [ "$compare" = 1 ]; then echo "vs_hf: JSON and logs in $out, table in $out/table.md"; else echo "vs_hf: JSON and logs in $out"; fi
 if [ ${#failed[@]} != 0 ]; then
   printf 'vs_hf: failed step: %s\n' "${failed[@]}" >&2
   exit 1

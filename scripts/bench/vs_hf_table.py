@@ -5,12 +5,16 @@
         --llmbench-plain out/vs_hf/llmbench-plain_*.json [--date D] [--command C]
 
 Rows: one per (model, batch, metric) for every workload that any input has; metrics TTFT ms, decode ms per
-step, peak GB (10^9 bytes). HF figures are the medians in hf_baseline.py's JSON; llmbench figures are
-summary.<metric>.trimmed_median and memory.peak_allocated_bytes of its results JSON (schema version 1).
-The trimmed median drops as many values from each end, so it equals the plain median of the same runs.
+step, peak GB (10^9 bytes). HF figures are the primary (wall-clock) figures of hf_baseline.py's JSON (schema
+llmbench-hf-baseline/2: plain model.generate() timed from outside, TTFT = generate(max_new_tokens=1),
+decode = (e2e(N) - TTFT) / (N - 1), trimmed medians); llmbench figures are summary.<metric>.trimmed_median
+and memory.peak_allocated_bytes of its results JSON (schema version 1).
 speed-up = HF eager / llmbench (> 1: llmbench is faster, or smaller for memory); "vs best HF" divides the
 best of the three HF columns instead. Missing or failed cells show "—" / "failed" with the reason below.
-Standard library only (runs anywhere).
+A cell marked † is flagged, with a note below the table: an HF column whose per-token CUDA events disagree
+with its wall clock by more than the threshold (timings_disagree), an HF compiled column not clearly faster
+than HF sdpa (compiled_not_faster), an llmbench point whose verification failed. The notes also say whether
+each llmbench point's verification passed. Standard library only (runs anywhere).
 """
 import argparse
 import json
@@ -20,6 +24,9 @@ DISPLAY = {"qwen2.5-7b": "Qwen2.5-7B", "llama-3-8b": "Llama-3-8B", "deepseek-r1-
 METRICS = (("ttft_ms", "TTFT ms"), ("tpot_ms", "decode ms/step"), ("peak_gb", "peak GB"))
 HF_COLUMNS = (("eager", "HF eager"), ("sdpa", "HF sdpa"), ("compiled", "HF compiled"))
 LB_COLUMNS = (("llmbench-plain", "llmbench plain"), ("llmbench", "llmbench"))
+LABELS = dict(HF_COLUMNS + LB_COLUMNS)
+HF_SCHEMA = "llmbench-hf-baseline/2"
+MARK = "†"
 
 
 def load(path):
@@ -30,33 +37,70 @@ def load(path):
         sys.exit(f"vs_hf_table.py: {path}: {exc}")
 
 
+def where(model, batch):
+    return f"{DISPLAY.get(model, model)} batch {batch}"
+
+
 class Cell:
-    def __init__(self, values=None, error=""):
+    def __init__(self, values=None, error="", marks=()):
         self.values = values or {}  # metric -> float
         self.error = error
+        self.marks = set(marks)  # metrics whose cell is flagged (see the notes)
 
 
-def read_hf(paths, cells, notes, envs):
+def read_hf(paths, cells, notes, envs, hf_stats):
     for path in paths:
         doc = load(path)
-        if doc.get("schema") != "llmbench-hf-baseline/1":
-            sys.exit(f"vs_hf_table.py: {path}: not an hf_baseline.py file (schema {doc.get('schema')!r})")
+        schema = doc.get("schema")
+        if schema == "llmbench-hf-baseline/1":
+            sys.exit(f"vs_hf_table.py: {path}: schema llmbench-hf-baseline/1 is the old HF method (per-step "
+                     "StoppingCriteria, min_new_tokens, forward-compile retry), which understated HF: re-run "
+                     "scripts/bench/hf_baseline.py")
+        if schema != HF_SCHEMA:
+            sys.exit(f"vs_hf_table.py: {path}: not an hf_baseline.py file (schema {schema!r})")
         envs.append(doc.get("env", {}))
+        hf_stats["settings"].append(doc.get("settings", {}))
         for p in doc.get("points", []):
             key = (p["model"], p["batch"], p["prompt_len"], p["max_new_tokens"])
+            label, at = LABELS.get(p["mode"], p["mode"]), where(p["model"], p["batch"])
             if p.get("status") != "ok":
-                cells[key, p["mode"]] = Cell(error=p.get("error", "failed"))
+                cells[key, p["mode"]] = Cell(error=p.get("error") or "failed")
                 continue
-            s = p["summary"]
-            cells[key, p["mode"]] = Cell(dict(ttft_ms=s["ttft_ms"]["median"], tpot_ms=s["tpot_ms"]["median"],
-                                              peak_gb=p["memory"]["peak_allocated_bytes"] / 1e9))
-            if p.get("compile_style") == "auto":
-                notes.append(f"HF compiled, {DISPLAY.get(p['model'], p['model'])} batch {p['batch']}: "
-                             f"torch.compile(model.forward) failed ({'; '.join(p.get('errors', []))}); "
-                             "measured with generate()'s own decode-step compile instead")
+            pr, flags, cc = p["primary"], p.get("flags", {}), p.get("cross_check", {})
+            marks = set()
+            hf_stats["points"] += 1
+            if flags.get("timings_disagree"):
+                thr = cc.get("threshold", 0.10)
+                parts = []
+                for metric in flags.get("disagree_metrics", []):
+                    if metric == "decode":
+                        ev, wall, rel, unit = p["events"]["tpot_ms"]["trimmed_median"], pr["decode_ms"], \
+                            cc.get("decode_rel_diff"), "ms/step"
+                        marks.add("tpot_ms")
+                    else:
+                        ev, wall, rel, unit = p["events"]["ttft_ms"]["trimmed_median"], pr["ttft_ms"], \
+                            cc.get("ttft_rel_diff"), "ms"
+                        marks.add("ttft_ms")
+                    parts.append(f"{metric} events {fmt(ev, 'ms')} vs wall clock {fmt(wall, 'ms')} {unit} "
+                                 f"({'?' if rel is None else f'{rel * 100:+.1f}'} %)")
+                notes.append(f"{label}, {at}: timings disagree by more than {thr * 100:.0f} %: "
+                             f"{'; '.join(parts)}; the table shows the wall clock")
+            else:
+                hf_stats["agree"] += 1
+            if p["mode"] == "compiled":
+                if flags.get("compiled_not_faster"):
+                    marks.add("tpot_ms")
+                    m, s = flags.get("compiled_margin", 0.9), flags["sdpa_decode_ms"]
+                    notes.append(f"{label}, {at}: compiled_not_faster: decode {fmt(pr['decode_ms'], 'ms')} ms/step "
+                                 f"is not below {m:g} × HF sdpa's {fmt(s, 'ms')} = {m * s:.2f}: "
+                                 "HF's compiled recipe did not pay off here, so this column is not HF at its best")
+                elif flags.get("compiled_not_faster") is None:
+                    notes.append(f"{label}, {at}: no HF sdpa point to check compiled_not_faster against")
+            cells[key, p["mode"]] = Cell(dict(ttft_ms=pr["ttft_ms"], tpot_ms=pr["decode_ms"],
+                                              peak_gb=p["memory"]["peak_allocated_bytes"] / 1e9), marks=marks)
 
 
-def read_llmbench(paths, column, cells, paths_seen, envs):
+def read_llmbench(paths, column, cells, paths_seen, envs, verify):
     for path in paths:
         doc = load(path)
         if doc.get("schema_version") != 1:
@@ -70,10 +114,45 @@ def read_llmbench(paths, column, cells, paths_seen, envs):
             if p.get("status") != "ok":
                 cells[key, column] = Cell(error=p.get("error") or p.get("status", "failed"))
                 continue
+            v = p.get("verification")
+            at = where(q["model"], q["batch"])
+            marks = ()
+            if not isinstance(v, dict) or "ok" not in v:
+                verify.setdefault(column, []).append((None, at, ""))
+            elif v["ok"]:
+                verify.setdefault(column, []).append((True, at, ""))
+            else:
+                reason = next((str(v[k]) for k in ("error", "reason", "detail", "message") if v.get(k)), "")
+                verify.setdefault(column, []).append((False, at, reason))
+                marks = ("ttft_ms", "tpot_ms")
             s = p["summary"]
             cells[key, column] = Cell(dict(ttft_ms=s["ttft_ms"]["trimmed_median"],
                                            tpot_ms=s["tpot_ms"]["trimmed_median"],
-                                           peak_gb=p["memory"]["peak_allocated_bytes"] / 1e9))
+                                           peak_gb=p["memory"]["peak_allocated_bytes"] / 1e9), marks=marks)
+
+
+def verify_lines(verify):
+    lines = []
+    for col, label in reversed(LB_COLUMNS):
+        items = verify.get(col)
+        if not items:
+            continue
+        ok = [at for state, at, _ in items if state is True]
+        bad = [f"{at} ({reason})" if reason else at for state, at, reason in items if state is False]
+        missing = [at for state, at, _ in items if state is None]
+        if len(ok) == len(items):
+            lines.append(f"{label} verification: ok on every point ({len(ok)}).")
+            continue
+        if len(missing) == len(items):
+            lines.append(f"{label} verification: not recorded ({len(items)} point{'s' if len(items) > 1 else ''}).")
+            continue
+        text = f"{label} verification: ok on {len(ok)} of {len(items)} points"
+        if bad:
+            text += f"; FAILED: {', '.join(bad)}"
+        if missing:
+            text += f"; not recorded: {', '.join(missing)}"
+        lines.append(text + ".")
+    return lines
 
 
 def fmt(v, metric):
@@ -104,11 +183,10 @@ def build_table(cells, order):
                 elif cell.error:
                     row.append("failed")
                     if metric == METRICS[0][0]:
-                        errors.append(f"{dict(HF_COLUMNS + LB_COLUMNS)[col]}, {DISPLAY.get(model, model)} "
-                                      f"batch {batch}: {cell.error}")
+                        errors.append(f"{LABELS[col]}, {where(model, batch)}: {cell.error}")
                 else:
                     vals[col] = cell.values[metric]
-                    row.append(fmt(vals[col], metric))
+                    row.append(fmt(vals[col], metric) + (MARK if metric in cell.marks else ""))
             ours = vals.get("llmbench")
             hf_best = min((vals[c] for c, _ in HF_COLUMNS if c in vals), default=None)
             row += [ratio(vals.get("eager"), ours), ratio(hf_best, ours)]
@@ -127,10 +205,11 @@ def main():
     if not (args.hf or args.llmbench or args.llmbench_plain):
         ap.error("give at least one input file")
 
-    cells, notes, envs, paths_seen = {}, [], [], {}
-    read_hf(args.hf, cells, notes, envs)
-    read_llmbench(args.llmbench, "llmbench", cells, paths_seen, envs)
-    read_llmbench(args.llmbench_plain, "llmbench-plain", cells, paths_seen, envs)
+    cells, notes, envs, paths_seen, verify = {}, [], [], {}, {}
+    hf_stats = dict(points=0, agree=0, settings=[])
+    read_hf(args.hf, cells, notes, envs, hf_stats)
+    read_llmbench(args.llmbench, "llmbench", cells, paths_seen, envs, verify)
+    read_llmbench(args.llmbench_plain, "llmbench-plain", cells, paths_seen, envs, verify)
     order = sorted({key for key, _ in cells}, key=lambda k: (list(DISPLAY).index(k[0]) if k[0] in DISPLAY
                                                               else len(DISPLAY), k[0], k[1], k[2], k[3]))
 
@@ -154,12 +233,29 @@ def main():
     lines, errors = build_table(cells, order)
     out += lines
     out.append("")
-    out.append("Medians over the timed runs. speed-up = HF eager ÷ llmbench, vs best HF = best HF column ÷ "
-               "llmbench (> 1 means llmbench is faster, or uses less memory). Decode is ms per step (one step "
-               "yields one token per sequence of the batch).")
+    out.append("Trimmed medians over the timed runs (each side drops the same number of runs from each end). "
+               "speed-up = HF eager ÷ llmbench, vs best HF = best HF column ÷ llmbench (> 1 means llmbench is "
+               "faster, or uses less memory). Decode is ms per step (one step yields one token per sequence of "
+               "the batch).")
+    if args.hf:
+        runs = sorted({(st.get("runs"), st.get("event_runs"), st.get("trim"), st.get("warmup"),
+                        st.get("compile_warmup")) for st in hf_stats["settings"]}, key=str)
+        how = "; ".join(f"{r} runs, trim {t}, {w} warm-ups (compiled {c}), {e} event runs"
+                        for r, e, t, w, c in runs)
+        out.append("HF: plain `model.generate()` timed from outside (wall clock, the figure shown): TTFT = "
+                   "generate(max_new_tokens=1), decode = (e2e of N tokens − TTFT) / (N − 1), EOS disabled; "
+                   "cross-checked by per-token CUDA events in separate runs. HF compiled = sdpa + "
+                   f"`cache_implementation=\"static\"` + generate()'s own decode-step compile. {how}.")
+        n, agree = hf_stats["points"], hf_stats["agree"]
+        out.append(f"HF cross-check: events and wall clock agree within the threshold on "
+                   f"{'every point' if n and agree == n else f'{agree} of {n} points'}"
+                   f"{'' if agree == n else ' (flagged below)'}.")
     for col, label in LB_COLUMNS:
         if col in paths_seen:
             out.append(f"{label} ran with: {' | '.join(sorted(paths_seen[col]))}.")
+    out += verify_lines(verify)
+    if any(c.marks for c in cells.values()):
+        out.append(f"{MARK} flagged: see the notes below.")
     for line in errors + notes:
         out.append(f"- {line}")
     print("\n".join(out))

@@ -61,6 +61,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--chat-format", o.chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
   app.add_flag("--no-cuda-graph", f.no_cuda_graph, "Run the decode step eagerly instead of replaying a CUDA graph");
   app.add_flag("--no-fused", f.no_fused, "Use the plain (unfused) ops instead of fused kernels");
+  app.add_flag("--verify,!--no-verify", o.verify,
+               "Check each greedy point's tokens against the reference path (default on; a mismatch fails the point)");
 }
 
 RunOptions finish_run_flags(RunFlags& f) {

@@ -152,6 +152,9 @@ const std::map<std::string, Setter>& option_setters() {
       {"fused", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.fused = scalar<bool>(c, n, p, "true or false");
        }},
+      {"verify", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.verify = scalar<bool>(c, n, p, "true or false");
+       }},
   };
   return setters;
 }

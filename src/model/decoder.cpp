@@ -54,6 +54,16 @@ torch::Tensor Decoder::logits(const torch::Tensor& last_hidden) const {
 
 torch::Tensor Decoder::prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
                                KvCache& cache, DecodeState& state) const {
+  torch::Tensor x = prefill_hidden(ids, attention_mask, rope, cache, state);  // [B, P, H]
+  return logits(x.select(1, x.size(1) - 1));
+}
+
+torch::Tensor Decoder::final_norm(const torch::Tensor& hidden) const {
+  return rms_norm(hidden, weights_.final_norm, config_.rms_norm_eps);
+}
+
+torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
+                                      KvCache& cache, DecodeState& state) const {
   torch::NoGradGuard no_grad;
   const auto p = ids.size(1);
   torch::Tensor mask = attention_mask.to(torch::kInt64);                               // [B, P]
@@ -73,7 +83,7 @@ torch::Tensor Decoder::prefill(const torch::Tensor& ids, const torch::Tensor& at
   state.valid.narrow(1, 0, p).copy_(mask.to(torch::kBool));
   state.column.fill_(p);
   state.positions.copy_(mask.sum(-1));
-  return logits(x.select(1, p - 1));
+  return x;
 }
 
 bool Decoder::fused_active(const torch::Tensor& x, const Rope& rope) const {

@@ -99,6 +99,17 @@ torch::Tensor Model::prefill(const torch::Tensor& ids, const torch::Tensor& atte
   return decoder_->prefill(d_ids, mask, rope_, cache_, state_);
 }
 
+torch::Tensor Model::forward_normed(const torch::Tensor& ids) {
+  if (!cache_.allocated()) throw Error("forward_normed before allocate_cache");
+  if (ids.dim() != 2 || ids.size(0) != cache_.batch() || ids.size(1) < 1 || ids.size(1) > cache_.max_len())
+    throw UsageError(cat("forward_normed: ids must be [", cache_.batch(), ", 1..", cache_.max_len(), "], got ", ids.sizes()));
+  torch::NoGradGuard no_grad;
+  torch::Tensor d_ids = ids.to(device_, torch::kInt64);  // [B, S]
+  reset_cache();
+  next_column_ = ids.size(1);
+  return decoder_->final_norm(decoder_->prefill_hidden(d_ids, torch::ones_like(d_ids), rope_, cache_, state_));
+}
+
 torch::Tensor Model::decode_step(const torch::Tensor& tokens) {
   if (next_column_ < 1) throw Error("decode_step before prefill");
   if (next_column_ >= cache_.max_len())

@@ -33,6 +33,31 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string verification_summary(const PointResult& p) {
+  auto pct = [](double f) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f %%", 100 * f);
+    return std::string(buf);
+  };
+  std::string s;
+  if (const auto& v = p.verification) {
+    s = v->ok ? cat("ok (", v->argmax_equal, "/", v->tokens, " argmax, worst gap ", pct(v->worst_gap), ")")
+              : cat("FAILED: ", v->over_tolerance, " of ", v->tokens, " over ", pct(v->tolerance), " (worst ",
+                    pct(v->worst_gap), ")");
+  } else if (p.params.temperature > 0) {
+    s = "not checked (temperature > 0)";
+  } else {
+    s = p.runs.empty() ? "-" : "off";
+  }
+  if (!p.outputs.inconsistent_runs.empty()) {
+    s += "; runs";
+    for (std::size_t i = 0; i < p.outputs.inconsistent_runs.size(); ++i)
+      s += cat(i ? ", " : " ", p.outputs.inconsistent_runs[i] + 1);
+    s += " differ";
+  }
+  return s;
+}
+
 namespace {
 
 // Human text for table/md, raw value for csv/json (null when there is none).
@@ -119,6 +144,11 @@ std::vector<Column> result_columns() {
   c.push_back({"max_cv", "CV", true, [](const PointResult& p) {
                  if (p.status != "ok" || p.summary.empty()) return kMissing;
                  return Cell{fixed(100 * max_cv(p), 1) + "%", max_cv(p)};
+               }});
+  c.push_back({"verified", "verified", false, [](const PointResult& p) {
+                 if (!p.verification) return Cell{p.params.temperature > 0 || p.runs.empty() ? "-" : "off", nullptr};
+                 const bool ok = p.verification->ok && p.outputs.inconsistent_runs.empty();
+                 return Cell{ok ? "ok" : "FAIL", ok};
                }});
   c.push_back({"status", "status", false, [](const PointResult& p) {
                  return Cell{p.status == "ok" || p.error.empty() ? p.status : p.status + ": " + p.error, p.status};

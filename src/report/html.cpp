@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "html_internal.h"
+#include "llmbench/report/format.h"
 #include "llmbench/base/error.h"
 #include "llmbench/stats/stats.h"
 
@@ -202,7 +203,7 @@ Table config_table(const ReportInput& in, const Axes& axes) {
 Table summary_table(const ReportInput& in, const Axes& axes) {
   Table t{"Summary: " + in.name + " (trimmed medians)",
           {"point", "status", "runs", "TTFT ms", "TPOT ms", "e2e ms", "ITL p50 ms", "ITL p99 ms", "output tok/s",
-           "decode tok/s", "prefill tok/s", "peak memory", "CV e2e"},
+           "decode tok/s", "prefill tok/s", "peak memory", "CV e2e", "verification"},
           {},
           {}};
   for (const auto& p : in.results.points) {
@@ -211,7 +212,8 @@ Table summary_table(const ReportInput& in, const Axes& axes) {
                       fmt_num(headline(p, "tpot_ms")), fmt_num(headline(p, "e2e_ms")),
                       itl ? fmt_num(itl->p50) : "–", itl ? fmt_num(itl->p99) : "–",
                       fmt_num(headline(p, "output_tok_s")), fmt_num(headline(p, "decode_tok_s")),
-                      fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms")});
+                      fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms"),
+                      verification_summary(p)});
     t.row_class.push_back(p.status == "ok" ? "" : "bad");
   }
   return t;

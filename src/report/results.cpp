@@ -89,6 +89,20 @@ json to_json(const Summary& s) {
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+json to_json(const Outputs& o) {
+  return {{"first_run_ids", o.first_run_ids},
+          {"consistent", o.consistent ? json(*o.consistent) : json(nullptr)},
+          {"inconsistent_runs", o.inconsistent_runs}};
+}
+
+json to_json(const std::optional<Verification>& v) {
+  if (!v) return nullptr;
+  return {{"reference", v->reference},       {"tokens", v->tokens},
+          {"argmax_equal", v->argmax_equal}, {"worst_gap", v->worst_gap},
+          {"over_tolerance", v->over_tolerance}, {"tolerance", v->tolerance},
+          {"ok", v->ok}};
+}
+
 json to_json(const PointResult& p) {
   json summary = json::object();
   for (const auto& [metric, s] : p.summary) summary[metric] = to_json(s);
@@ -126,6 +140,8 @@ json to_json(const PointResult& p) {
         {"mfu", optional_number(p.roofline.mfu)},
         {"decode_bytes_per_step", p.roofline.decode_bytes_per_step},
         {"prefill_flops", p.roofline.prefill_flops}}},
+      {"outputs", to_json(p.outputs)},
+      {"verification", to_json(p.verification)},
   };
 }
 
@@ -329,6 +345,37 @@ PointResult point_from(const Node& n) {
     if (r.has("mfu")) p.roofline.mfu = r.number("mfu");
     r.opt("decode_bytes_per_step", p.roofline.decode_bytes_per_step);
     r.opt("prefill_flops", p.roofline.prefill_flops);
+  }
+  if (n.has("outputs")) {
+    Node o = n.object("outputs");
+    if (o.has("first_run_ids")) {
+      Node rows = o.array("first_run_ids");
+      for (std::size_t i = 0; i < rows.get().size(); ++i) {
+        const json& row = rows.get()[i];
+        if (!row.is_array()) throw Error(cat(index_path(rows, i), ": expected an array, got ", type_name(row)));
+        std::vector<std::int64_t> ids;
+        for (std::size_t k = 0; k < row.size(); ++k) ids.push_back(Node::as_integer(row[k], cat(index_path(rows, i), "[", k, "]")));
+        p.outputs.first_run_ids.push_back(std::move(ids));
+      }
+    }
+    if (o.has("consistent")) p.outputs.consistent = o.boolean("consistent");
+    if (o.has("inconsistent_runs")) {
+      Node runs = o.array("inconsistent_runs");
+      for (std::size_t i = 0; i < runs.get().size(); ++i)
+        p.outputs.inconsistent_runs.push_back(static_cast<int>(Node::as_integer(runs.get()[i], index_path(runs, i))));
+    }
+  }
+  if (n.has("verification")) {
+    Node v = n.object("verification");
+    Verification ver;
+    ver.reference = v.string("reference");
+    ver.tokens = v.integer("tokens");
+    ver.argmax_equal = v.integer("argmax_equal");
+    ver.worst_gap = v.number("worst_gap");
+    ver.over_tolerance = v.integer("over_tolerance");
+    v.opt("tolerance", ver.tolerance);
+    ver.ok = v.boolean("ok");
+    p.verification = ver;
   }
   return p;
 }

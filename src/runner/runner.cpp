@@ -18,6 +18,7 @@
 #include "llmbench/runner/model_tokenizer.h"
 #include "llmbench/runner/prompts.h"
 #include "llmbench/runner/roofline.h"
+#include "llmbench/runner/verify.h"
 #include "llmbench/tokenizer/tokenizer.h"
 #include "llmbench/tokenizer/utf8.h"
 
@@ -63,9 +64,15 @@ struct PointContext {
   SamplingParams sampling;
 };
 
+// What one generate loop produced besides its timings (untimed bookkeeping).
+struct Generated {
+  torch::Tensor prompts;  // [B, P] int64, CPU
+  torch::Tensor ids;      // [B, N] int64, CPU
+};
+
 // One generate loop with the timeline of README "Metrics". Every stamp after t_1 comes from the
 // event clock (CUDA events on the stream), so the decode loop has no host synchronisation.
-RunRecord generate_once(PointContext& ctx, int max_new_tokens) {
+RunRecord generate_once(PointContext& ctx, int max_new_tokens, Generated* generated_out = nullptr) {
   const int n = max_new_tokens;
   EventClock clock(ctx.device, n + 2);  // 0: prefill start, 1: prefill end, 1 + i: token i sampled
   Sampler sampler(ctx.sampling, ctx.device);
@@ -112,6 +119,7 @@ RunRecord generate_once(PointContext& ctx, int max_new_tokens) {
     }
   }
   const auto t_end = HostClock::now();
+  if (generated_out) *generated_out = {ids_host, generated};
 
   RunRecord rec;
   rec.tokenize_ms = ms_between(t0, t_tok);
@@ -125,6 +133,22 @@ RunRecord generate_once(PointContext& ctx, int max_new_tokens) {
   rec.detokenize_ms = ms_between(t_detok, t_end);
   rec.e2e_ms = ms_between(t0, t_end);
   return rec;
+}
+
+std::string fixed_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %%", 100 * fraction);
+  return buf;
+}
+
+// The first kFirstRunIdsMax ids of each sequence of ids [B, N] (CPU int64).
+void record_first_run(Outputs& out, const torch::Tensor& ids) {
+  out.first_run_ids.clear();
+  const auto n = std::min<std::int64_t>(ids.size(1), kFirstRunIdsMax);
+  for (std::int64_t r = 0; r < ids.size(0); ++r) {
+    const std::int64_t* row = ids[r].data_ptr<std::int64_t>();
+    out.first_run_ids.emplace_back(row, row + n);
+  }
 }
 
 }  // namespace
@@ -250,8 +274,17 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         }
         synchronize_device(device);
         reset_peak_memory(device);
+        Generated first_run;
         for (int r = 0; r < options.runs && !interrupted(); ++r) {
-          RunRecord rec = generate_once(ctx, pp.max_new_tokens);
+          Generated gen;
+          RunRecord rec = generate_once(ctx, pp.max_new_tokens, &gen);
+          if (r == 0) {
+            first_run = gen;
+            record_first_run(pr.outputs, gen.ids);
+          } else if (pp.temperature == 0 && !torch::equal(gen.ids, first_run.ids)) {
+            pr.outputs.inconsistent_runs.push_back(r);
+            log::warn(cat("point ", i + 1, ": timed run ", r + 1, " generated other tokens than run 1 at temperature 0"));
+          }
           if (first_generate) pr.cold.first_generate_ms = rec.e2e_ms;
           first_generate = false;
           pr.runs.push_back(std::move(rec));
@@ -265,7 +298,24 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
           pr.status = "interrupted";
           pr.error = cat("interrupted after ", pr.runs.size(), " of ", options.runs, " timed runs");
         }
+        if (pp.temperature == 0 && !pr.runs.empty()) pr.outputs.consistent = pr.outputs.inconsistent_runs.empty();
         if (pr.runs.size() > 0) summarize_point(pr);
+        if (options.verify && pp.temperature == 0 && !pr.runs.empty()) {
+          graph.reset();  // its capture holds the cache; the reference pass overwrites it anyway
+          if (hooks.tamper_outputs) hooks.tamper_outputs(first_run.ids.data_ptr<std::int64_t>(), first_run.ids.size(0), first_run.ids.size(1));
+          pr.verification = verify_greedy(*model, first_run.prompts, first_run.ids, verification_tolerance(pp.dtype));
+          const Verification& v = *pr.verification;
+          if (!v.ok) {
+            pr.status = "failed";
+            pr.error = cat("verification failed: ", v.over_tolerance, " of ", v.tokens,
+                           " generated tokens are not what the reference path computes (worst gap ",
+                           fixed_percent(v.worst_gap), " of the logit range, tolerance ", fixed_percent(v.tolerance), ")");
+            pr.runs.clear();
+            pr.summary.clear();
+            pr.stages = {};
+            if (points.size() > 1) log::warn(cat("point ", i + 1, " failed: ", pr.error));
+          }
+        }
         if (pr.status == "ok") {
           const ModelShape shape = shape_of(cfg);
           pr.roofline.decode_bytes_per_step = decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
@@ -295,8 +345,9 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   }
   results.interrupted = interrupted();
   // Nothing measured and nothing interrupted: report the failure as the command's error.
+  // A point that failed its verification is reported with its evidence, in the results.
   bool any_ok = false;
-  for (const auto& p : results.points) any_ok = any_ok || p.status != "failed";
+  for (const auto& p : results.points) any_ok = any_ok || p.status != "failed" || p.verification;
   if (!any_ok && !results.interrupted && !results.points.empty()) {
     const std::string& e = results.points.front().error;
     if (e.rfind("out of memory", 0) == 0) throw OutOfMemoryError(e);

@@ -157,6 +157,35 @@ TEST(Results, RoundTripThroughAFile) {
   EXPECT_EQ(to_json(back).at("points")[0]["summary"], to_json(Results{{}, {}, {}, {}, {recomputed}})["points"][0]["summary"]);
 }
 
+TEST(Results, OutputsAndVerificationRoundTrip) {
+  Results r = sample_results();
+  r.points[0].outputs.first_run_ids = {{5, 6, 7}, {8, 9, 10}};
+  r.points[0].outputs.consistent = false;
+  r.points[0].outputs.inconsistent_runs = {3};
+  Verification v;
+  v.reference = "plain";
+  v.tokens = 8;
+  v.argmax_equal = 7;
+  v.worst_gap = 0.04;
+  v.tolerance = 0.1;
+  v.ok = true;
+  r.points[0].verification = v;
+  json j = to_json(r);
+  EXPECT_EQ(j["points"][0]["outputs"]["first_run_ids"], json::parse("[[5,6,7],[8,9,10]]"));
+  EXPECT_EQ(j["points"][0]["verification"]["argmax_equal"], 7);
+  EXPECT_TRUE(j["points"][1]["verification"].is_null());
+  EXPECT_TRUE(j["points"][1]["outputs"]["consistent"].is_null());
+  Results back = results_from_json(j);
+  EXPECT_EQ(to_json(back), j);
+  // Files written before these blocks existed still load.
+  j["points"][0].erase("outputs");
+  j["points"][0].erase("verification");
+  EXPECT_FALSE(results_from_json(j).points[0].verification.has_value());
+  j = to_json(r);
+  j["points"][0]["outputs"]["first_run_ids"][1][0] = "x";
+  EXPECT_EQ(error_of(j), "points[0].outputs.first_run_ids[1][0]: expected an integer, got string");
+}
+
 TEST(Results, MalformedInputNamesTheJsonPath) {
   json good = to_json(sample_results());
   json j = good;

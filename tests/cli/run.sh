@@ -32,7 +32,23 @@ for p in d["points"]:
         assert k in p["memory"], k
     assert p["cold"]["load_ms"] > 0 and "roofline" in p and "stages" in p
 assert {(p["params"]["batch"], p["params"]["temperature"]) for p in d["points"]} == {(1, 0), (1, 0.7), (2, 0), (2, 0.7)}
+for p in d["points"]:
+    ids = p["outputs"]["first_run_ids"]
+    assert len(ids) == p["params"]["batch"] and all(len(row) == 6 for row in ids), ids
+    if p["params"]["temperature"] == 0:
+        v = p["verification"]
+        assert p["outputs"]["consistent"] is True and v["ok"] is True, p
+        assert v["tokens"] == 6 * p["params"]["batch"] and v["tolerance"] == 0.1, v  # bfloat16
+    else:
+        assert p["verification"] is None and p["outputs"]["consistent"] is None
 PY
+grep -q 'verified' "$tmp/table.txt" || fail "table lacks the verified column"
+
+# --no-verify: no verification block, the table says off.
+"$bin" run "${small[@]}" --batch 1 --no-verify --output "$tmp/nv.json" >"$tmp/nv.txt" 2>/dev/null || fail "--no-verify"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; assert p["verification"] is None' "$tmp/nv.json" \
+  || fail "--no-verify still verified"
+grep -q ' off ' "$tmp/nv.txt" || fail "--no-verify: table does not say off"
 
 # Console formats.
 "$bin" run "${small[@]}" --batch 1 --format csv 2>/dev/null | head -1 | grep -q ',' || fail "--format csv"

@@ -30,6 +30,7 @@ struct RunOptions {
   std::string chat_format;              // empty: from tokenizer_config
   bool cuda_graph = true;               // decode step replayed from a CUDA graph (GPU only)
   bool fused = true;                    // fused kernels (GPU only)
+  bool verify = true;                   // check greedy points' tokens against the reference path
 };
 
 // One point of a sweep: a single value of every axis.

@@ -32,6 +32,12 @@ class Decoder {
   torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
                         KvCache& cache, DecodeState& state) const;
 
+  // The same pass without the lm_head: hidden states of every position before the final norm, [B, P, H].
+  torch::Tensor prefill_hidden(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
+                               KvCache& cache, DecodeState& state) const;
+  // hidden [..., H] → the final RMSNorm of it (model dtype), what the lm_head reads.
+  torch::Tensor final_norm(const torch::Tensor& hidden) const;
+
   // tokens [B] int64 → logits [B, V] float32; writes cache column state.column, then advances state.
   torch::Tensor decode_step(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 

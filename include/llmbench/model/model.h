@@ -85,6 +85,12 @@ class Model {
   // tokens [B] int64 → logits [B, V] float32. Throws when the cache is full (host-side counter, no sync).
   torch::Tensor decode_step(const torch::Tensor& tokens);
 
+  // Teacher forcing for verification: ids [B, S] (no padding; S ≤ the cache length) through the plain
+  // prefill path (no fused kernels, no graph) → hidden states after the final norm, [B, S, H] model dtype.
+  // Overwrites the cache: call reset_cache() before the next generate.
+  torch::Tensor forward_normed(const torch::Tensor& ids);
+  const torch::Tensor& lm_head() const { return weights_.lm_head; }  // [V, H] model dtype
+
   // Left-pads the prompts, allocates the cache for P + max_new_tokens, prefills and decodes.
   // Throws UsageError for an empty prompt, an id outside the vocabulary or a too-long context.
   GenerateResult generate(const std::vector<std::vector<std::int64_t>>& prompts, const GenerateOptions& options);

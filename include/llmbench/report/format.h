@@ -24,6 +24,11 @@ std::vector<std::string> cv_warnings(const Results& results);
 // Throws UsageError when baseline_label is not empty and no point carries that label.
 std::string format_comparison(const Results& results, Format format, const std::string& baseline_label);
 
+// One phrase for a point's verification and run consistency, e.g. "ok (256/256 argmax, worst gap 0.00 %)",
+// "FAILED: 3 of 256 over 10.00 % (worst 41.20 %)", "off", "not checked (temperature > 0)", plus
+// "; runs 3, 7 differ" when timed greedy runs disagreed.
+std::string verification_summary(const PointResult& point);
+
 // "1.50 GiB", "12.0 MiB", "512 B".
 std::string format_bytes(std::uint64_t bytes);
 

@@ -59,6 +59,29 @@ struct Stages {
   double detokenize_ms = 0;
 };
 
+// What the timed runs generated (README "Verification").
+struct Outputs {
+  // Ids the first timed run generated, per sequence (at most kFirstRunIdsMax each).
+  std::vector<std::vector<std::int64_t>> first_run_ids;
+  // Greedy points: every timed run generated the ids of the first. Unset for sampled points.
+  std::optional<bool> consistent;
+  std::vector<int> inconsistent_runs;  // 0-based indices of the timed runs that differ from run 0
+};
+constexpr int kFirstRunIdsMax = 64;
+
+// The fast path's tokens checked against the reference path (no CUDA graph, no fused kernels, float32
+// lm_head), teacher-forced on those tokens. gap = (ref max logit − ref logit of the fast token) / (ref max
+// − ref min) at each generated position.
+struct Verification {
+  std::string reference;              // what the reference path was, in words
+  std::int64_t tokens = 0;            // positions checked (B × N)
+  std::int64_t argmax_equal = 0;      // positions where the fast token is the reference argmax
+  double worst_gap = 0;               // largest gap, a fraction of the logit range
+  std::int64_t over_tolerance = 0;    // positions whose gap exceeds tolerance
+  double tolerance = 0;               // fraction of the logit range allowed (docs/results-schema.md)
+  bool ok = false;                    // over_tolerance == 0
+};
+
 struct PointResult {
   PointParams params;
   std::string status = "ok";         // ok | failed | skipped
@@ -77,6 +100,8 @@ struct PointResult {
   Memory memory;
   Cold cold;
   Roofline roofline;
+  Outputs outputs;
+  std::optional<Verification> verification;  // unset: not verified (--no-verify, temperature > 0, failed before)
 };
 
 struct Results {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -20,6 +21,8 @@ struct RunHooks {
   std::function<void(const Progress&)> on_progress;
   // Measure copy bandwidth and matmul rate in the same process for MBU/MFU.
   bool measure_ceilings = true;
+  // Tests only: edits the first timed run's ids [rows, cols] (row-major) before they are verified.
+  std::function<void(std::int64_t* ids, std::int64_t rows, std::int64_t cols)> tamper_outputs;
 };
 
 // Runs every point of `options` (the factorial product of its axes) the way README "Metrics" defines:
