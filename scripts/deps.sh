@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   libtorch-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libgtest-dev
   libsentencepiece-dev libpcre2-dev libutf8proc-dev
-  libboost-dev  # Beast + Asio, header-only (llmbench load)
+  libboost-dev  # Beast + Asio, header-only (llmbench serve and load)
   nodejs ca-certificates  # npm fetches tokenizer files and web assets over https
   chromium  # headless browser of the report test (tests/cli/report_browser.sh)
   clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)

@@ -26,6 +26,7 @@ void add_report_command(CLI::App& root, Commands& out);
 void add_run_command(CLI::App& root, Commands& out);
 void add_compare_command(CLI::App& root, Commands& out);
 void add_load_command(CLI::App& root, Commands& out);
+void add_serve_command(CLI::App& root, Commands& out);
 
 // Writes the results file (if any), prints `format` on stdout (with ratios against `baseline` when
 // given), logs CV warnings; returns the exit code: 0, 1 when a point failed, 130/143 when interrupted.

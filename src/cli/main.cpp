@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   cli::add_run_command(app, commands);
   cli::add_compare_command(app, commands);
   cli::add_load_command(app, commands);
+  cli::add_serve_command(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,100 @@
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "command.h"
+#include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
+#include "llmbench/bench/device_env.h"
+#include "llmbench/bench/interrupt.h"
+#include "llmbench/engine/engine.h"
+#include "llmbench/model/presets.h"
+#include "llmbench/runner/model_tokenizer.h"
+#include "llmbench/serve/server.h"
+
+namespace llmbench::cli {
+
+void add_serve_command(CLI::App& root, Commands& out) {
+  struct Options {
+    EngineOptions engine;
+    serve::ServeOptions server;
+    std::string batching = "continuous";
+    std::string tokenizer;
+  };
+  auto opt = std::make_shared<Options>();
+  opt->engine.device = "auto";
+  opt->engine.dtype = "auto";
+  auto* app = root.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, SSE streaming, /metrics)");
+  app->add_option("--model", opt->engine.model, "Preset (tiny, qwen2.5-7b, …), directory or org/name")->capture_default_str();
+  app->add_option("--tokenizer", opt->tokenizer,
+                  "tokenizer.json, tokenizer.model or a model directory (default: the model's own; required for "
+                  "random-weight presets)");
+  app->add_option("--host", opt->server.host, "Address to listen on")->capture_default_str();
+  app->add_option("--port", opt->server.port, "Port (0: a free one)")->capture_default_str()->check(CLI::Range(0, 65535));
+  app->add_option("--api-key", opt->server.api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
+  app->add_option("--device", opt->engine.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app->add_option("--dtype", opt->engine.dtype, "auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16, float16")
+      ->capture_default_str();
+  app->add_option("--attn", opt->engine.attn, "eager or sdpa")->capture_default_str();
+  app->add_option("--seed", opt->engine.seed, "Random-weights seed")->capture_default_str();
+  app->add_option("--max-batch", opt->engine.max_batch, "KV-cache slots (requests decoded together)")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  app->add_option("--max-context", opt->engine.max_context, "Tokens per slot (0: min(model's, 4096))")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 22));
+  app->add_option("--batching", opt->batching, "continuous or static")->capture_default_str()
+      ->check(CLI::IsMember({"continuous", "static"}));
+  app->add_option("--max-wait-ms", opt->engine.max_wait_ms, "Static batching: wait this long for a full batch")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e6));
+  app->add_option("--max-queue", opt->engine.max_queue, "Waiting requests beyond this get 503")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app->add_flag("!--no-cuda-graph", opt->engine.cuda_graph, "Plain decode step instead of CUDA graphs");
+  app->add_flag("!--no-fused", opt->engine.fused, "Plain ops instead of the fused kernels");
+  app->add_option("--io-threads", opt->server.io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
+  app->add_option("--read-timeout", opt->server.read_timeout_s, "Seconds to receive a whole request (408 after)")
+      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+  app->add_option("--idle-timeout", opt->server.idle_timeout_s, "Seconds a keep-alive connection may idle")
+      ->capture_default_str()->check(CLI::Range(0.01, 86400.0));
+  app->add_option("--shutdown-grace-ms", opt->server.shutdown_grace_ms,
+                  "On SIGINT/SIGTERM, running requests may finish for this long, then are cancelled")
+      ->capture_default_str()->check(CLI::Range(0.0, 600000.0));
+
+  out.push_back({app, [opt] {
+                   EngineOptions e = opt->engine;
+                   e.batching = opt->batching == "static" ? Batching::static_batch : Batching::continuous;
+                   e.device = resolve_device(e.device);
+                   if (e.dtype == "auto") e.dtype = e.device == "cpu" ? "float32" : "bfloat16";
+                   // The tokenizer before the weights: refuse in a second, not after loading gigabytes.
+                   std::shared_ptr<const Tokenizer> tokenizer;
+                   if (!opt->tokenizer.empty()) {
+                     tokenizer = load_tokenizer(opt->tokenizer);
+                   } else {
+                     const ResolvedModel r = resolve_model(e.model);
+                     ModelInfo probe;
+                     probe.preset = r.preset;
+                     probe.checkpoint_dir = r.checkpoint_dir.value_or("");
+                     if (!load_model_tokenizer(probe))
+                       throw UsageError(cat("model '", e.model, "' has no tokenizer (random weights without a checkpoint): ",
+                                            "give --tokenizer PATH (tokenizer.json, tokenizer.model or a model directory)"));
+                   }
+                   install_interrupt_handlers();
+                   std::unique_ptr<Engine> engine = Engine::start(e);
+                   if (!tokenizer) tokenizer = engine->tokenizer();
+                   if (!tokenizer) throw Error(cat("model '", e.model, "' loaded without a tokenizer: give --tokenizer PATH"));
+                   if (std::int64_t(tokenizer->vocab_size()) > engine->vocab_size())
+                     log::warn(cat("serve: the tokenizer has ", tokenizer->vocab_size(), " ids, the model ",
+                                   engine->vocab_size(), ": prompts with ids beyond the model's are refused"));
+                   auto server = std::make_unique<serve::Server>(*engine, tokenizer, opt->server);
+                   server->start();
+                   std::cout << "llmbench serve: listening on http://" << server->host() << ":" << server->port()
+                             << std::endl;
+                   while (!interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                   log::info(cat("serve: signal ", interrupt_signal(), ": stopping"));
+                   server->shutdown();  // stops the engine too
+                   engine.reset();      // before the server: its last requests' callbacks hold connections
+                   server.reset();
+                   return kExitOk;
+                 }});
+}
+
+}  // namespace llmbench::cli

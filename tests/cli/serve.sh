@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# `llmbench serve` on the tiny model with curl: bad inputs and overload answered with OpenAI-style errors
+# (400/401/404/408/413/503), a disconnect storm that leaves every slot free, /metrics in the Prometheus
+# format, SIGTERM mid-stream → exit 0; the server keeps serving after each. Plus the --tokenizer refusal.
+set -u
+bin=$1
+here=$(cd "$(dirname "$0")/../serve" && pwd)
+tmp=$(mktemp -d)
+source "$here/server_lib.sh"
+
+# A random-weight preset has no tokenizer: one clear line naming --tokenizer, before any weights load.
+mkdir -p "$tmp/empty-hf"
+err=$(HF_HUB_CACHE=$tmp/empty-hf HF_HOME=$tmp/empty-hf timeout 30 "$bin" serve --model qwen2.5-7b --port 0 2>&1 >/dev/null)
+rc=$?
+[ "$rc" = 2 ] && grep -q -- "--tokenizer" <<<"$err" && [ "$(wc -l <<<"$err")" = 1 ] \
+  || fail "serve without a tokenizer: rc $rc, '$err'"
+
+wait_clients() { for p in $(jobs -p); do [ "$p" = "$server_pid" ] || wait "$p"; done; }
+start_server --max-batch 4 --max-queue 16 --read-timeout 1
+ctx=$(curl -s "$base/v1/models" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["max_model_len"])')
+
+# expect STATUS CODE CURL-ARGS…: the status and an {"error": {"message", "type", "code"}} body.
+expect() {
+  local status=$1 code=$2; shift 2
+  local out
+  out=$(curl -s -w '\n%{http_code}' "$@") || fail "curl $*"
+  [ "${out##*$'\n'}" = "$status" ] || fail "$* → ${out##*$'\n'}, want $status: ${out%$'\n'*}"
+  python3 -c '
+import json, sys
+e = json.loads(sys.argv[1])["error"]
+assert isinstance(e["message"], str) and e["message"] and isinstance(e["type"], str), e
+assert e["code"] == sys.argv[2], (e["code"], sys.argv[2])' "${out%$'\n'*}" "$code" || fail "$* → bad error body: ${out%$'\n'*}"
+}
+post() { expect "$1" "$2" -H 'Content-Type: application/json' --data-binary "$3" "$base/v1/${4:-completions}"; }
+post 400 invalid_json '{"prompt": [1, 2'
+post 400 invalid_json '[1, 2]'
+post 400 invalid_type '{"prompt": [1], "max_tokens": "ten"}'
+post 400 invalid_type '{"prompt": [1], "temperature": []}'
+post 400 invalid_type '{"prompt": {"text": "hi"}}'
+post 400 invalid_value '{"prompt": [1], "max_tokens": 0}'
+post 400 invalid_value '{"prompt": [1], "max_tokens": -5}'
+post 400 context_length_exceeded "{\"prompt\": [1], \"max_tokens\": $ctx}"
+post 400 context_length_exceeded "{\"prompt\": $(python3 -c "print([5] * $ctx)")}"
+post 400 invalid_value '{"prompt": [1, 100000]}'
+post 400 invalid_value '{"prompt": [1], "n": 2}'
+post 400 missing_field '{"max_tokens": 3}'
+post 400 invalid_type '{"messages": [{"role": "user", "content": 5}]}' chat/completions
+post 404 model_not_found '{"model": "gpt-4o", "prompt": "hi"}'
+post 404 model_not_found '{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}' chat/completions
+expect 404 not_found "$base/v1/embeddings"
+head -c $((9 << 20)) /dev/zero | tr '\0' 'a' >"$tmp/big.json"
+expect 413 request_too_large -H 'Content-Type: application/json' --data-binary @"$tmp/big.json" "$base/v1/completions"
+# Slow loris: half a header, then nothing: 408 after --read-timeout.
+out=$(timeout 10 python3 - "${base##*:}" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"pro")
+data = b""
+while chunk := s.recv(4096): data += chunk
+print(data.decode())
+PY
+) || fail "slow client: no answer"
+grep -q "^HTTP/1.1 408" <<<"$out" && grep -q '"request_timeout"' <<<"$out" || fail "slow client: $out"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$base/health")" = 200 ] || fail "unhealthy after bad inputs"
+
+# Overload: 4 slots + 16 queued; the rest of 28 get 503 with Retry-After.
+long="{\"prompt\": [7, 8], \"max_tokens\": $((ctx - 8)), \"ignore_eos\": true, \"stream\": true}"
+for i in $(seq 1 28); do
+  curl -s -N -D "$tmp/over$i.h" -o /dev/null --max-time 3 -H 'Content-Type: application/json' -d "$long" "$base/v1/completions" &
+done
+wait_clients
+n503=$(grep -l '^HTTP/1.1 503' "$tmp"/over*.h 2>/dev/null | wc -l)
+[ "$n503" -ge 8 ] || fail "expected ≥ 8 of 28 refused with 503, got $n503"
+grep -q '^Retry-After: 1' $(grep -l '^HTTP/1.1 503' "$tmp"/over*.h | head -1) || fail "503 without Retry-After"
+
+# Disconnect storm: 20 clients (4 streaming, 16 queued) drop at random moments; every slot comes back.
+for i in $(seq 1 20); do
+  curl -s -N -o /dev/null --max-time 0.$((RANDOM % 9 + 1)) -H 'Content-Type: application/json' -d "$long" "$base/v1/completions" &
+done
+wait_clients
+metric() { curl -s "$base/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+for _ in $(seq 1 100); do
+  [ "$(metric llmbench_kv_cache_slots_used)" = 0 ] && [ "$(metric llmbench_requests_waiting)" = 0 ] && break
+  sleep 0.1
+done
+[ "$(metric llmbench_kv_cache_slots_used)" = 0 ] || fail "slots still in use after the storm: $(metric llmbench_kv_cache_slots_used)"
+dropped=$(metric 'llmbench_requests_total{code="499"}')
+[ "${dropped:-0}" -ge 20 ] || fail "expected ≥ 20 dropped clients counted, got '$dropped'"
+
+# /metrics: every line is a comment or a sample; the histograms are complete.
+curl -s "$base/metrics" >"$tmp/metrics.txt"
+python3 - "$tmp/metrics.txt" <<'PY' || fail "/metrics is not valid Prometheus text"
+import re, sys
+sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_]+="[^"]*"(,[a-zA-Z_]+="[^"]*")*\})? (\S+)$')
+values = {}
+for line in open(sys.argv[1]).read().splitlines():
+    if line.startswith("# HELP ") or line.startswith("# TYPE "): continue
+    m = sample.match(line)
+    assert m, line
+    values[m.group(1) + (m.group(2) or "")] = float(m.group(4))
+for h in ["time_to_first_token", "inter_token_latency", "e2e_request_latency", "request_queue_time"]:
+    name = "llmbench_" + h + "_seconds"
+    assert values[name + '_bucket{le="+Inf"}'] == values[name + "_count"], h
+assert values["llmbench_requests_total{code=\"400\"}"] >= 13, values
+assert values["llmbench_requests_total{code=\"503\"}"] >= 8
+assert values["llmbench_generation_tokens_total"] > 0
+assert values["llmbench_kv_cache_slots_total"] == 4
+PY
+
+# Still serving: a plain completion, then SIGTERM while a stream runs: exit 0 within the grace.
+code=$(curl -s -o "$tmp/ok.json" -w '%{http_code}' -H 'Content-Type: application/json' -d '{"prompt": "hello", "max_tokens": 4}' "$base/v1/completions")
+[ "$code" = 200 ] || fail "completion after the storm: $code $(cat "$tmp/ok.json")"
+curl -s -N -o "$tmp/last.sse" -H 'Content-Type: application/json' -d "$long" "$base/v1/completions" &
+client=$!
+sleep 0.5
+stop_server
+wait "$client"
+tail -c 200 "$tmp/last.sse" | grep -q 'data: \[DONE\]' || fail "the running stream did not end cleanly on SIGTERM: $(tail -c 300 "$tmp/last.sse")"
+
+# --api-key: /v1 needs it, /health does not.
+start_server --api-key sekret
+expect 401 invalid_api_key "$base/v1/models"
+expect 401 invalid_api_key -H 'Authorization: Bearer wrong' "$base/v1/models"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekret' "$base/v1/models")" = 200 ] || fail "good key refused"
+stop_server
+echo "serve: ok"
