@@ -6,6 +6,8 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <pthread.h>
+
 #include <thread>
 
 #include <torch/torch.h>
@@ -78,7 +80,10 @@ class EngineImpl final : public Engine {
     log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
                   o.batching == Batching::continuous ? "continuous" : "static", " batching, fused ",
                   model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off"));
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "llmbench-engine");  // per-thread CPU time in /proc
+      loop();
+    });
   }
 
   ~EngineImpl() override { stop(0); }
@@ -149,6 +154,7 @@ class EngineImpl final : public Engine {
       // Cancelled rows leave first, so that their slots are free for this boundary's admissions.
       for (std::int64_t i = size() - 1; i >= 0; --i)
         if (i < size() && rows_[i].request->cancelled) finish(i, FinishReason::cancelled);
+      publish();  // before waiting: an idle engine must not keep reporting the rows it just freed
       std::vector<Waiting> admit, dropped;
       bool cancel_running = false;
       {
@@ -290,7 +296,7 @@ class EngineImpl final : public Engine {
     const auto now = Clock::now();
     if (run.generated == 1) run.times.first_token = now;
     FinishReason finish = FinishReason::none;
-    if (!r.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end())
+    if (!r.ignore_eos && run.generated >= r.min_tokens && std::find(eos_.begin(), eos_.end(), token) != eos_.end())
       finish = FinishReason::stop;
     else if (run.generated >= r.max_tokens)
       finish = FinishReason::length;

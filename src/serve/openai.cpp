@@ -186,8 +186,12 @@ CompletionRequest parse_request(std::string_view body, Endpoint endpoint) {
   if (auto s = get_integer(j, "seed")) r.seed = static_cast<std::uint64_t>(*s);
   parse_stop(j, r);
   r.ignore_eos = get_bool(j, "ignore_eos", false);
-  if (auto m = get_integer(j, "min_tokens"); m && *m != 0)
-    throw bad_request("min_tokens", "'min_tokens' is not supported by this server", "unsupported");
+  if (auto m = get_integer(j, "min_tokens")) {
+    if (*m < 0) throw bad_request("min_tokens", cat("'min_tokens' must be at least 0, got ", *m));
+    if (r.max_tokens && *m > *r.max_tokens)
+      throw bad_request("min_tokens", cat("'min_tokens' (", *m, ") exceeds 'max_tokens' (", *r.max_tokens, ")"));
+    r.min_tokens = static_cast<int>(std::min<std::int64_t>(*m, std::numeric_limits<int>::max()));
+  }
   if (get_bool(j, "echo", false)) throw bad_request("echo", "'echo' is not supported by this server", "unsupported");
   if (const json* lp = field(j, "logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>()))
     throw bad_request("logprobs", "'logprobs' is not supported by this server", "unsupported");

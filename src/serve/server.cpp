@@ -2,6 +2,8 @@
 
 #include <list>
 #include <mutex>
+#include <pthread.h>
+
 #include <thread>
 
 #include "llmbench/base/log.h"
@@ -76,7 +78,11 @@ void Server::start() {
   s.port = s.acceptor.local_endpoint().port();
   s.started = true;
   s.accept();
-  for (int i = 0; i < o.io_threads; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+  for (int i = 0; i < o.io_threads; ++i)
+    s.threads.emplace_back([&s] {
+      ::pthread_setname_np(::pthread_self(), "llmbench-io");  // per-thread CPU time in /proc (serving bench)
+      s.ioc.run();
+    });
 }
 
 int Server::port() const { return impl_->port; }

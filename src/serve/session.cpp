@@ -253,6 +253,7 @@ void Session::start_completion(const http::request<http::string_body>& req, Endp
   request->top_p = r.top_p;
   request->seed = r.seed ? *r.seed : random_seed();
   request->ignore_eos = r.ignore_eos;
+  request->min_tokens = r.min_tokens;
   const std::uint64_t id = ++jobs_;
   // The engine thread only posts; the event is handled on this connection's strand.
   request->on_event = [self = shared_from_this(), id](const EngineEvent& event) {

@@ -420,6 +420,15 @@ TEST(Engine, EosEndsTheRequestUnlessIgnored) {
   EXPECT_EQ(stopped->last().finish, FinishReason::stop);
   EXPECT_EQ(ignored->tokens, free_run);
   EXPECT_EQ(ignored->last().finish, FinishReason::length);
+
+  // min_tokens: an EOS before it is an ordinary token; the first EOS at or after it ends the request.
+  auto at_least = std::make_shared<Trace>();
+  auto req = make_request(prompt, 10, at_least, /*ignore_eos=*/false);
+  req->min_tokens = static_cast<int>(stop_at) + 1;
+  ASSERT_TRUE(engine->submit(req));
+  ASSERT_TRUE(at_least->wait_done());
+  const auto next_eos = std::find(free_run.begin() + stop_at, free_run.end(), eos);
+  EXPECT_EQ(at_least->tokens, std::vector<std::int64_t>(free_run.begin(), next_eos == free_run.end() ? next_eos : next_eos + 1));
 }
 
 TEST(Engine, SubmitRejectsRequestsThatCanNeverRun) {

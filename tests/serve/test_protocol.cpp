@@ -83,7 +83,9 @@ TEST(OpenAiParse, BadInputs) {
   EXPECT_EQ(code_of(R"({"prompt":"x","stream":"yes"})"), "invalid_type:stream");
   EXPECT_EQ(code_of(R"({"prompt":"x","model":7})"), "invalid_type:model");
   EXPECT_EQ(code_of(R"({"prompt":"x","logprobs":2})"), "unsupported:logprobs");
-  EXPECT_EQ(code_of(R"({"prompt":"x","min_tokens":3})"), "unsupported:min_tokens");
+  EXPECT_EQ(code_of(R"({"prompt":"x","min_tokens":-1})"), "invalid_value:min_tokens");
+  EXPECT_EQ(code_of(R"({"prompt":"x","max_tokens":3,"min_tokens":4})"), "invalid_value:min_tokens");
+  EXPECT_EQ(parse_request(R"({"prompt":"x","max_tokens":3,"min_tokens":3})", Endpoint::completions).min_tokens, 3);
   EXPECT_EQ(code_of(R"({"max_tokens":3})"), "missing_field:prompt");
   EXPECT_EQ(code_of(R"({"prompt":{"a":1}})"), "invalid_type:prompt");
   EXPECT_EQ(code_of(R"({"prompt":[1,"a"]})"), "invalid_type:prompt");

@@ -70,6 +70,7 @@ struct EngineRequest {
   double top_p = 1;
   std::uint64_t seed = 0;
   bool ignore_eos = false;
+  int min_tokens = 0;                // EOS does not end the request before this many tokens (0: off)
   // Called on the engine thread for every event; must not block (post to an I/O thread).
   std::function<void(const EngineEvent&)> on_event;
   // Set by any thread; the engine frees the slot at the next step boundary and sends a last event

@@ -40,6 +40,7 @@ struct CompletionRequest {
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;
   bool ignore_eos = false;                 // extension (vLLM's name)
+  int min_tokens = 0;                      // extension (vLLM's name): EOS cannot end the request earlier
   bool stream = false;
   bool include_usage = false;              // stream_options.include_usage
 };

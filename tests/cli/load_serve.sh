@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# End-to-end: `llmbench load` against its own `llmbench serve --model tiny` (started on a free loopback port,
+# stopped afterwards): closed and open loop, every request completes with exactly the forced output length,
+# the server's stage timings reach the results, and no server outlives the command.
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; cat "$tmp/err.txt" 2>/dev/null | tail -20; exit 1; }
+before=$(pgrep -fc "llmbench serve" || true)
+
+timeout 240 "$bin" load --concurrency 1,3 --num-requests 9 --warmup-requests 2 --input-len 24 --output-len 7 \
+  --tokenizer tiny --slo ttft_ms=60000,e2e_ms=120000 -o "$tmp/closed.json" >"$tmp/out.txt" 2>"$tmp/err.txt" \
+  || fail "closed-loop load exited $?"
+timeout 240 "$bin" load --request-rate 20 --arrival poisson --num-requests 8 --input-len 16 --output-len 5 \
+  --api chat --tokenizer tiny -o "$tmp/open.json" >>"$tmp/out.txt" 2>>"$tmp/err.txt" \
+  || fail "open-loop load exited $?"
+
+python3 - "$tmp/closed.json" "$tmp/open.json" <<'PY' || fail "results"
+import json, sys
+closed, opened = (json.load(open(p)) for p in sys.argv[1:3])
+pts = closed["points"]
+assert [p["load"]["concurrency"] for p in pts] == [1, 3], [p["load"] for p in pts]
+for doc, n, out in ((closed, 9, 7), (opened, 8, 5)):
+    for p in doc["points"]:
+        assert p["mode"] == "load" and p["status"] == "ok", (p["status"], p.get("error"))
+        assert p["requests"]["completed"] == n and p["requests"]["failed"] == 0, p["requests"]
+        assert p["load"]["token_count_source"] == "usage", p["load"]
+        log = p["request_log"]
+        assert len(log) == n
+        for r in log:
+            assert r["output_tokens"] == out, r
+        st = p["server_stages_ms"]
+        for k in ("http_recv_ms", "queue_ms", "tokenize_ms", "prefill_ms", "decode_ms", "stream_ms"):
+            assert k in st and st[k] >= 0, st
+        s = p["summary"]
+        assert 0 < s["ttft_ms"]["p50"] <= s["e2e_ms"]["p50"], s
+        assert p["goodput"]["fraction"] in (None, 1.0) or p["goodput"]["fraction"] == 1.0, p["goodput"]
+        assert p["throughput"]["output_tokens_per_s"] > 0
+assert opened["points"][0]["load"]["api"] == "chat"
+PY
+sleep 0.5
+after=$(pgrep -fc "llmbench serve" || true)
+[ "$after" -le "$before" ] || fail "a server outlived the load command ($before before, $after after)"
+echo PASS
