@@ -19,9 +19,9 @@ start_server() {  # start_server NAME ARGS...: sets $url
   [ -n "$url" ] || fail "scripted server $name did not start"
 }
 
-start_server a --ttft-ms 40 --itl-ms 10
+start_server a --ttft-ms 60 --itl-ms 15
 url_a="$url"
-start_server b --ttft-ms 80 --itl-ms 20
+start_server b --ttft-ms 120 --itl-ms 30
 url_b="$url"
 
 cat >"$out/engines.yaml" <<YAML
@@ -73,18 +73,22 @@ for l in lines[at + 2:]:
 assert len(rows) == 4, rows
 def ratio(row, metric):  # the "x base" column right after the metric's
     return float(row[names.index(metric) + 1].rstrip("x"))
+bad = []
 for row in rows:
     label, conc = row[0], int(row[1])
-    expected = 1.0 if label == "engine-a" else 2.0
+    expected = 1.0 if label == "engine-a" else 2.0  # engine-b's delays are twice engine-a's
     for metric in ("TTFT p50", "TPOT p50", "ITL p50", "e2e p50"):
         got = ratio(row, metric)
-        assert abs(got - expected) <= 0.05 * expected, (label, conc, metric, got)
+        if abs(got - expected) > 0.05 * expected:
+            bad.append((label, conc, metric, got))
     got = ratio(row, "out tok/s")
-    assert abs(got - 1 / expected) <= 0.05 / expected, (label, conc, "out tok/s", got)
+    if abs(got - 1 / expected) > 0.05 / expected:
+        bad.append((label, conc, "out tok/s", got))
     # The same ratio as the results file's p50s.
     p, base = points[(label, conc)], points[("engine-a", conc)]
     want = p["summary"]["ttft_ms"]["p50"] / base["summary"]["ttft_ms"]["p50"]
     assert abs(ratio(row, "TTFT p50") - want) < 0.006, (ratio(row, "TTFT p50"), want)
+assert not bad, bad
 PY
 grep -q "engine-b at $url_b" "$out/table" || fail "no description line for engine-b"
 "$bin" report "$out/cmp.json" -o "$out/report.html" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "report on compare results"; }
