@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace llmbench {
@@ -28,9 +29,15 @@ void add_compare_command(CLI::App& root, Commands& out);
 void add_load_command(CLI::App& root, Commands& out);
 void add_serve_command(CLI::App& root, Commands& out);
 
-// Writes the results file (if any), prints `format` on stdout (with ratios against `baseline` when
-// given), logs CV warnings; returns the exit code: 0, 1 when a point failed, 130/143 when interrupted.
-int finish_results(const Results& results, const std::string& output, const std::string& format,
+// The command line as given (argv[0]'s file name, arguments quoted for a shell where needed), with the
+// values of --api-key and --header masked; what `results.command` records. Set once by main().
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
+
+// Stamps results.command with command_line(), writes the results file (if any), prints `format` on
+// stdout (with ratios against `baseline` when given), logs CV warnings; returns the exit code: 0, 1
+// when a point failed, 130/143 when interrupted.
+int finish_results(Results& results, const std::string& output, const std::string& format,
                    const std::string& baseline);
 
 }  // namespace llmbench::cli

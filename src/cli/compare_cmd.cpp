@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "llmbench/base/log.h"
 #include "llmbench/bench/interrupt.h"
 #include "llmbench/config/compare_config.h"
+#include "llmbench/load/runner.h"
 #include "llmbench/report/format.h"
 #include "llmbench/runner/duration.h"
 #include "llmbench/runner/runner.h"
@@ -25,7 +27,8 @@ void add_compare_command(CLI::App& root, Commands& out) {
     double max_minutes = RunOptions{}.max_minutes;
   };
   auto st = std::make_shared<State>();
-  auto* app = root.add_subcommand("compare", "Run several models from a YAML file and compare them side by side");
+  auto* app = root.add_subcommand(
+      "compare", "Run several models (or load several endpoints) from a YAML file and compare them side by side");
   app->add_option("config", st->config, "YAML file (docs/config.md)")->required();
   app->add_option("--output,-o", st->output, "Write one results JSON with every point (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
@@ -34,11 +37,22 @@ void add_compare_command(CLI::App& root, Commands& out) {
       ->capture_default_str();
   out.push_back({app, [st] {
                    ComparePlan plan = load_compare_config(st->config);
+                   for (const auto& t : plan.loads) {
+                     try {
+                       validate(t.options);
+                     } catch (const UsageError& e) {
+                       throw UsageError(cat(t.where, ": ", e.what()));
+                     }
+                   }
                    parse_format(st->format);
                    if (!st->output.empty()) check_writable(st->output);
                    install_interrupt_handlers();
                    Results all;
                    bool first = true;
+                   auto add = [&](Results r) {
+                     if (first) all = std::move(r), first = false;
+                     else append_results(all, std::move(r));
+                   };
                    check_compare_duration(plan.models, st->max_minutes);
                    for (RunOptions model : plan.models) {
                      model.max_minutes = 0;  // checked above, for the whole plan
@@ -47,16 +61,34 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      RunHooks hooks;
                      // Ceilings once per device, not once per model.
                      hooks.measure_ceilings = !st->no_roofline && first;
-                     Results r = run_benchmark(model, hooks);  // one model in memory at a time
-                     if (first) {
-                       all = std::move(r);
-                       first = false;
-                     } else {
-                       append_results(all, std::move(r));
+                     add(run_benchmark(model, hooks));  // one model in memory at a time
+                   }
+                   // Endpoints: exactly what `llmbench load` runs. One that cannot be reached is
+                   // reported and skipped, keeping what was measured.
+                   bool target_failed = false;
+                   for (const auto& t : plan.loads) {
+                     if (interrupted()) break;
+                     log::info(cat("compare: ", t.options.label, " (load, ", t.options.endpoint, ")"));
+                     LoadHooks hooks;
+                     hooks.should_stop = [] { return interrupted(); };
+                     hooks.on_progress = [](const std::string& line) { log::info(line); };
+                     try {
+                       add(run_load(t.options, hooks));
+                     } catch (const Error& e) {
+                       log::error(cat(t.options.label, ": ", e.what(), " (skipped)"));
+                       target_failed = true;
                      }
                    }
-                   all.command = "compare " + st->config;
-                   return finish_results(all, st->output, st->format, plan.baseline);
+                   std::string baseline = plan.baseline;
+                   const bool measured = std::any_of(all.points.begin(), all.points.end(), [&](const PointResult& p) {
+                     return (p.params.label.empty() ? p.params.model : p.params.label) == baseline;
+                   });
+                   if (!baseline.empty() && !measured) {
+                     log::warn(cat("baseline '", baseline, "' has no results: no ratios"));
+                     baseline.clear();
+                   }
+                   const int rc = finish_results(all, st->output, st->format, baseline);
+                   return rc == kExitOk && target_failed ? kExitFailure : rc;
                  }});
 }
 

@@ -38,6 +38,7 @@ void add_load_command(CLI::App& root, Commands& out) {
       "load", "Load-test an OpenAI-compatible endpoint (or our own `llmbench serve`): TTFT, ITL, TPOT, goodput");
   app->add_option("--endpoint", o.endpoint, "Base URL, e.g. http://127.0.0.1:8000 (none: start `llmbench serve` on loopback)");
   app->add_option("--model", o.model, "Model name in requests (none: the first of /v1/models; the preset `serve` loads)");
+  app->add_option("--label", o.label, "Label of the points in tables and reports (none: the model)");
   app->add_option("--api", o.api, "completions or chat")->capture_default_str();
   app->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight; a comma list sweeps")->delimiter(',');
   app->add_option("--request-rate", o.request_rate, "Open loop: requests per second; a comma list sweeps")->delimiter(',');
@@ -70,7 +71,6 @@ void add_load_command(CLI::App& root, Commands& out) {
                    hooks.should_stop = [] { return interrupted(); };
                    hooks.on_progress = [](const std::string& line) { log::info(line); };
                    Results results = run_load(options, hooks);
-                   results.command = "load" + (st->options.endpoint.empty() ? std::string() : " --endpoint " + st->options.endpoint);
                    return finish_results(results, st->output, st->format, "");
                  }});
 }

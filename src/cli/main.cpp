@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   cli::add_load_command(app, commands);
   cli::add_serve_command(app, commands);
 
+  cli::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -29,8 +29,9 @@ void draw_progress(const Progress& p) {
 
 }  // namespace
 
-int finish_results(const Results& results, const std::string& output, const std::string& format,
+int finish_results(Results& results, const std::string& output, const std::string& format,
                    const std::string& baseline) {
+  if (!command_line().empty()) results.command = command_line();
   if (!output.empty()) save_results(output, results);
   Format f = parse_format(format);
   if (f == Format::table || f == Format::md) {

@@ -10,6 +10,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
+#include "llmbench/report/load_result.h"
 
 namespace llmbench {
 
@@ -90,6 +91,10 @@ std::vector<T> axis(const Context& ctx, const YAML::Node& n, const std::string& 
   return out;
 }
 
+std::string key_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
 using Setter = std::function<void(RunOptions&, const Context&, const YAML::Node&, const std::string&)>;
 
 // Every run option settable from YAML (names as the struct fields; the CLI spells them with '-').
@@ -159,12 +164,85 @@ const std::map<std::string, Setter>& option_setters() {
   return setters;
 }
 
+using LoadSetter = std::function<void(LoadOptions&, const Context&, const YAML::Node&, const std::string&)>;
+
+template <class T>
+LoadSetter load_scalar(T LoadOptions::*field, const char* what) {
+  return [=](LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+    o.*field = scalar<T>(c, n, p, what);
+  };
+}
+
+template <class T>
+LoadSetter load_axis(std::vector<T> LoadOptions::*field, const char* what) {
+  return [=](LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+    o.*field = axis<T>(c, n, p, what);
+  };
+}
+
+// "ttft_ms=500,tpot_ms=50", or the mapping {ttft_ms: 500, tpot_ms: 50}; checked by parse_slo.
+void set_slo(LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+  if (n.IsMap()) {
+    o.slo.clear();
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = scalar<std::string>(c, it->first, p, "a key");
+      const double value = scalar<double>(c, it->second, key_path(p, key), "a number");
+      o.slo += cat(o.slo.empty() ? "" : ",", key, "=", value);
+    }
+  } else {
+    o.slo = scalar<std::string>(c, n, p, "objectives (ttft_ms=X,tpot_ms=Y,e2e_ms=Z) or a mapping of them");
+  }
+  try {
+    if (!o.slo.empty()) parse_slo(o.slo);
+  } catch (const UsageError& e) {
+    c.fail(n, p, e.what());
+  }
+}
+
+// "KEY: VALUE", a list of them, or the mapping {KEY: VALUE, ...}.
+void set_headers(LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+  if (!n.IsMap()) {
+    o.headers = axis<std::string>(c, n, p, "KEY:VALUE");
+    return;
+  }
+  o.headers.clear();
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string key = scalar<std::string>(c, it->first, p, "a header name");
+    o.headers.push_back(key + ": " + scalar<std::string>(c, it->second, key_path(p, key), "a header value"));
+  }
+}
+
+// Every `llmbench load` option settable from YAML: the flag names with '_' instead of '-' (`header`
+// also takes a mapping). endpoint, model and label only appear in entries.
+const std::map<std::string, LoadSetter>& load_setters() {
+  static const std::map<std::string, LoadSetter> setters = {
+      {"api", load_scalar(&LoadOptions::api, "completions or chat")},
+      {"concurrency", load_axis(&LoadOptions::concurrency, "an integer")},
+      {"request_rate", load_axis(&LoadOptions::request_rate, "a number")},
+      {"arrival", load_scalar(&LoadOptions::arrival, "poisson, constant or gamma:SHAPE")},
+      {"num_requests", load_scalar(&LoadOptions::num_requests, "an integer")},
+      {"duration", load_scalar(&LoadOptions::duration_s, "a number of seconds")},
+      {"warmup_requests", load_scalar(&LoadOptions::warmup_requests, "an integer")},
+      {"input_len", load_scalar(&LoadOptions::input_len, "an integer")},
+      {"output_len", load_scalar(&LoadOptions::output_len, "an integer")},
+      {"dataset", load_scalar(&LoadOptions::dataset, "synthetic, sharegpt:FILE or jsonl:FILE")},
+      {"tokenizer", load_scalar(&LoadOptions::tokenizer, "a path or tiny")},
+      {"slo", set_slo},
+      {"seed", load_scalar(&LoadOptions::seed, "a non-negative integer")},
+      {"timeout_s", load_scalar(&LoadOptions::timeout_s, "a number of seconds")},
+      {"header", set_headers},
+      {"api_key", load_scalar(&LoadOptions::api_key, "a string")},
+  };
+  return setters;
+}
+
 const std::vector<std::string> kMatrixAxes = {"batch", "prompt_len", "max_new_tokens", "temperature", "attn", "dtype"};
 const std::vector<std::string> kTopLevel = {"models", "defaults", "matrix", "baseline"};
 
-std::vector<std::string> option_names() {
-  std::vector<std::string> out;
-  for (const auto& [k, _] : option_setters()) out.push_back(k);
+template <class Map>
+std::vector<std::string> names_of(const Map& m, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> out = extra;
+  for (const auto& [k, _] : m) out.push_back(k);
   return out;
 }
 
@@ -182,34 +260,70 @@ std::string join(const std::vector<std::string>& v) {
   ctx.fail(key, path, cat("unknown key '", name, "' (known keys: ", join(known), ")"));
 }
 
-std::string key_path(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
-}
-
 void require_map(const Context& ctx, const YAML::Node& n, const std::string& path) {
   if (!n.IsMap()) ctx.fail(n, path, cat("expected a mapping of keys, got ", kind_of(n)));
 }
 
-// Applies the keys of a mapping; `allowed` restricts them (empty: every run option); `extra` handles
-// keys that are not run options (model, label) and returns false for unknown ones.
-void apply_map(RunOptions& o, const Context& ctx, const YAML::Node& n, const std::string& path,
-               const std::vector<std::string>& allowed,
-               const std::function<bool(const std::string&, const YAML::Node&, const std::string&)>& extra,
-               const std::vector<std::string>& extra_names) {
+// Calls fn(key node, key, value, key path) for every key of a mapping; refuses duplicates.
+void for_each_key(const Context& ctx, const YAML::Node& n, const std::string& path,
+                  const std::function<void(const YAML::Node&, const std::string&, const YAML::Node&,
+                                           const std::string&)>& fn) {
   require_map(ctx, n, path);
-  std::vector<std::string> known = allowed.empty() ? option_names() : allowed;
-  known.insert(known.end(), extra_names.begin(), extra_names.end());
   std::set<std::string> seen;
   for (auto it = n.begin(); it != n.end(); ++it) {
     const std::string key = scalar<std::string>(ctx, it->first, path, "a key");
     const std::string p = key_path(path, key);
     if (!seen.insert(key).second) ctx.fail(it->first, p, "duplicate key");
-    if (extra && extra(key, it->second, p)) continue;
-    const bool permitted = allowed.empty() || std::find(allowed.begin(), allowed.end(), key) != allowed.end();
-    auto setter = option_setters().find(key);
-    if (!permitted || setter == option_setters().end()) unknown_key(ctx, it->first, path, known);
-    setter->second(o, ctx, it->second, p);
+    fn(it->first, key, it->second, p);
   }
+}
+
+bool is_run_key(const std::string& k) { return option_setters().count(k) > 0; }
+bool is_load_key(const std::string& k) { return load_setters().count(k) > 0; }
+
+// A model entry (`model:` and run options).
+RunOptions run_entry(const Context& ctx, const YAML::Node& entry, const std::string& path, RunOptions o) {
+  bool has_model = false;
+  if (entry.IsScalar()) {
+    o.model = scalar<std::string>(ctx, entry, path, "a model");
+    has_model = true;
+  } else {
+    for_each_key(ctx, entry, path,
+                 [&](const YAML::Node& k, const std::string& key, const YAML::Node& v, const std::string& p) {
+                   if (key == "model") o.model = scalar<std::string>(ctx, v, p, "a model"), has_model = true;
+                   else if (key == "label") o.label = scalar<std::string>(ctx, v, p, "a string");
+                   else if (is_run_key(key)) option_setters().at(key)(o, ctx, v, p);
+                   else if (is_load_key(key))
+                     ctx.fail(k, p, cat("'", key, "' is an option of `llmbench load`: only an entry with 'endpoint:' ",
+                                        "takes it"));
+                   else unknown_key(ctx, k, path, names_of(option_setters(), {"model", "label", "endpoint"}));
+                 });
+  }
+  if (!has_model || o.model.empty()) ctx.fail(entry, path + ".model", "missing (preset, directory or HF id)");
+  try {
+    validate(o);
+  } catch (const UsageError& e) {
+    ctx.fail(entry, path, e.what());
+  }
+  return o;
+}
+
+// An `endpoint:` entry (a load target: endpoint, model, label and load options).
+LoadOptions load_entry(const Context& ctx, const YAML::Node& entry, const std::string& path, LoadOptions o) {
+  for_each_key(ctx, entry, path,
+               [&](const YAML::Node& k, const std::string& key, const YAML::Node& v, const std::string& p) {
+                 if (key == "endpoint") o.endpoint = scalar<std::string>(ctx, v, p, "a URL (http://HOST:PORT)");
+                 else if (key == "model") o.model = scalar<std::string>(ctx, v, p, "a model name");
+                 else if (key == "label") o.label = scalar<std::string>(ctx, v, p, "a string");
+                 else if (is_load_key(key)) load_setters().at(key)(o, ctx, v, p);
+                 else if (is_run_key(key))
+                   ctx.fail(k, p, cat("'", key, "' is an option of `llmbench run`; an entry with 'endpoint:' is a "
+                                      "load target and takes the options of `llmbench load` (docs/config.md)"));
+                 else unknown_key(ctx, k, path, names_of(load_setters(), {"endpoint", "model", "label"}));
+               });
+  if (o.endpoint.empty()) ctx.fail(entry, path + ".endpoint", "empty (give the server's base URL)");
+  if (o.label.empty()) o.label = o.endpoint;
+  return o;
 }
 
 }  // namespace
@@ -228,9 +342,27 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
     if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) unknown_key(ctx, it->first, "", kTopLevel);
   }
 
+  // `defaults:` takes run and load options; each applies to the entries of its kind (seed to both).
   RunOptions base;
-  if (root["defaults"]) apply_map(base, ctx, root["defaults"], "defaults", {}, nullptr, {});
-  if (root["matrix"]) apply_map(base, ctx, root["matrix"], "matrix", kMatrixAxes, nullptr, {});
+  LoadOptions load_base;
+  if (root["defaults"])
+    for_each_key(ctx, root["defaults"], "defaults",
+                 [&](const YAML::Node& k, const std::string& key, const YAML::Node& v, const std::string& p) {
+                   if (!is_run_key(key) && !is_load_key(key)) {
+                     std::set<std::string> known;
+                     for (const auto& n : names_of(load_setters(), names_of(option_setters()))) known.insert(n);
+                     unknown_key(ctx, k, "defaults", {known.begin(), known.end()});
+                   }
+                   if (is_run_key(key)) option_setters().at(key)(base, ctx, v, p);
+                   if (is_load_key(key)) load_setters().at(key)(load_base, ctx, v, p);
+                 });
+  if (root["matrix"])
+    for_each_key(ctx, root["matrix"], "matrix",
+                 [&](const YAML::Node& k, const std::string& key, const YAML::Node& v, const std::string& p) {
+                   if (std::find(kMatrixAxes.begin(), kMatrixAxes.end(), key) == kMatrixAxes.end())
+                     unknown_key(ctx, k, "matrix", kMatrixAxes);
+                   option_setters().at(key)(base, ctx, v, p);
+                 });
 
   ComparePlan plan;
   const YAML::Node models = root["models"];
@@ -241,35 +373,23 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
   for (std::size_t i = 0; i < models.size(); ++i) {
     const YAML::Node entry = models[i];
     const std::string path = cat("models[", i, "]");
-    RunOptions o = base;
-    bool has_model = false;
-    if (entry.IsScalar()) {
-      o.model = scalar<std::string>(ctx, entry, path, "a model");
-      has_model = true;
+    if (!entry.IsScalar() && !entry.IsMap())
+      ctx.fail(entry, path,
+               cat("expected a model (preset, directory, HF id) or a mapping with 'model:' or 'endpoint:', got ",
+                   kind_of(entry)));
+    std::string label;
+    if (entry.IsMap() && entry["endpoint"]) {
+      const YAML::Mark m = entry.Mark();
+      LoadTarget t{load_entry(ctx, entry, path, load_base), cat(name, ":", m.line + 1, ":", m.column + 1, ": ", path)};
+      label = t.options.label;
+      plan.loads.push_back(std::move(t));
     } else {
-      if (!entry.IsMap())
-        ctx.fail(entry, path, cat("expected a model (preset, directory, HF id) or a mapping with 'model:', got ",
-                                  kind_of(entry)));
-      apply_map(o, ctx, entry, path, {},
-                [&](const std::string& key, const YAML::Node& v, const std::string& p) {
-                  if (key == "model") o.model = scalar<std::string>(ctx, v, p, "a model"), has_model = true;
-                  else if (key == "label") o.label = scalar<std::string>(ctx, v, p, "a string");
-                  else return false;
-                  return true;
-                },
-                {"model", "label"});
+      plan.models.push_back(run_entry(ctx, entry, path, base));
+      label = plan.models.back().label.empty() ? plan.models.back().model : plan.models.back().label;
     }
-    if (!has_model || o.model.empty()) ctx.fail(entry, path + ".model", "missing (preset, directory or HF id)");
-    const std::string label = o.label.empty() ? o.model : o.label;
     if (labels.count(label))
       ctx.fail(entry, path, cat("label '", label, "' is used by two models (give each a distinct 'label:')"));
     labels[label] = entry;
-    try {
-      validate(o);
-    } catch (const UsageError& e) {
-      ctx.fail(entry, path, e.what());
-    }
-    plan.models.push_back(o);
   }
 
   if (const YAML::Node b = root["baseline"]) {
@@ -295,9 +415,18 @@ ComparePlan load_compare_config(const std::string& path) {
   }
   ComparePlan plan = parse_compare_config(text, path);
   const auto dir = std::filesystem::path(path).parent_path();
+  auto resolve = [&](const std::string& p) {
+    return std::filesystem::path(p).is_relative() ? (dir / p).lexically_normal().string() : p;
+  };
   for (auto& m : plan.models)
-    if (m.prompt_file && std::filesystem::path(*m.prompt_file).is_relative())
-      m.prompt_file = (dir / *m.prompt_file).lexically_normal().string();
+    if (m.prompt_file) m.prompt_file = resolve(*m.prompt_file);
+  for (auto& t : plan.loads) {
+    LoadOptions& o = t.options;
+    const auto colon = o.dataset.find(':');
+    if (colon != std::string::npos && colon + 1 < o.dataset.size())
+      o.dataset = o.dataset.substr(0, colon + 1) + resolve(o.dataset.substr(colon + 1));
+    if (!o.tokenizer.empty() && o.tokenizer != "tiny") o.tokenizer = resolve(o.tokenizer);
+  }
   return plan;
 }
 

@@ -331,7 +331,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     p.mode = "load";
     p.weights = "unknown";
     p.params.model = model;
-    p.params.label = model;
+    p.params.label = o.label.empty() ? model : o.label;
     p.params.batch = concurrency;
     p.params.prompt_len = dataset.kind == "synthetic" ? o.input_len : 0;
     p.params.max_new_tokens = dataset.kind == "synthetic" ? o.output_len : 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -301,6 +302,7 @@ const PointResult* baseline_for(const PointResult& p, const std::vector<const Po
   const PointResult* best = nullptr;
   int best_score = -1;
   for (const PointResult* b : baseline) {
+    if (b->load) continue;
     const PointParams &x = p.params, &y = b->params;
     if (x.batch != y.batch || x.prompt_len != y.prompt_len || x.max_new_tokens != y.max_new_tokens ||
         x.temperature != y.temperature)
@@ -311,6 +313,34 @@ const PointResult* baseline_for(const PointResult& p, const std::vector<const Po
     if (score > best_score) best = b, best_score = score;
   }
   return best;
+}
+
+// The baseline load point to compare `p` with: same concurrency or rate, arrival, API, dataset and
+// lengths (the request count may differ).
+const PointResult* load_baseline_for(const PointResult& p, const std::vector<const PointResult*>& baseline) {
+  for (const PointResult* b : baseline) {
+    if (!b->load) continue;
+    const LoadResult &x = *p.load, &y = *b->load;
+    if (x.concurrency == y.concurrency && x.request_rate == y.request_rate && x.arrival == y.arrival &&
+        x.api == y.api && x.dataset == y.dataset && p.params.prompt_len == b->params.prompt_len &&
+        p.params.max_new_tokens == b->params.max_new_tokens)
+      return b;
+  }
+  return nullptr;
+}
+
+// Run points in one table, load points in another (json: one array of both kinds of rows).
+std::string render_by_mode(const std::vector<Column>& run_cols, const std::vector<Column>& load_cols,
+                           const std::vector<PointResult>& points, Format format) {
+  std::vector<PointResult> run_points, load_points;
+  for (const auto& p : points) (p.load ? load_points : run_points).push_back(p);
+  if (load_points.empty()) return render(run_cols, run_points, format);
+  if (run_points.empty()) return render(load_cols, load_points, format);
+  if (format != Format::json)
+    return render(run_cols, run_points, format) + "\n" + render(load_cols, load_points, format);
+  json rows = json::parse(render(run_cols, run_points, format));
+  for (auto& row : json::parse(render(load_cols, load_points, format))) rows.push_back(std::move(row));
+  return rows.dump(2) + "\n";
 }
 
 // Interrupted before any point had a timed run: a table would be a bare header.
@@ -327,11 +357,7 @@ constexpr const char* kNothingFinished = "No point finished: interrupted before 
 
 std::string format_results(const Results& results, Format format) {
   if (nothing_finished(results, format)) return kNothingFinished;
-  std::vector<PointResult> run_points, load_points;
-  for (const auto& p : results.points) (p.load ? load_points : run_points).push_back(p);
-  if (load_points.empty()) return render(result_columns(), results.points, format);
-  if (run_points.empty()) return render(load_columns(), load_points, format);
-  return render(result_columns(), run_points, format) + "\n" + render(load_columns(), load_points, format);
+  return render_by_mode(result_columns(), load_columns(), results.points, format);
 }
 
 std::vector<std::string> cv_warnings(const Results& results) {
@@ -351,9 +377,8 @@ std::vector<std::string> cv_warnings(const Results& results) {
 }
 
 std::string format_comparison(const Results& results, Format format, const std::string& baseline_label) {
+  if (baseline_label.empty()) return format_results(results, format);
   if (nothing_finished(results, format)) return kNothingFinished;
-  std::vector<Column> cols = result_columns();
-  if (baseline_label.empty()) return render(cols, results.points, format);
   std::vector<const PointResult*> baseline;
   for (const auto& p : results.points)
     if (label_of(p.params) == baseline_label && p.status == "ok") baseline.push_back(&p);
@@ -362,33 +387,48 @@ std::string format_comparison(const Results& results, Format format, const std::
   if (!known && !results.points.empty()) throw UsageError(cat("baseline '", baseline_label, "' is not the label of any model"));
 
   // A ratio column after each compared metric: value / baseline value at the same point.
-  auto ratio = [&](const std::string& key, const std::function<std::optional<double>(const PointResult&)>& value) {
+  using Value = std::function<std::optional<double>(const PointResult&)>;
+  auto ratio = [&](const std::string& key, const Value& value) {
     return Column{key + "_vs_baseline", "x base", true, [=](const PointResult& p) {
-                    const PointResult* b = baseline_for(p, baseline);
+                    const PointResult* b = p.load ? load_baseline_for(p, baseline) : baseline_for(p, baseline);
                     if (!b || p.status != "ok") return kMissing;
                     auto v = value(p), bv = value(*b);
                     if (!v || !bv || *bv == 0) return kMissing;
                     return Cell{fixed(*v / *bv, 2) + "x", *v / *bv};
                   }};
   };
-  auto metric = [](const std::string& m) {
-    return [m](const PointResult& p) -> std::optional<double> {
+  auto summary_value = [](const std::string& m, double Summary::*field) -> Value {
+    return [m, field](const PointResult& p) -> std::optional<double> {
       auto it = p.summary.find(m);
       if (it == p.summary.end()) return std::nullopt;
-      return it->second.trimmed_median;
+      return it->second.*field;
     };
   };
-  std::vector<Column> out;
-  for (auto& c : cols) {
-    out.push_back(c);
+  std::vector<Column> run_cols;
+  for (auto& c : result_columns()) {
+    run_cols.push_back(c);
     if (c.key == "ttft_ms" || c.key == "output_tok_s" || c.key == "tpot_ms" || c.key == "e2e_ms")
-      out.push_back(ratio(c.key, metric(c.key)));
+      run_cols.push_back(ratio(c.key, summary_value(c.key, &Summary::trimmed_median)));
     if (c.key == "peak_memory_bytes")
-      out.push_back(ratio(c.key, [](const PointResult& p) -> std::optional<double> {
+      run_cols.push_back(ratio(c.key, [](const PointResult& p) -> std::optional<double> {
         return peak_memory(p) ? std::optional<double>(double(peak_memory(p))) : std::nullopt;
       }));
   }
-  return render(out, results.points, format);
+  // Load points: p50 latencies and output throughput against the baseline endpoint's.
+  const std::map<std::string, Value> load_ratios = {
+      {"output_tokens_per_s",
+       [](const PointResult& p) -> std::optional<double> { return p.load->output_tokens_per_s; }},
+      {"ttft_p50_ms", summary_value("ttft_ms", &Summary::p50)},
+      {"tpot_p50_ms", summary_value("tpot_ms", &Summary::p50)},
+      {"itl_p50_ms", summary_value("itl_ms", &Summary::p50)},
+      {"e2e_p50_ms", summary_value("e2e_ms", &Summary::p50)},
+  };
+  std::vector<Column> load_cols;
+  for (auto& c : load_columns()) {
+    load_cols.push_back(c);
+    if (auto it = load_ratios.find(c.key); it != load_ratios.end()) load_cols.push_back(ratio(c.key, it->second));
+  }
+  return render_by_mode(run_cols, load_cols, results.points, format);
 }
 
 }  // namespace llmbench

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "llmbench/base/error.h"
 #include "llmbench/config/compare_config.h"
@@ -124,6 +127,123 @@ TEST(CompareConfig, LabelsBaselineAndValidation) {
             "c.yaml:1:10: models[0]: --attn: unknown value 'flash' (expected one of: eager, sdpa)");
 }
 
+TEST(CompareConfig, EndpointEntriesAreLoadTargets) {
+  ComparePlan plan = parse_compare_config(R"(
+defaults:
+  seed: 5
+  runs: 5
+  trim: 1
+  concurrency: [1, 4]
+  input_len: 32
+  output_len: 8
+  num_requests: 16
+models:
+  - tiny
+  - endpoint: http://127.0.0.1:8000
+    label: engine-a
+    api: chat
+    slo: {ttft_ms: 500, tpot_ms: 50}
+    header: "X-Team: bench"  # quoted: KEY:VALUE
+  - endpoint: http://127.0.0.1:8001
+    model: served-name
+    concurrency: 2
+    request_rate: [1.5, 3]
+    arrival: gamma:0.5
+    slo: e2e_ms=900
+    header: {A: 1, B: "2"}
+    api_key: secret
+    timeout_s: 10
+    warmup_requests: 2
+baseline: engine-a
+)",
+                                          "c.yaml");
+  ASSERT_EQ(plan.models.size(), 1u);
+  EXPECT_EQ(plan.models[0].seed, 5u);  // seed applies to both kinds
+  EXPECT_EQ(plan.models[0].runs, 5);
+  ASSERT_EQ(plan.loads.size(), 2u);
+  EXPECT_EQ(plan.baseline, "engine-a");
+  const LoadOptions& a = plan.loads[0].options;
+  EXPECT_EQ(plan.loads[0].where, "c.yaml:12:5: models[1]");
+  EXPECT_EQ(a.endpoint, "http://127.0.0.1:8000");
+  EXPECT_EQ(a.label, "engine-a");
+  EXPECT_EQ(a.model, "");  // asked of the server
+  EXPECT_EQ(a.api, "chat");
+  EXPECT_EQ(a.concurrency, (std::vector<int>{1, 4}));  // from defaults
+  EXPECT_EQ(a.input_len, 32);
+  EXPECT_EQ(a.output_len, 8);
+  EXPECT_EQ(a.num_requests, 16);
+  EXPECT_EQ(a.seed, 5u);
+  EXPECT_EQ(a.slo, "ttft_ms=500,tpot_ms=50");
+  EXPECT_EQ(a.headers, (std::vector<std::string>{"X-Team: bench"}));
+  EXPECT_EQ(a.timeout_s, 60);  // built-in default of `llmbench load`
+  EXPECT_EQ(a.arrival, "poisson");
+  const LoadOptions& b = plan.loads[1].options;
+  EXPECT_EQ(b.label, "http://127.0.0.1:8001");  // no label: the endpoint
+  EXPECT_EQ(b.model, "served-name");
+  EXPECT_EQ(b.concurrency, (std::vector<int>{2}));  // the entry beats defaults
+  EXPECT_EQ(b.request_rate, (std::vector<double>{1.5, 3}));
+  EXPECT_EQ(b.arrival, "gamma:0.5");
+  EXPECT_EQ(b.slo, "e2e_ms=900");
+  EXPECT_EQ(b.headers, (std::vector<std::string>{"A: 1", "B: 2"}));
+  EXPECT_EQ(b.api_key, "secret");
+  EXPECT_EQ(b.timeout_s, 10);
+  EXPECT_EQ(b.warmup_requests, 2);
+}
+
+TEST(CompareConfig, EndpointEntryErrors) {
+  // Run options do not belong in a load target, nor load options in a model entry.
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://127.0.0.1:8000\n    batch: 4\n"),
+            "c.yaml:3:5: models[0].batch: 'batch' is an option of `llmbench run`; an entry with 'endpoint:' is a "
+            "load target and takes the options of `llmbench load` (docs/config.md)");
+  EXPECT_EQ(error_of("models:\n  - model: tiny\n    concurrency: 4\n"),
+            "c.yaml:3:5: models[0].concurrency: 'concurrency' is an option of `llmbench load`: only an entry with "
+            "'endpoint:' takes it");
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n    concurency: 4\n"),
+            "c.yaml:3:5: models[0]: unknown key 'concurency' (did you mean 'concurrency'?)");
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n    num-requests: 4\n"),
+            "c.yaml:3:5: models[0]: unknown key 'num-requests' (did you mean 'num_requests'?)");
+  EXPECT_EQ(error_of("models: [tiny]\ndefaults:\n  input-len: 5\n"),
+            "c.yaml:3:3: defaults: unknown key 'input-len' (did you mean 'input_len'?)");
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n    concurrency: [1, many]\n"),
+            "c.yaml:3:22: models[0].concurrency[1]: expected an integer, got 'many'");
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n    slo: {ttft_ms: fast}\n"),
+            "c.yaml:3:20: models[0].slo.ttft_ms: expected a number, got 'fast'");
+  const std::string slo = error_of("models:\n  - endpoint: http://h:1\n    slo: ttft=5\n");
+  EXPECT_EQ(slo.rfind("c.yaml:3:10: models[0].slo: ", 0), 0u) << slo;
+  EXPECT_NE(slo.find("ttft"), std::string::npos) << slo;
+  EXPECT_EQ(error_of("models:\n  - endpoint: ''\n"),
+            "c.yaml:2:5: models[0].endpoint: empty (give the server's base URL)");
+  // Labels are distinct across both kinds; two entries for one endpoint need labels.
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n  - endpoint: http://h:1\n"),
+            "c.yaml:3:5: models[1]: label 'http://h:1' is used by two models (give each a distinct 'label:')");
+  EXPECT_EQ(error_of("models:\n  - tiny\n  - {endpoint: http://h:1, label: tiny}\n"),
+            "c.yaml:3:5: models[1]: label 'tiny' is used by two models (give each a distinct 'label:')");
+  EXPECT_EQ(error_of("models:\n  - {endpoint: http://h:1, label: engine-a}\nbaseline: engine-b\n"),
+            "c.yaml:3:11: baseline: 'engine-b' is not the label of any model (did you mean 'engine-a'?)");
+}
+
+TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("llmbench_cc_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "c.yaml";
+  {
+    std::ofstream f(file);
+    f << "models:\n"
+         "  - {endpoint: http://h:1, label: a, dataset: jsonl:prompts.jsonl, tokenizer: tok/tokenizer.json}\n"
+         "  - {endpoint: http://h:2, label: b, dataset: sharegpt:/abs/sg.json, tokenizer: tiny}\n"
+         "  - {endpoint: http://h:3, label: c}\n";
+  }
+  ComparePlan plan = load_compare_config(file.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(plan.loads.size(), 3u);
+  EXPECT_EQ(plan.loads[0].options.dataset, "jsonl:" + (dir / "prompts.jsonl").string());
+  EXPECT_EQ(plan.loads[0].options.tokenizer, (dir / "tok/tokenizer.json").string());
+  EXPECT_EQ(plan.loads[1].options.dataset, "sharegpt:/abs/sg.json");
+  EXPECT_EQ(plan.loads[1].options.tokenizer, "tiny");
+  EXPECT_EQ(plan.loads[2].options.dataset, "synthetic");
+  EXPECT_EQ(plan.loads[2].options.tokenizer, "");
+}
+
 TEST(CompareConfig, ShippedConfigsParse) {
   const auto dir = std::filesystem::path(LLMBENCH_TEST_DATA).parent_path().parent_path() / "configs";
   int n = 0;
@@ -132,7 +252,7 @@ TEST(CompareConfig, ShippedConfigsParse) {
     ++n;
     EXPECT_NO_THROW({
       ComparePlan plan = load_compare_config(f.path().string());
-      EXPECT_FALSE(plan.models.empty()) << f.path();
+      EXPECT_FALSE(plan.models.empty() && plan.loads.empty()) << f.path();
     }) << f.path();
   }
   EXPECT_GE(n, 5);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "llmbench/base/error.h"
@@ -46,6 +47,36 @@ Results two_models() {
   failed.error = "out of memory, needs 80 GiB";
   r.points.push_back(failed);
   return r;
+}
+
+// A load point of `n` requests that each take `ttft` to the first of 4 tokens, then `itl` per token.
+PointResult load_point(const std::string& label, int concurrency, double ttft, double itl, int n = 6) {
+  PointResult p;
+  p.mode = "load";
+  p.params.model = "served";
+  p.params.label = label;
+  p.params.batch = concurrency;
+  p.params.prompt_len = 32;
+  p.params.max_new_tokens = 4;
+  LoadResult l;
+  l.endpoint = "http://127.0.0.1:1";
+  l.concurrency = concurrency;
+  l.num_requests = n;
+  for (int i = 0; i < n; ++i) {
+    RequestRecord r;
+    r.ok = true;
+    r.start_ms = i * (ttft + 3 * itl);
+    r.scheduled_ms = r.start_ms;
+    r.ttft_ms = ttft;
+    r.itl_ms.assign(3, itl);
+    r.e2e_ms = ttft + 3 * itl;
+    r.prompt_tokens = 32;
+    r.output_tokens = 4;
+    l.requests.push_back(r);
+  }
+  p.load = std::move(l);
+  summarize_point(p);
+  return p;
 }
 
 std::vector<std::string> lines(const std::string& s) {
@@ -141,6 +172,41 @@ TEST(Format, ComparisonMatchesAcrossAnOverriddenAxis) {
   r.points[1].params.attn = "sdpa";
   json j = json::parse(format_comparison(r, Format::json, "eager"));
   EXPECT_DOUBLE_EQ(j[1]["ttft_ms_vs_baseline"], 0.8);
+}
+
+TEST(Format, ComparisonOfLoadPointsMatchesConcurrency) {
+  // compare with endpoint entries: each engine's point against the baseline engine's at the same
+  // concurrency; run points keep their own table and ratios.
+  Results r;
+  r.points = {point("tiny", 1, 10, 5, 50, 1), load_point("a", 1, 20, 5),  load_point("a", 4, 40, 10),
+              load_point("b", 1, 40, 10),        load_point("b", 4, 60, 20),
+              load_point("c", 2, 10, 1)};  // no baseline point at concurrency 2
+  json j = json::parse(format_comparison(r, Format::json, "a"));
+  ASSERT_EQ(j.size(), 6u);
+  EXPECT_TRUE(j[0].contains("ttft_ms_vs_baseline"));  // the run row: no baseline of its workload
+  EXPECT_TRUE(j[0]["ttft_ms_vs_baseline"].is_null());
+  EXPECT_DOUBLE_EQ(j[1]["ttft_p50_ms_vs_baseline"], 1.0);
+  EXPECT_DOUBLE_EQ(j[3]["ttft_p50_ms_vs_baseline"], 2.0);   // 40 / 20 at concurrency 1
+  EXPECT_DOUBLE_EQ(j[3]["tpot_p50_ms_vs_baseline"], 2.0);   // 10 / 5
+  EXPECT_DOUBLE_EQ(j[3]["itl_p50_ms_vs_baseline"], 2.0);
+  EXPECT_DOUBLE_EQ(j[3]["e2e_p50_ms_vs_baseline"], 2.0);    // 70 / 35
+  EXPECT_DOUBLE_EQ(j[3]["output_tokens_per_s_vs_baseline"], 0.5);
+  EXPECT_DOUBLE_EQ(j[4]["ttft_p50_ms_vs_baseline"], 1.5);   // 60 / 40 at concurrency 4
+  EXPECT_TRUE(j[5]["ttft_p50_ms_vs_baseline"].is_null());
+  // The table: a run table, then a load table with an "x base" column after each compared metric.
+  const std::string table = format_comparison(r, Format::table, "a");
+  const auto rows = lines(table);
+  const auto load_header = std::find_if(rows.begin(), rows.end(),
+                                        [](const std::string& l) { return l.find("conc") != std::string::npos; });
+  ASSERT_NE(load_header, rows.end()) << table;
+  EXPECT_NE(load_header->find("TTFT p50  x base"), std::string::npos) << *load_header;
+  EXPECT_NE(table.find("2.00x"), std::string::npos) << table;
+  // Load points alone; the other API does not pair.
+  Results loads;
+  loads.points = {load_point("a", 1, 20, 5), load_point("b", 1, 30, 5)};
+  loads.points[1].load->api = "chat";
+  json k = json::parse(format_comparison(loads, Format::json, "a"));
+  EXPECT_TRUE(k[1]["ttft_p50_ms_vs_baseline"].is_null());
 }
 
 TEST(Format, VerificationIsShownPerPoint) {

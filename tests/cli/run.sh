@@ -59,6 +59,10 @@ grep -q ' off ' "$tmp/nv.txt" || fail "--no-verify: table does not say off"
 "$bin" run "${small[@]}" --batch 1 --prompt "The quick brown fox" --output "$tmp/t.json" >/dev/null 2>&1 || fail "--prompt"
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; assert p["prompt_source"]=="text-repeated", p["prompt_source"]' "$tmp/t.json" \
   || fail "prompt_source"
+# results.command is the command line, quoted where a shell needs it.
+want="llmbench run ${small[*]} --batch 1 --prompt 'The quick brown fox' --output $tmp/t.json"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["command"]; assert c == sys.argv[2], c' "$tmp/t.json" "$want" \
+  || fail "results.command"
 
 # Bad input: one line, exit 2, no output file.
 check_usage() {

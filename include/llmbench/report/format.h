@@ -21,6 +21,8 @@ std::vector<std::string> cv_warnings(const Results& results);
 
 // Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
 // ratio of each metric to the baseline's value at the same point (batch, prompt, ... all but model).
+// Load points get ratios of output tok/s and the p50 TTFT, TPOT, ITL and e2e against the baseline's
+// load point of the same concurrency or rate, arrival, API, dataset and lengths.
 // Throws UsageError when baseline_label is not empty and no point carries that label.
 std::string format_comparison(const Results& results, Format format, const std::string& baseline_label);
 
