@@ -6,7 +6,7 @@
 #   LLMBENCH=path    llmbench binary (default build-gpu/llmbench)
 #   OUT_DIR=dir      results, logs and report (default out/serve)
 #   TOKENIZER=path   the served model's tokenizer (default .cache/tokenizers/qwen3: random weights have none)
-#   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN override the defaults above
+#   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN, DEVICE, DTYPE override the defaults above
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 quick=0
@@ -18,14 +18,16 @@ model=${MODEL:-qwen2.5-7b}
 conc=${CONCURRENCY:-1,4,16,64}
 in_len=${INPUT_LEN:-512}
 out_len=${OUTPUT_LEN:-128}
+device=${DEVICE:-cuda}
+dtype=${DTYPE:-bfloat16}
 max_batch=$(echo "$conc" | tr ',' '\n' | sort -n | tail -1)
 [ -x "$bin" ] || { echo "serve_gpu.sh: no llmbench at $bin" >&2; exit 2; }
-[ -e "$tok" ] || { echo "serve_gpu.sh: no tokenizer at $tok (scripts/fetch-tokenizers.sh)" >&2; exit 2; }
+[ "$tok" = tiny ] || [ -e "$tok" ] || { echo "serve_gpu.sh: no tokenizer at $tok (scripts/fetch-tokenizers.sh)" >&2; exit 2; }
 mkdir -p "$out"
 rm -f "$out"/*.json "$out"/*.log "$out"/*.html
 echo "serve_gpu: $(date -u '+%Y-%m-%d %H:%M UTC'), $model, concurrency $conc, prompt $in_len, $out_len new"
 
-"$bin" serve --model "$model" --tokenizer "$tok" --device cuda --dtype bfloat16 --port 0 \
+"$bin" serve --model "$model" --tokenizer "$tok" --device "$device" --dtype "$dtype" --port 0 \
   --max-batch "$max_batch" --max-context $((in_len + out_len + 64)) --max-queue 1024 \
   >"$out/serve.stdout" 2>"$out/serve.log" &
 server=$!
@@ -62,8 +64,8 @@ io1=$(cpu_ticks llmbench-io) eng1=$(cpu_ticks llmbench-engine)
 curl -s "$url/metrics" >"$out/metrics.txt"
 kill -TERM $server; wait $server 2>/dev/null; trap - EXIT
 
-"$bin" run --model "$model" --batch 16 --prompt-len "$in_len" --max-new-tokens "$out_len" --device cuda \
-  --dtype bfloat16 --warmup 2 --runs $([ $quick = 1 ] && echo 3 || echo 5) --trim $([ $quick = 1 ] && echo 0 || echo 1) \
+"$bin" run --model "$model" --batch 16 --prompt-len "$in_len" --max-new-tokens "$out_len" --device "$device" \
+  --dtype "$dtype" --warmup 2 --runs $([ $quick = 1 ] && echo 3 || echo 5) --trim $([ $quick = 1 ] && echo 0 || echo 1) \
   -o "$out/run_b16.json" >"$out/run.log" 2>&1 || echo "serve_gpu: run --batch 16 failed: $(tail -2 "$out/run.log")"
 "$bin" report "$out"/load_c*.json -o "$out/serve-report.html" >/dev/null 2>&1 || echo "serve_gpu: report failed"
 

@@ -438,9 +438,13 @@ void Session::after_response() {
 void Session::watch_disconnect() {
   if (watching_) return;
   watching_ = true;
-  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+  const std::uint64_t job = job_ ? job_->id : 0;
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), job](beast::error_code ec) {
     self->watching_ = false;
     if (self->phase_ != Phase::busy || !self->job_) return;
+    // Armed for an earlier request of this keep-alive connection: the next request's bytes woke it, and
+    // have been read since. Watch again for the request now running.
+    if (self->job_->id != job) return self->watch_disconnect();
     beast::error_code aec;
     const std::size_t available = self->socket_.available(aec);
     if (ec || aec || available == 0) self->close();

@@ -30,6 +30,8 @@ for doc, n, out in ((closed, 9, 7), (opened, 8, 5)):
         assert len(log) == n
         for r in log:
             assert r["output_tokens"] == out, r
+            if doc is closed:  # 24 synthetic tokens + the BOS the server's tokenizer adds, as vLLM does
+                assert r["prompt_tokens"] == 25, r
         st = p["server_stages_ms"]
         for k in ("http_recv_ms", "queue_ms", "tokenize_ms", "prefill_ms", "decode_ms", "stream_ms"):
             assert k in st and st[k] >= 0, st
