@@ -6,7 +6,7 @@
 #   LLMBENCH=path    llmbench binary (default build-gpu/llmbench)
 #   OUT_DIR=dir      results, logs and report (default out/serve)
 #   TOKENIZER=path   the served model's tokenizer (default .cache/tokenizers/qwen3: random weights have none)
-#   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN, DEVICE, DTYPE override the defaults above
+#   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN, DEVICE, DTYPE, TIMEOUT_S (per request) override the defaults above
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 quick=0
@@ -57,7 +57,7 @@ io0=$(cpu_ticks llmbench-io) eng0=$(cpu_ticks llmbench-engine)
 for c in ${conc//,/ }; do
   n=$(( c * per_point > 16 ? c * per_point : 16 ))
   "$bin" load --endpoint "$url" --concurrency "$c" --num-requests "$n" --warmup-requests "$c" \
-    --input-len "$in_len" --output-len "$out_len" --tokenizer "$tok" --timeout-s 300 \
+    --input-len "$in_len" --output-len "$out_len" --tokenizer "$tok" --timeout-s "${TIMEOUT_S:-300}" \
     -o "$out/load_c$c.json" 2>&1 | tail -4
 done
 io1=$(cpu_ticks llmbench-io) eng1=$(cpu_ticks llmbench-engine)
