@@ -67,7 +67,19 @@ kill -TERM $server; wait $server 2>/dev/null; trap - EXIT
 "$bin" run --model "$model" --batch 16 --prompt-len "$in_len" --max-new-tokens "$out_len" --device "$device" \
   --dtype "$dtype" --warmup 2 --runs $([ $quick = 1 ] && echo 3 || echo 5) --trim $([ $quick = 1 ] && echo 0 || echo 1) \
   -o "$out/run_b16.json" >"$out/run.log" 2>&1 || echo "serve_gpu: run --batch 16 failed: $(tail -2 "$out/run.log")"
-"$bin" report "$out"/load_c*.json -o "$out/serve-report.html" >/dev/null 2>&1 || echo "serve_gpu: report failed"
+# One results file for the whole sweep (the points of one server, one invocation), so the report draws one
+# latency-throughput curve through them.
+python3 - "$out" "$conc" <<'PY'
+import json, os, sys
+out, conc = sys.argv[1], sys.argv[2].split(",")
+docs = [json.load(open(os.path.join(out, f"load_c{c}.json"))) for c in conc]
+sweep = dict(docs[0], points=[p for d in docs for p in d["points"]],
+             command="scripts/bench/serve_gpu.sh: " + " ; ".join(d["command"] for d in docs))
+tmp = os.path.join(out, "load_sweep.json.tmp")
+json.dump(sweep, open(tmp, "w"), indent=2)
+os.replace(tmp, os.path.join(out, "load_sweep.json"))
+PY
+"$bin" report "$out/load_sweep.json" -o "$out/serve-report.html" >/dev/null 2>&1 || echo "serve_gpu: report failed"
 
 python3 - "$out" "$conc" "$((io1 - io0))" "$((eng1 - eng0))" "$(getconf CLK_TCK)" <<'PY'
 import json, os, sys

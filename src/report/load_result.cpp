@@ -215,7 +215,9 @@ json load_to_json(const LoadResult& l) {
         {"total_tokens_per_s", l.total_tokens_per_s},
         {"elapsed_s", l.elapsed_s}}},
       {"goodput",
-       {{"slo", slo_json(l.slo)}, {"requests_per_s", l.goodput_requests_per_s}, {"fraction", l.goodput_fraction}}},
+       {{"slo", slo_json(l.slo)},  // no objectives: no goodput (null), rather than a misleading 0
+        {"requests_per_s", l.slo.empty() ? json(nullptr) : json(l.goodput_requests_per_s)},
+        {"fraction", l.slo.empty() ? json(nullptr) : json(l.goodput_fraction)}}},
       {"rate",
        {{"offered_per_s", l.request_rate > 0 ? json(l.request_rate) : json(nullptr)},
         {"achieved_per_s", l.achieved_rate},
