@@ -13,6 +13,21 @@
 #endif
 
 namespace llmbench {
+
+ModelShape shape_of(const ModelConfig& c) {
+  ModelShape s;
+  s.hidden = c.hidden_size;
+  s.intermediate = c.intermediate_size;
+  s.layers = c.num_layers;
+  s.heads = c.num_heads;
+  s.kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.vocab = c.vocab_size;
+  s.tied_embeddings = c.tie_word_embeddings;
+  s.qkv_bias = c.qkv_bias;
+  return s;
+}
+
 namespace {
 
 std::uint64_t proc_kb(const char* path, const std::string& key) {

@@ -38,20 +38,6 @@ std::string rate(double per_s, const char* unit) {
   return fixed(per_s, per_s < 10 ? 1 : 0) + " " + prefixes[i] + unit;
 }
 
-ModelShape shape_of(const ModelConfig& c) {
-  ModelShape s;
-  s.hidden = c.hidden_size;
-  s.intermediate = c.intermediate_size;
-  s.layers = c.num_layers;
-  s.heads = c.num_heads;
-  s.kv_heads = c.num_kv_heads;
-  s.head_dim = c.head_dim;
-  s.vocab = c.vocab_size;
-  s.tied_embeddings = c.tie_word_embeddings;
-  s.qkv_bias = c.qkv_bias;
-  return s;
-}
-
 // Points the memory estimate refuses fail at once, without running: they take no time.
 std::vector<PointParams> feasible(const ModelShape& shape, const std::vector<PointParams>& points,
                                   const std::string& device) {

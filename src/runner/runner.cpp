@@ -26,20 +26,6 @@
 namespace llmbench {
 namespace {
 
-ModelShape shape_of(const ModelConfig& c) {
-  ModelShape s;
-  s.hidden = c.hidden_size;
-  s.intermediate = c.intermediate_size;
-  s.layers = c.num_layers;
-  s.heads = c.num_heads;
-  s.kv_heads = c.num_kv_heads;
-  s.head_dim = c.head_dim;
-  s.vocab = c.vocab_size;
-  s.tied_embeddings = c.tie_word_embeddings;
-  s.qkv_bias = c.qkv_bias;
-  return s;
-}
-
 std::string now_iso8601() {
   std::time_t t = std::time(nullptr);
   char buf[32];

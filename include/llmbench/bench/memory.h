@@ -4,6 +4,8 @@
 
 #include <torch/types.h>
 
+#include "llmbench/model/model_config.h"
+
 namespace llmbench {
 
 // Shapes that decide memory and traffic, taken from the model config.
@@ -18,6 +20,9 @@ struct ModelShape {
   bool tied_embeddings = false;
   bool qkv_bias = false;
 };
+
+// The shape of a config.
+ModelShape shape_of(const ModelConfig& config);
 
 struct ModelSize {
   std::int64_t params = 0;            // every parameter
