@@ -363,7 +363,9 @@ std::string format_results(const Results& results, Format format) {
 std::vector<std::string> cv_warnings(const Results& results) {
   std::vector<std::string> out;
   for (const auto& p : results.points) {
-    if (p.status != "ok") continue;
+    // A load point's CV is the spread of its requests' latencies (queueing, lengths), not run-to-run
+    // noise: nothing to warn about.
+    if (p.status != "ok" || p.load) continue;
     for (const char* m : kCvMetrics) {
       auto it = p.summary.find(m);
       if (it == p.summary.end() || it->second.cv <= kCvWarning) continue;

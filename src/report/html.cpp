@@ -30,7 +30,9 @@ bool varies(const std::vector<const PointResult*>& points, F get) {
   return seen.size() > 1;
 }
 
-Axes axes_of(const std::vector<const PointResult*>& pts) {
+Axes axes_of(const std::vector<const PointResult*>& all) {
+  std::vector<const PointResult*> pts, loads;
+  for (const auto* p : all) (p->load ? loads : pts).push_back(p);
   Axes a;
   a.model = varies<std::string>(pts, [](const PointParams& p) { return model_label(p); });
   a.dtype = varies<std::string>(pts, [](const PointParams& p) { return p.dtype; });
@@ -40,6 +42,11 @@ Axes axes_of(const std::vector<const PointResult*>& pts) {
   a.max_new_tokens = varies<int>(pts, [](const PointParams& p) { return p.max_new_tokens; });
   a.temperature = varies<double>(pts, [](const PointParams& p) { return p.temperature; });
   a.device = varies<std::string>(pts, [](const PointParams& p) { return p.device; });
+  a.load_lengths = varies<std::pair<int, int>>(
+      loads, [](const PointParams& p) { return std::pair(p.prompt_len, p.max_new_tokens); });
+  std::set<std::string> apis;
+  for (const auto* p : loads) apis.insert(p->load->api);
+  a.load_api = apis.size() > 1;
   return a;
 }
 }  // namespace
@@ -67,9 +74,26 @@ std::string point_label(const PointParams& p, const Axes& axes, bool with_model)
   return s;
 }
 
+std::string point_label(const PointResult& p, const Axes& axes, bool with_model) {
+  if (!p.load) return point_label(p.params, axes, with_model);
+  const LoadResult& l = *p.load;
+  std::string s = with_model ? model_label(p.params) + " " : "";
+  s += l.request_rate > 0 ? cat("rate=", l.request_rate, "/s ", l.arrival) : cat("c=", l.concurrency);
+  if (axes.load_lengths) s += cat(" p=", p.params.prompt_len, " n=", p.params.max_new_tokens);
+  if (axes.load_api) s += " " + l.api;
+  return s;
+}
+
 std::string point_key(const PointParams& p) {
   return cat(model_label(p), "|", p.device, "|", p.dtype, "|", p.attn, "|", p.batch, "|", p.prompt_len, "|",
              p.max_new_tokens, "|", p.temperature);
+}
+
+std::string point_key(const PointResult& p) {
+  if (!p.load) return point_key(p.params);
+  const LoadResult& l = *p.load;
+  return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
+             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens);
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -78,6 +102,8 @@ const Summary* find_summary(const PointResult& point, const std::string& metric)
 }
 
 double headline(const PointResult& point, const std::string& metric) {
+  if (point.load && metric == "output_tok_s")
+    return point.load->completed > 0 ? point.load->output_tokens_per_s : std::nan("");
   const Summary* s = find_summary(point, metric);
   return s ? s->trimmed_median : std::nan("");
 }
@@ -147,10 +173,22 @@ std::string peak_memory(const Memory& m) {
 
 std::string bytes_or_dash(std::uint64_t b) { return b > 0 ? fmt_bytes(b) : "–"; }
 
+// A load point's CV is the spread of its requests, not run-to-run noise: never flagged.
 std::string cv_cell(const PointResult& p, const std::string& metric) {
   const Summary* s = find_summary(p, metric);
   if (!s) return "–";
-  return pct(s->cv) + (s->cv > kCvWarning ? " (high)" : "");
+  return pct(s->cv) + (s->cv > kCvWarning && !p.load ? " (high)" : "");
+}
+
+// "5" runs, or a load point's "8 requests" / "7 requests, 1 failed".
+std::string runs_cell(const PointResult& p) {
+  if (!p.load) return cat(p.runs.size());
+  return cat(p.load->completed, " requests") + (p.load->failed ? cat(", ", p.load->failed, " failed") : "");
+}
+
+bool has_points(const ReportInput& in, bool load) {
+  return std::any_of(in.results.points.begin(), in.results.points.end(),
+                     [&](const PointResult& p) { return p.load.has_value() == load; });
 }
 
 std::string status_cell(const PointResult& p) {
@@ -191,6 +229,7 @@ Table config_table(const ReportInput& in, const Axes& axes) {
           {},
           {}};
   for (const auto& p : in.results.points) {
+    if (p.load) continue;  // load_config_table
     const PointParams& q = p.params;
     std::string paths;
     for (const auto& [name, on] : p.paths) paths += (paths.empty() ? "" : ", ") + name + (on ? "" : " off");
@@ -202,21 +241,42 @@ Table config_table(const ReportInput& in, const Axes& axes) {
   return t;
 }
 
+Table load_config_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Load configuration: " + in.name,
+          {"point", "endpoint", "api", "concurrency", "rate /s", "arrival", "requests", "duration s", "warm-up",
+           "dataset", "prompt len", "output len", "timeout s", "SLO", "output tokens from", "tokenizer"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    if (!p.load) continue;
+    const LoadResult& l = *p.load;
+    std::string slo;
+    for (const auto& [name, v] : {std::pair{"ttft_ms", l.slo.ttft_ms}, {"tpot_ms", l.slo.tpot_ms}, {"e2e_ms", l.slo.e2e_ms}})
+      if (v) slo += (slo.empty() ? "" : ", ") + cat(name, "=", fmt_num(*v));
+    t.rows.push_back({point_label(p, axes), l.endpoint, l.api, l.concurrency ? cat(l.concurrency) : "–",
+                      l.request_rate > 0 ? fmt_num(l.request_rate) : "–", l.arrival.empty() ? "–" : l.arrival,
+                      l.num_requests ? cat(l.num_requests) : "–", l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
+                      cat(l.warmup_requests), l.dataset, cat(p.params.prompt_len), cat(p.params.max_new_tokens),
+                      fmt_num(l.timeout_s), slo.empty() ? "–" : slo, l.token_count_source, p.tokenizer});
+  }
+  return t;
+}
+
 Table summary_table(const ReportInput& in, const Axes& axes) {
   Table t{"Summary: " + in.name + " (trimmed medians)",
-          {"point", "status", "runs", "TTFT ms", "TPOT ms", "e2e ms", "ITL p50 ms", "ITL p99 ms", "output tok/s",
+          {"point", "status", "runs / requests", "TTFT ms", "TPOT ms", "e2e ms", "ITL p50 ms", "ITL p99 ms", "output tok/s",
            "decode tok/s", "prefill tok/s", "peak memory", "CV e2e", "verification"},
           {},
           {}};
   for (const auto& p : in.results.points) {
     const Summary* itl = find_summary(p, "itl_ms");
-    t.rows.push_back({point_label(p.params, axes), status_cell(p), cat(p.runs.size()), fmt_num(headline(p, "ttft_ms")),
+    t.rows.push_back({point_label(p, axes), status_cell(p), runs_cell(p), fmt_num(headline(p, "ttft_ms")),
                       fmt_num(headline(p, "tpot_ms")), fmt_num(headline(p, "e2e_ms")),
                       itl ? fmt_num(itl->p50) : "–", itl ? fmt_num(itl->p99) : "–",
                       fmt_num(headline(p, "output_tok_s")), fmt_num(headline(p, "decode_tok_s")),
                       fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms"),
                       verification_summary(p)});
-    t.row_class.push_back(p.status == "ok" ? "" : "bad");
+    t.row_class.push_back(p.status != "ok" ? "bad" : p.load && p.load->failed > 0 ? "warn" : "");
   }
   return t;
 }
@@ -232,7 +292,7 @@ Table percentile_table(const ReportInput& in, const Axes& axes) {
     for (const char* m : metrics) {
       const Summary* s = find_summary(p, m);
       if (!s) continue;
-      t.rows.push_back({point_label(p.params, axes), m, cat(s->n), fmt_num(s->mean), fmt_num(s->std), fmt_num(s->min),
+      t.rows.push_back({point_label(p, axes), m, cat(s->n), fmt_num(s->mean), fmt_num(s->std), fmt_num(s->min),
                         fmt_num(s->p50), fmt_num(s->p90), fmt_num(s->p95), fmt_num(s->p99), fmt_num(s->max),
                         fmt_num(s->trimmed_median), fmt_num(s->ci95_lo) + " – " + fmt_num(s->ci95_hi),
                         cv_cell(p, m)});
@@ -273,7 +333,7 @@ Table memory_table(const ReportInput& in, const Axes& axes) {
           {},
           {}};
   for (const auto& p : in.results.points) {
-    if (p.status != "ok") continue;
+    if (p.status != "ok" || p.load) continue;
     const Memory& m = p.memory;
     t.rows.push_back({point_label(p.params, axes), bytes_or_dash(m.peak_allocated_bytes),
                       bytes_or_dash(m.peak_reserved_bytes), bytes_or_dash(m.device_in_use_bytes),
@@ -288,7 +348,7 @@ Table stages_table(const ReportInput& in, const Axes& axes) {
           {},
           {}};
   for (const auto& p : in.results.points) {
-    if (p.status != "ok") continue;
+    if (p.status != "ok" || p.load) continue;
     const Stages& s = p.stages;
     t.rows.push_back({point_label(p.params, axes), fmt_num(s.tokenize_ms), fmt_num(s.kv_init_ms),
                       fmt_num(s.prefill_ms), fmt_num(s.decode_ms), fmt_num(s.detokenize_ms),
@@ -304,7 +364,7 @@ Table efficiency_table(const ReportInput& in, const Axes& axes) {
           {},
           {}};
   for (const auto& p : in.results.points) {
-    if (p.status != "ok") continue;
+    if (p.status != "ok" || p.load) continue;
     const Roofline& r = p.roofline;
     const double warm = headline(p, "e2e_ms");
     const bool has_cold = p.cold.first_generate_ms > 0;
@@ -327,13 +387,13 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
   std::vector<std::string> labels;
   for (const auto& in : inputs)
     for (const auto& p : in.results.points)
-      if (std::find(keys.begin(), keys.end(), point_key(p.params)) == keys.end()) {
-        keys.push_back(point_key(p.params));
-        labels.push_back(point_label(p.params, axes));
+      if (std::find(keys.begin(), keys.end(), point_key(p)) == keys.end()) {
+        keys.push_back(point_key(p));
+        labels.push_back(point_label(p, axes));
       }
   auto find = [](const ReportInput& in, const std::string& key) -> const PointResult* {
     for (const auto& p : in.results.points)
-      if (point_key(p.params) == key) return &p;
+      if (point_key(p) == key) return &p;
     return nullptr;
   };
   const std::pair<const char*, const char*> metrics[] = {
@@ -494,16 +554,17 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
   const Axes axes = varying_axes(inputs);
   std::vector<Section> s;
   s.push_back({"summary", "Summary",
-               "Trimmed medians over the timed runs; CV is std / mean of e2e (flagged above 5 %).", {}});
+               "Trimmed medians over the timed runs; CV is std / mean of e2e (flagged above 5 %). Load points "
+               "(llmbench load): over the completed requests, output tok/s is the achieved throughput, and the CV "
+               "is the spread of the requests (not flagged).",
+               {}});
   for (const auto& in : inputs) s.back().tables.push_back(summary_table(in, axes));
   if (inputs.size() > 1) {
     s.push_back({"files", "Files side by side", "The first file is the baseline.", {}});
     s.back().tables.push_back(side_by_side_table(inputs, axes));
   }
   if (gate) s.push_back({"gate", "Gate verdicts", "", gate_tables(*gate)});
-  bool any_load = false;
-  for (const auto& in : inputs)
-    for (const auto& p : in.results.points) any_load = any_load || p.load.has_value();
+  const bool any_load = std::any_of(inputs.begin(), inputs.end(), [](const ReportInput& in) { return has_points(in, true); });
   if (any_load)
     s.push_back({"load", "Load: latency against throughput",
                  "llmbench load sweeps: p50 and p99 of TTFT, TPOT and ITL against achieved output throughput, one line "
@@ -514,11 +575,13 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
   s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
   s.push_back({"models", "Models", "", {}});
   s.push_back({"stages", "Stage breakdown", "Where the time of one generate goes.", {}});
-  for (const auto& in : inputs) s.back().tables.push_back(stages_table(in, axes));
+  for (const auto& in : inputs)
+    if (has_points(in, false)) s.back().tables.push_back(stages_table(in, axes));
   s.push_back({"efficiency", "MBU, MFU, memory and cold start",
                "MBU and MFU against ceilings measured on the same device; cold is the first generate of the process.",
                {}});
   for (const auto& in : inputs) {
+    if (!has_points(in, false)) continue;
     s.back().tables.push_back(efficiency_table(in, axes));
     s.back().tables.push_back(memory_table(in, axes));
   }
@@ -529,7 +592,8 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
   s.push_back({"environment", "Environment and configuration", "", {}});
   for (const auto& in : inputs) {
     s.back().tables.push_back(env_table(in));
-    s.back().tables.push_back(config_table(in, axes));
+    if (has_points(in, false)) s.back().tables.push_back(config_table(in, axes));
+    if (has_points(in, true)) s.back().tables.push_back(load_config_table(in, axes));
   }
   return s;
 }

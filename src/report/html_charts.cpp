@@ -29,6 +29,8 @@ json chart(const std::string& section, const std::string& title, json spec) {
 }
 
 bool usable(const PointResult& p) { return p.status == "ok" && (!p.runs.empty() || p.load); }
+// Sweeps, models, stages, efficiency and cold start describe `llmbench run` points only.
+bool usable_run(const PointResult& p) { return usable(p) && !p.load; }
 
 // The file name in front of a title when several files are shown.
 std::string prefixed(const std::vector<ReportInput>& inputs, const ReportInput& in, const std::string& s) {
@@ -82,7 +84,7 @@ void add_distributions(const std::vector<ReportInput>& inputs, const Axes& axes,
         if (!values.empty()) parts.push_back(ecdf(title, values, find_summary(p, key)));
       }
       if (parts.empty()) continue;
-      const std::string title = prefixed(inputs, in, point_label(p.params, axes));
+      const std::string title = prefixed(inputs, in, point_label(p, axes));
       out.push_back(chart("distributions", title, {{"hconcat", parts}}));
     }
   }
@@ -93,7 +95,7 @@ void add_stages(const std::vector<ReportInput>& inputs, const Axes& axes, json& 
   json rows = json::array();
   for (const auto& in : inputs) {
     for (const auto& p : in.results.points) {
-      if (!usable(p)) continue;
+      if (!usable_run(p)) continue;
       const Stages& s = p.stages;
       const double ms[] = {s.tokenize_ms, s.kv_init_ms, s.prefill_ms, s.decode_ms, s.detokenize_ms};
       const std::string label = prefixed(inputs, in, point_label(p.params, axes));
@@ -157,7 +159,7 @@ void add_models(const std::vector<ReportInput>& inputs, json& out) {
     json rows = json::array();
     std::vector<std::string> models;
     for (const auto& p : in.results.points) {
-      if (!usable(p)) continue;
+      if (!usable_run(p)) continue;
       const std::string model = model_label(p.params);
       if (std::find(models.begin(), models.end(), model) == models.end()) models.push_back(model);
       for (const auto& [key, title] : kHeadlineMetrics) {
@@ -206,7 +208,7 @@ void add_sweeps(const std::vector<ReportInput>& inputs, json& out) {
       std::vector<std::string> series;
       json rows = json::array();
       for (const auto& p : in.results.points) {
-        if (!usable(p)) continue;
+        if (!usable_run(p)) continue;
         xs.insert(axis_value(p.params, axis));
         const std::string name = series_label(p.params, axes, axis);
         if (std::find(series.begin(), series.end(), name) == series.end()) series.push_back(name);
@@ -268,7 +270,7 @@ void add_efficiency(const std::vector<ReportInput>& inputs, const Axes& axes, js
   json rows = json::array();
   for (const auto& in : inputs) {
     for (const auto& p : in.results.points) {
-      if (!usable(p)) continue;
+      if (!usable_run(p)) continue;
       const std::string label = prefixed(inputs, in, point_label(p.params, axes));
       if (p.roofline.mbu) rows.push_back({{"point", label}, {"kind", "MBU (decode)"}, {"value", *p.roofline.mbu * 100}});
       if (p.roofline.mfu) rows.push_back({{"point", label}, {"kind", "MFU (prefill)"}, {"value", *p.roofline.mfu * 100}});
@@ -283,7 +285,7 @@ void add_cold(const std::vector<ReportInput>& inputs, const Axes& axes, json& ou
   json rows = json::array();
   for (const auto& in : inputs) {
     for (const auto& p : in.results.points) {
-      if (!usable(p) || p.cold.first_generate_ms <= 0) continue;
+      if (!usable_run(p) || p.cold.first_generate_ms <= 0) continue;
       const std::string label = prefixed(inputs, in, point_label(p.params, axes));
       rows.push_back({{"point", label}, {"kind", "cold: first generate"}, {"value", p.cold.first_generate_ms}});
       double warm = headline(p, "e2e_ms");
@@ -305,7 +307,7 @@ void add_files(const std::vector<ReportInput>& inputs, const Axes& axes, json& o
       for (const auto& [key, title] : kHeadlineMetrics) {
         double v = headline(p, key);
         if (std::isnan(v)) continue;
-        rows.push_back({{"point", point_label(p.params, axes)}, {"file", in.name}, {"metric", title}, {"value", v}});
+        rows.push_back({{"point", point_label(p, axes)}, {"file", in.name}, {"metric", title}, {"value", v}});
       }
     }
   }

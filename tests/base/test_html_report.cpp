@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,51 @@ Results known_results(const std::string& label = "tiny") {
     p.memory.peak_rss_bytes = 3ULL << 29;  // 1.5 GiB
     r.points.push_back(p);
   }
+  return r;
+}
+
+// `llmbench load` points of model "tiny": one per concurrency (or request rate, open loop), each of
+// 8 requests whose TTFT grows with the request (10, 20, ..., 80 ms: queueing), then 3 more tokens 2 ms
+// apart; `failed` more requests time out. Output throughput 100 tok/s per unit of concurrency.
+Results load_sweep(const std::vector<int>& concurrencies, const std::vector<double>& rates = {}, int failed = 0) {
+  Results r;
+  r.created_at = "2026-11-30T10:00:00Z";
+  r.command = "llmbench load --model tiny";
+  auto add = [&](int concurrency, double rate) {
+    PointResult p;
+    p.mode = "load";
+    p.params.model = "tiny";
+    p.params.label = "tiny";
+    p.params.batch = concurrency;
+    p.params.prompt_len = 16;
+    p.params.max_new_tokens = 4;
+    p.params.device = "endpoint";
+    LoadResult l;
+    l.endpoint = "http://127.0.0.1:1";
+    l.concurrency = concurrency;
+    l.request_rate = rate;
+    l.arrival = rate > 0 ? "poisson" : "";
+    l.num_requests = 8 + failed;
+    for (int i = 0; i < 8 + failed; ++i) {
+      RequestRecord q;
+      q.ok = i < 8;
+      q.error = q.ok ? "" : "timeout";
+      q.start_ms = 10.0 * i;
+      q.scheduled_ms = q.start_ms;
+      q.ttft_ms = 10.0 * (i + 1);
+      q.itl_ms.assign(3, 2.0);
+      q.e2e_ms = q.ttft_ms + 6;
+      q.prompt_tokens = 16;
+      q.output_tokens = q.ok ? 4 : 0;
+      l.requests.push_back(q);
+    }
+    p.load = std::move(l);
+    summarize_point(p);
+    p.load->output_tokens_per_s = 100.0 * std::max(concurrency, 1);
+    r.points.push_back(p);
+  };
+  for (int c : concurrencies) add(c, 0);
+  for (double rate : rates) add(0, rate);
   return r;
 }
 
@@ -199,6 +245,89 @@ TEST(HtmlReport, SideBySideShowsTheChangeAgainstTheBaseline) {
   EXPECT_NE(html.find("<tr class=\"bad\"><td>tiny b=1 p=16 n=8</td><td>TTFT ms</td>"), std::string::npos);
   EXPECT_NE(html.find("<tr class=\"bad\"><td>tiny b=4 p=16 n=8</td><td>output tok/s</td>"), std::string::npos);
   EXPECT_NE(html.find("<tr><td>tiny b=1 p=16 n=8</td><td>TPOT ms</td>"), std::string::npos);
+}
+
+TEST(HtmlReport, LoadPointsAreLabelledByConcurrencyOrRateInTheSummary) {
+  Results r = load_sweep({1, 4}, {2.5}, 1);
+  ASSERT_EQ(r.points[1].load->completed, 8);
+  ASSERT_GT(r.points[1].summary.at("e2e_ms").cv, kCvWarning);
+  std::vector<ReportInput> in{{"load.json", r}};
+  const std::string md = render_markdown(in, std::nullopt);
+  // Requests instead of runs; medians over the completed requests (TTFT 45, TPOT 2, e2e 51, ITL 2);
+  // the achieved throughput as output tok/s; the requests' spread of e2e (CV far above 5 %) not
+  // flagged as noise.
+  EXPECT_NE(md.find("| tiny c=4 | ok | 8 requests, 1 failed | 45.00 | 2.000 | 51.00 | 2.000 | 2.000 | 400.0 | – | "
+                    "– | – | "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| tiny c=1 | ok | 8 requests, 1 failed |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny rate=2.5/s poisson | ok |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("b=4"), std::string::npos) << md;
+  EXPECT_EQ(md.find("(high)"), std::string::npos) << md;
+  // A load configuration instead of the run-only tables (stages, memory, efficiency, run configuration).
+  EXPECT_NE(md.find("**Load configuration: load.json**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny rate=2.5/s poisson | http://127.0.0.1:1 | completions | – | 2.500 | poisson | 9 |"),
+            std::string::npos)
+      << md;
+  for (const char* run_only : {"**Stages:", "**Memory:", "**Efficiency", "**Configuration:"})
+    EXPECT_EQ(md.find(run_only), std::string::npos) << run_only;
+  const std::string html = render_html(in, {});
+  EXPECT_NE(html.find("<tr class=\"warn\"><td>tiny c=4</td><td>ok</td><td class=\"num\">8 requests, 1 failed</td>"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, ChartsOfALoadSweepLeaveOutTheRunOnlyOnes) {
+  std::vector<ReportInput> in{{"load.json", load_sweep({1, 4})}};
+  const json charts = chart_specs(in);
+  std::map<std::string, int> per_section;
+  for (const auto& c : charts) per_section[c["section"].get<std::string>()]++;
+  // batch holds the concurrency, but a load sweep is no batch sweep: the load chart shows it.
+  EXPECT_EQ(per_section, (std::map<std::string, int>{{"load", 1}, {"distributions", 2}})) << charts.dump(1);
+  std::set<std::string> titles;
+  for (const auto& c : charts)
+    if (c["section"] == "distributions") titles.insert(c["title"].get<std::string>());
+  EXPECT_EQ(titles, (std::set<std::string>{"tiny c=1", "tiny c=4"}));
+}
+
+TEST(HtmlReport, LoadFilesSideBySide) {
+  Results base = load_sweep({1, 4});
+  Results cur = load_sweep({4});
+  cur.points[0].load->output_tokens_per_s = 600;
+  std::vector<ReportInput> in{{"base.json", base}, {"cur.json", cur}};
+  const std::string md = render_markdown(in, std::nullopt);
+  EXPECT_NE(md.find("| tiny c=4 | output tok/s | 400.0 | 600.0 | +50.00 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny c=4 | TTFT ms | 45.00 | 45.00 | +0.00 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny c=1 | TTFT ms | 45.00 | – | – |"), std::string::npos) << md;
+  // The files chart: each file's headline metrics at each of its points.
+  const json charts = chart_specs(in);
+  const auto files = std::find_if(charts.begin(), charts.end(), [](const json& c) { return c["section"] == "files"; });
+  ASSERT_NE(files, charts.end());
+  std::size_t cur_rows = 0;
+  for (const auto& row : (*files)["spec"]["data"]["values"]) {
+    if (row["file"] != "cur.json") continue;
+    ++cur_rows;
+    EXPECT_EQ(row["point"], "tiny c=4");
+    if (row["metric"] == "output tok/s") {
+      EXPECT_DOUBLE_EQ(row["value"].get<double>(), 600);
+    }
+  }
+  EXPECT_EQ(cur_rows, 4u);  // TTFT, TPOT, e2e, output tok/s
+}
+
+TEST(HtmlReport, RunAndLoadPointsOfOneBatchStayApart) {
+  // A run at batch 4 and a load point at concurrency 4 of the same model and lengths are different points.
+  Results mixed = known_results();
+  mixed.points.push_back(load_sweep({4}).points[0]);
+  mixed.points.back().params.prompt_len = 16;
+  mixed.points.back().params.max_new_tokens = 8;
+  std::vector<ReportInput> in{{"a.json", mixed}, {"b.json", mixed}};
+  const std::string md = render_markdown(in, std::nullopt);
+  EXPECT_NE(md.find("| tiny b=4 p=16 n=8 | TTFT ms | 50.00 | 50.00 | +0.00 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny c=4 | TTFT ms |"), std::string::npos) << md;
+  // The load point's device ("endpoint") and empty dtype do not make the run labels longer.
+  EXPECT_EQ(md.find("n=8 cpu"), std::string::npos) << md;
+  EXPECT_NE(md.find("**Configuration: a.json**"), std::string::npos);
+  EXPECT_NE(md.find("**Load configuration: a.json**"), std::string::npos);
 }
 
 TEST(HtmlReport, GateVerdictRowsAreShownGenerically) {
