@@ -3,6 +3,7 @@
 #include <queue>
 
 #include "byte_level.h"
+#include "json_ids.h"
 #include "llmbench/base/error.h"
 
 namespace llmbench::tok {
@@ -48,15 +49,14 @@ BpeModel::BpeModel(const nlohmann::json& model, bool byte_level) : byte_level_(b
   const auto& vocab = model.at("vocab");
   if (!vocab.is_object()) throw Error("model.vocab is not an object");
   TokenId max_id = -1;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) max_id = std::max(max_id, it.value().get<TokenId>());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) max_id = std::max(max_id, json_token_id(it.value(), "model.vocab[\"" + it.key() + "\"]"));
   id_to_token_.assign(std::size_t(max_id + 1), std::string());
   has_id_.assign(std::size_t(max_id + 1), false);
   vocab_.reserve(vocab.size() * 2);
   const ByteLevelTable& table = byte_level_table();
   std::string raw;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    TokenId id = it.value().get<TokenId>();
-    if (id < 0) throw Error(cat("model.vocab: negative id for '", it.key(), "'"));
+    const TokenId id = json_token_id(it.value(), "model.vocab[\"" + it.key() + "\"]");
     id_to_token_[id] = it.key();
     has_id_[id] = true;
     raw.clear();

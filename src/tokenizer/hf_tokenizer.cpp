@@ -4,6 +4,7 @@
 
 #include "added_vocab.h"
 #include "bpe.h"
+#include "json_ids.h"
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/tokenizer.h"
 #include "llmbench/tokenizer/utf8.h"
@@ -71,7 +72,7 @@ HfTokenizer::HfTokenizer(const json& j, const tok::TokenizerConfig& config, cons
   for (const auto& a : node("added_tokens").is_array() ? node("added_tokens") : json::array()) {
     tok::AddedToken t;
     t.content = a.at("content").get<std::string>();
-    t.id = a.at("id").get<TokenId>();
+    t.id = tok::json_token_id(a.at("id"), "added_tokens[].id");
     t.special = a.value("special", false);
     t.lstrip = a.value("lstrip", false);
     t.rstrip = a.value("rstrip", false);

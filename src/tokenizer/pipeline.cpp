@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "byte_level.h"
+#include "json_ids.h"
 #include "llmbench/base/error.h"
 #include "regex.h"
 
@@ -507,7 +508,7 @@ class TemplatePostProcessor : public PostProcessor {
 class ClsSepPostProcessor : public PostProcessor {
  public:
   explicit ClsSepPostProcessor(const json& j)
-      : cls_(j.at("cls").at(1).get<TokenId>()), sep_(j.at("sep").at(1).get<TokenId>()) {}
+      : cls_(json_token_id(j.at("cls").at(1), "post_processor.cls")), sep_(json_token_id(j.at("sep").at(1), "post_processor.sep")) {}
   void apply(std::vector<TokenId>& ids) const override {
     ids.insert(ids.begin(), cls_);
     ids.push_back(sep_);

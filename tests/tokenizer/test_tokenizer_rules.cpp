@@ -108,6 +108,23 @@ TEST(TokenizerRules, UnsupportedComponentIsNamed) {
   EXPECT_THROW(make(j), Error);
 }
 
+// Found by fuzzing: an id that is a float beyond int range was converted with undefined behaviour.
+TEST(TokenizerRules, TokenIdsMustBeIntegersInRange) {
+  for (const json& bad : {json(4.88889e58), json(-1), json(2.5), json("3"), json(1ULL << 40)}) {
+    json j = small_tokenizer();
+    j["model"]["vocab"]["ab"] = bad;
+    try {
+      make(j);
+      ADD_FAILURE() << "accepted vocab id " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expected a token id"), std::string::npos) << e.what();
+    }
+    j = small_tokenizer(json::array({added("<x>", 0, false, false, false)}));
+    j["added_tokens"][0]["id"] = bad;
+    EXPECT_THROW(make(j), Error) << bad.dump();
+  }
+}
+
 TEST(TokenizerRules, MergeWithUnknownTokenIsAnError) {
   EXPECT_THROW(make(small_tokenizer(json::array(), json::array({"a c"}))), Error);
 }
