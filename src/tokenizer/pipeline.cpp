@@ -484,7 +484,9 @@ class TemplatePostProcessor : public PostProcessor {
       } else if (item.contains("SpecialToken")) {
         auto name = item["SpecialToken"].at("id").get<std::string>();
         if (!specials.contains(name)) throw Error(cat("TemplateProcessing: special token '", name, "' is not defined"));
-        pieces_.push_back({false, specials[name].at("ids").get<std::vector<TokenId>>()});
+        std::vector<TokenId> ids;
+        for (const auto& id : specials[name].at("ids")) ids.push_back(json_token_id(id, "TemplateProcessing ids"));
+        pieces_.push_back({false, std::move(ids)});
       } else {
         throw Error(cat("TemplateProcessing: unsupported piece ", item.dump()));
       }
