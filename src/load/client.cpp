@@ -200,7 +200,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (chunk.prompt_tokens) usage_prompt = chunk.prompt_tokens;
     if (chunk.completion_tokens) usage_completion = chunk.completion_tokens;
     for (const auto& [stage, ms] : chunk.timing) record.server_ms[stage] = ms;
-    if (chunk.content.empty()) return;
+    if (!chunk.token) return;  // a token event even when its text is "" (one chunk per token)
     if (pieces.empty()) record.ttft_ms = ms_between(start, now);
     else gaps.push_back(ms_between(last_event, now));
     last_event = now;

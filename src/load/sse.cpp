@@ -66,10 +66,20 @@ StreamChunk parse_chunk(std::string_view data) {
   }
   if (auto choices = j.find("choices"); choices != j.end() && choices->is_array() && !choices->empty()) {
     const auto& choice = (*choices)[0];
-    if (auto t = choice.find("text"); t != choice.end() && t->is_string()) c.content = t->get<std::string>();
-    if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
-      if (auto t = d->find("content"); t != d->end() && t->is_string()) c.content = t->get<std::string>();
+    bool has_text = false, marker = false;
+    if (auto t = choice.find("text"); t != choice.end() && t->is_string()) {
+      c.content = t->get<std::string>();
+      has_text = true;
     }
+    if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
+      if (auto t = d->find("content"); t != d->end() && t->is_string()) {
+        c.content = t->get<std::string>();
+        has_text = true;
+      }
+      marker = d->contains("role");
+    }
+    if (auto f = choice.find("finish_reason"); f != choice.end() && !f->is_null()) marker = true;
+    c.token = has_text && !(marker && c.content.empty());
   }
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
     if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer()) c.prompt_tokens = p->get<int>();

@@ -293,17 +293,20 @@ void Session::on_engine_event(std::uint64_t job_id, const EngineEvent& event) {
     if (j.completion_tokens == 0) ctx_.metrics.ttft.observe(ms_between(received_, now) / 1e3);
     else ctx_.metrics.itl.observe(ms_between(j.last_event, now) / 1e3);
     j.last_event = now;
-    for (std::int64_t token : event.tokens) {
+    const bool last = event.finish == FinishReason::stop || event.finish == FinishReason::length;
+    for (std::size_t i = 0; i < event.tokens.size(); ++i) {
       ++j.completion_tokens;
-      const std::string piece = j.text.push(static_cast<TokenId>(token));
-      if (!piece.empty()) {
-        if (j.stream) {
-          j.scratch.clear();
-          j.chunks.append_text(j.scratch, piece);
-          append_sse_event(out_, j.scratch);
-        } else {
-          j.text_out += piece;
-        }
+      std::string piece = j.text.push(static_cast<TokenId>(event.tokens[i]));
+      if (last && i + 1 == event.tokens.size()) piece += j.text.finish();  // held-back text rides on the last token
+      // Streamed: one chunk per token, its text "" when it decodes to nothing (a skipped special token,
+      // bytes of an unfinished UTF-8 sequence, a possible stop-string prefix), as vLLM does: a client
+      // times every token.
+      if (j.stream) {
+        j.scratch.clear();
+        j.chunks.append_text(j.scratch, piece);
+        append_sse_event(out_, j.scratch);
+      } else {
+        j.text_out += piece;
       }
       if (j.text.stopped()) {  // answer now; the engine frees the slot at its next step
         j.request->cancelled = true;

@@ -4,8 +4,11 @@
 Every completion request streams `tokens` content events (default: the request's max_tokens): the
 first TTFT ms after the request arrived, then one every ITL ms (absolute targets, no drift). Request
 number i (0-based, in arrival order) can be given a fault: http500, http429, disconnect (cut after 2
-events), malformed (a bad event after 1), stall (1 event, then silence for --stall-s). Prints
-"llmbench serve: listening on http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
+events), malformed (a bad event after 1), stall (1 event, then silence for --stall-s). With
+--empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
+--markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
+finish_reason chunk with empty text at the end. Prints "llmbench serve: listening on
+http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
 """
 import argparse
 import json
@@ -25,6 +28,8 @@ parser.add_argument("--no-usage", action="store_true", help="never send a usage 
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
 parser.add_argument("--lifetime-s", type=float, default=60, help="exit after this long, whatever happens")
 parser.add_argument("--model", default="scripted")
+parser.add_argument("--empty-text", type=int, default=0, help="the first N content events carry empty text")
+parser.add_argument("--markers", action="store_true", help="chat role chunk first, a finish chunk last")
 args = parser.parse_args()
 
 faults = {}
@@ -82,9 +87,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
-        def event(text):
-            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+        def event(text, finish=None, role=False):
+            delta = {"role": "assistant", "content": text} if role else {"content": text} if finish is None else {}
+            choice = {"index": 0, "delta": delta} if chat else {"index": 0, "text": text}
+            choice["finish_reason"] = finish
             return json.dumps({"id": "x", "object": "chunk", "model": args.model, "choices": [choice]})
+
+        if args.markers and chat:
+            self.chunk(event("", role=True))
 
         for i in range(tokens):
             target = t0 + (args.ttft_ms + i * args.itl_ms) / 1000
@@ -100,7 +110,9 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(args.stall_s)
                 self.close_connection = True
                 return
-            self.chunk(event(" tok"))
+            self.chunk(event("" if i < args.empty_text else " tok"))
+        if args.markers:
+            self.chunk(event("", finish="length"))
         final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}
         if not args.no_usage:
             prompt = request.get("prompt") or request["messages"][0]["content"]

@@ -150,6 +150,31 @@ TEST(ScriptedServer, SweepChatWithoutUsageCountsByTokenizer) {
   }
 }
 
+TEST(ScriptedServer, EmptyTextEventsAreTokensMarkersAreNot) {
+  // Each request: 6 content events 40 ms, then 5 ms apart, the first 3 (or all) with text ""; chat's role
+  // announcement comes at once and a finish chunk with empty text at the end: neither is a token.
+  for (const char* empty : {"3", "100"}) {
+    Scripted server({"--ttft-ms", "40", "--itl-ms", "5", "--empty-text", empty, "--markers"});
+    for (const char* api : {"completions", "chat"}) {
+      LoadOptions o = options_for(server.process.url());
+      o.api = api;
+      o.concurrency = {2};
+      o.num_requests = 4;
+      o.output_len = 6;
+      const Results r = run_load(o);
+      const LoadResult& l = *only_point(r).load;
+      EXPECT_EQ(l.completed, 4) << api << " " << empty;  // not no_content
+      EXPECT_EQ(l.token_count_source, "usage");
+      for (const auto& rec : l.requests) {
+        EXPECT_EQ(rec.output_tokens, 6);
+        EXPECT_EQ(rec.itl_ms.size(), 5u) << api << " " << empty;
+        EXPECT_GE(rec.ttft_ms, 40) << api << " " << empty;
+        EXPECT_LT(rec.ttft_ms, 40 + 15) << api << " " << empty;
+      }
+    }
+  }
+}
+
 TEST(ScriptedServer, StartsItsOwnServerAndStopsIt) {
   LoadOptions o;
   o.serve_command = server_command({"--ttft-ms", "1", "--itl-ms", "1"});

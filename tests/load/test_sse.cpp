@@ -47,6 +47,7 @@ TEST(Sse, ChunksOfCompletionsAndChat) {
   EXPECT_EQ(c.content, "hi");
   c = parse_chunk(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})");
   EXPECT_EQ(c.content, "");
+  EXPECT_FALSE(c.token);
   c = parse_chunk(R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34},)"
                   R"("llmbench_timing":{"queue":1.5,"prefill":2}})");
   EXPECT_EQ(c.prompt_tokens, 12);
@@ -57,6 +58,27 @@ TEST(Sse, ChunksOfCompletionsAndChat) {
   EXPECT_EQ(parse_chunk(R"({"error":{"message":"overloaded"}})").error, "overloaded");
   EXPECT_THROW(parse_chunk(R"({"choices": [{"text": "cut)"), Error);
   EXPECT_THROW(parse_chunk("[1, 2]"), Error);
+}
+
+TEST(Sse, ATokenEventCarriesTheTextFieldEvenEmpty) {
+  auto token = [](const char* data) { return parse_chunk(data).token; };
+  // One chunk per token: a token that decodes to no text still is one.
+  EXPECT_TRUE(token(R"({"choices":[{"index":0,"text":" hello","finish_reason":null}]})"));
+  EXPECT_TRUE(token(R"({"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":null}]})"));
+  EXPECT_TRUE(token(R"({"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]})"));
+  EXPECT_TRUE(token(R"({"choices":[{"index":0,"delta":{"content":"hi"}}]})"));
+  // vLLM: the last token's text with the finish_reason.
+  EXPECT_TRUE(token(R"({"choices":[{"index":0,"text":" end","finish_reason":"length"}]})"));
+  EXPECT_TRUE(token(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":"hi"}}]})"));
+  // Not tokens: the role announcement (OpenAI, llmbench serve), role-only, finish-only, usage-only, no text.
+  EXPECT_FALSE(token(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})"));
+  EXPECT_FALSE(token(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})"));
+  EXPECT_FALSE(token(R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})"));
+  EXPECT_FALSE(token(R"({"choices":[{"index":0,"text":"","finish_reason":"length"}]})"));
+  EXPECT_FALSE(token(R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}})"));
+  EXPECT_FALSE(token(R"({"choices":[{"index":0,"text":null,"finish_reason":null}]})"));
+  EXPECT_FALSE(token(R"({"id":"x"})"));
+  EXPECT_FALSE(token("[DONE]"));
 }
 
 TEST(Sse, ParsesAtLeastFiftyThousandEventsPerSecond) {

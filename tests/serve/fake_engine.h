@@ -77,6 +77,12 @@ class FakeEngine : public Engine {
     thread_.join();
   }
 
+  // From now on token i of every request is script[i % size] (next_token again when empty).
+  void set_script(std::vector<std::int64_t> script) {
+    std::lock_guard<std::mutex> lock(mutex_);  // submit() takes it too: the engine thread sees it
+    script_ = std::move(script);
+  }
+
   std::uint64_t submitted() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return submitted_;
@@ -123,7 +129,9 @@ class FakeEngine : public Engine {
           continue;
         }
         EngineEvent e;
-        const std::int64_t token = next_token(s.request->prompt, s.generated++, o_.vocab);
+        const std::int64_t token = script_.empty() ? next_token(s.request->prompt, s.generated, o_.vocab)
+                                                   : script_[std::size_t(s.generated) % script_.size()];
+        ++s.generated;
         e.tokens = {token};
         if (s.generated == 1) s.times.first_token = std::chrono::steady_clock::now();
         e.prompt_tokens = int(s.request->prompt.size());
@@ -145,6 +153,7 @@ class FakeEngine : public Engine {
   }
 
   Options o_;
+  std::vector<std::int64_t> script_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   mutable std::mutex mutex_;
   std::deque<Slot> waiting_;

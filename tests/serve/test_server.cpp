@@ -211,7 +211,7 @@ TEST_F(ServerTest, CompletionStreamed) {
   EXPECT_EQ(r.header("content-type"), "text/event-stream");
   EXPECT_EQ(r.header("transfer-encoding"), "chunked");
   std::vector<std::string> events = sse_data(r.body);
-  ASSERT_GE(events.size(), 3u);
+  ASSERT_EQ(events.size(), 12u + 3);  // one chunk per token, finish, usage, [DONE]
   EXPECT_EQ(events.back(), "[DONE]");
   std::string text;
   for (std::size_t i = 0; i + 3 < events.size(); ++i) {
@@ -258,6 +258,49 @@ TEST_F(ServerTest, ChatStreamedAndNot) {
   json fin = json::parse(events[events.size() - 2]);
   EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
   EXPECT_TRUE(fin["llmbench_timing"]["decode_ms"].is_number());
+}
+
+TEST_F(ServerTest, EveryStreamedTokenGetsAChunkEvenWithoutText) {
+  // The tiny tokenizer's ids 0, 1, 2 are special tokens: skipped, they decode to "". Prompt [511] makes
+  // the fake engine generate exactly those; prompt [509] generates 510 511 0 1 2 3, text around them.
+  start();
+  for (const auto& [prompt, n] : {std::pair<std::int64_t, int>{511, 3}, {509, 6}}) {
+    Reply r = post("/v1/completions", cat(R"({"prompt":[)", prompt, R"(],"max_tokens":)", n, R"(,"stream":true})"));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::vector<std::string> events = sse_data(r.body);
+    ASSERT_EQ(events.size(), std::size_t(n) + 2) << r.body;  // n token chunks, finish, [DONE]
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      const json c = json::parse(events[i]);
+      ASSERT_TRUE(c["choices"][0]["text"].is_string()) << events[i];
+      EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
+      text += c["choices"][0]["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, expected_text({prompt}, n));
+    if (prompt == 511) {
+      EXPECT_EQ(text, "");
+    }
+    EXPECT_EQ(json::parse(events[n])["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(json::parse(events[n])["usage"], nullptr);
+  }
+}
+
+TEST_F(ServerTest, ChatStreamsAnEmptyDeltaForATokenWithoutText) {
+  start();
+  engine->set_script({0, 1, 2});  // special tokens of the tiny tokenizer: "" each
+  Reply r = post("/v1/chat/completions",
+                 R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"stream":true,)"
+                 R"("stream_options":{"include_usage":true}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> events = sse_data(r.body);
+  ASSERT_EQ(events.size(), 1u + 4 + 3) << r.body;  // role, 4 tokens, finish, usage, [DONE]
+  EXPECT_EQ(json::parse(events[0])["choices"][0]["delta"]["role"], "assistant");
+  for (int i = 1; i <= 4; ++i) {
+    const json delta = json::parse(events[i])["choices"][0]["delta"];
+    EXPECT_EQ(delta, json({{"content", ""}})) << events[i];
+  }
+  EXPECT_EQ(json::parse(events[5])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(json::parse(events[6])["usage"]["completion_tokens"], 4);
 }
 
 TEST_F(ServerTest, StopStringEndsAndFreesTheSlot) {

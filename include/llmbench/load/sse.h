@@ -32,6 +32,10 @@ class SseParser {
 struct StreamChunk {
   bool done = false;              // the "[DONE]" sentinel
   std::string content;            // text delta: choices[0].text or choices[0].delta.content
+  // A token event: choices[0] carries that text field, even "" (a token that decodes to nothing), except
+  // chat's role announcement ({"role": …, "content": ""}) and a finish marker (finish_reason set, text "").
+  // Role-only, usage-only and finish-only chunks without the field are none either.
+  bool token = false;
   std::optional<int> prompt_tokens;      // usage, when present
   std::optional<int> completion_tokens;
   std::map<std::string, double> timing;  // llmbench_timing, when present (ms per stage)
