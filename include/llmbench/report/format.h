@@ -16,7 +16,8 @@ Format parse_format(const std::string& name);
 // every format; csv and json carry raw numbers (ms, tok/s, bytes), table and md human units.
 std::string format_results(const Results& results, Format format);
 
-// One line per (ok point, metric) whose CV exceeds kCvWarning, for ttft_ms, tpot_ms and e2e_ms.
+// One line per (ok run point, metric) whose CV exceeds kCvWarning, for ttft_ms, tpot_ms and e2e_ms. Load
+// points are left out: their spread is across requests, not noise between repeated runs.
 std::vector<std::string> cv_warnings(const Results& results);
 
 // Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
