@@ -4,20 +4,7 @@
 # loads in `report`; bad entries; an unreachable endpoint is skipped; results.command is the command line.
 set -u
 bin="$1"
-server="$(dirname "$0")/../load/scripted_server.py"
-out="$(mktemp -d)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$out"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-start_server() {  # start_server NAME ARGS...: sets $url
-  local name="$1"; shift
-  python3 "$server" --lifetime-s 60 "$@" >"$out/$name.url" &
-  pids+=($!)
-  for _ in $(seq 100); do grep -q listening "$out/$name.url" 2>/dev/null && break; sleep 0.1; done
-  url=$(sed 's/.*listening on //' "$out/$name.url")
-  [ -n "$url" ] || fail "scripted server $name did not start"
-}
+source "$(dirname "$0")/../load/scripted_server_lib.sh"
 
 start_server a --ttft-ms 60 --itl-ms 15
 url_a="$url"

@@ -3,20 +3,7 @@
 # its results, Ctrl-C. Every server started here stops by itself (--lifetime-s) and on exit (trap).
 set -u
 bin="$1"
-server="$(dirname "$0")/../load/scripted_server.py"
-out="$(mktemp -d)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$out"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-start_server() {  # start_server NAME ARGS...: sets $url
-  local name="$1"; shift
-  python3 "$server" --lifetime-s 60 "$@" >"$out/$name.url" &
-  pids+=($!)
-  for _ in $(seq 100); do grep -q listening "$out/$name.url" 2>/dev/null && break; sleep 0.1; done
-  url=$(sed 's/.*listening on //' "$out/$name.url")
-  [ -n "$url" ] || fail "scripted server $name did not start"
-}
+source "$(dirname "$0")/../load/scripted_server_lib.sh"
 
 bad() {  # bad ARGS...: exit 2, one error line, no results file
   "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
