@@ -7,6 +7,7 @@
 #   OUT_DIR=dir      results, logs and report (default out/serve)
 #   TOKENIZER=path   the served model's tokenizer (default .cache/tokenizers/qwen3: random weights have none)
 #   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN, DEVICE, DTYPE, TIMEOUT_S (per request) override the defaults above
+#   MAX_PREFILL_TOKENS  the server's --max-prefill-tokens (default 8192)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 quick=0
@@ -29,6 +30,7 @@ echo "serve_gpu: $(date -u '+%Y-%m-%d %H:%M UTC'), $model, concurrency $conc, pr
 
 "$bin" serve --model "$model" --tokenizer "$tok" --device "$device" --dtype "$dtype" --port 0 \
   --max-batch "$max_batch" --max-context $((in_len + out_len + 64)) --max-queue 1024 \
+  --max-prefill-tokens "${MAX_PREFILL_TOKENS:-8192}" \
   >"$out/serve.stdout" 2>"$out/serve.log" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT
@@ -100,6 +102,20 @@ tok = max(tokens, 1)
 print(f"\nserver CPU over the sweep for {tokens} timed streamed tokens (warm-up requests add a few more tokens, "
       f"so these are upper bounds): I/O threads (HTTP + SSE + detokenize) {io / hz:.2f} s = {1e6 * io / hz / tok:.1f} us/token; "
       f"engine thread (scheduling + kernel launches + waiting on the GPU) {eng / hz:.2f} s = {1e6 * eng / hz / tok:.1f} us/token")
+try:  # batched prefill over the whole sweep (warm-ups included), from the server's /metrics
+    m = {}
+    for line in open(os.path.join(out, "metrics.txt")):
+        if line.startswith("llmbench_") and " " in line:
+            k, v = line.split()[:2]
+            m[k] = float(v)
+    passes = max(m.get("llmbench_prefill_passes_total", 0), 1)
+    print(f"prefill passes {m.get('llmbench_prefill_passes_total', 0):.0f}: "
+          f"{m.get('llmbench_prefill_requests_total', 0) / passes:.2f} requests and "
+          f"{m.get('llmbench_prefill_tokens_total', 0) / passes:.0f} prompt tokens per pass "
+          f"({m.get('llmbench_prefill_padded_tokens_total', 0) / passes:.0f} with padding); "
+          f"decode steps {m.get('llmbench_engine_steps_total', 0):.0f}")
+except Exception as e:  # noqa: BLE001
+    print(f"prefill metrics: {e}")
 try:
     run = json.load(open(os.path.join(out, "run_b16.json")))["points"][0]
     v = run.get("verification") or {}

@@ -46,6 +46,9 @@ void add_serve_command(CLI::App& root, Commands& out) {
       ->check(CLI::IsMember({"continuous", "static"}));
   app->add_option("--max-wait-ms", opt->engine.max_wait_ms, "Static batching: wait this long for a full batch")
       ->capture_default_str()->check(CLI::Range(0.0, 1e6));
+  app->add_option("--max-prefill-tokens", opt->engine.max_prefill_tokens,
+                  "Tokens (requests x longest prompt) of one batched prefill pass; a longer prompt runs alone")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 24));
   app->add_option("--max-queue", opt->engine.max_queue, "Waiting requests beyond this get 503")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app->add_flag("!--no-cuda-graph", opt->engine.cuda_graph, "Plain decode step instead of CUDA graphs");

@@ -64,6 +64,8 @@ class EngineImpl final : public Engine {
     if (o.max_queue < 1) throw UsageError(cat("engine max_queue must be >= 1, got ", o.max_queue));
     if (!(o.max_wait_ms >= 0)) throw UsageError(cat("engine max_wait_ms must be >= 0, got ", o.max_wait_ms));
     if (o.max_context < 0) throw UsageError(cat("engine max_context must be >= 0, got ", o.max_context));
+    if (o.max_prefill_tokens < 1)
+      throw UsageError(cat("engine max_prefill_tokens must be >= 1, got ", o.max_prefill_tokens));
     model_ = Model::load({o.model, o.dtype, o.device, o.attn, o.seed});
     const ModelConfig& c = model_->config();
     max_context_ = o.max_context > 0 ? o.max_context
@@ -155,7 +157,8 @@ class EngineImpl final : public Engine {
       for (std::int64_t i = size() - 1; i >= 0; --i)
         if (i < size() && rows_[i].request->cancelled) finish(i, FinishReason::cancelled);
       publish();  // before waiting: an idle engine must not keep reporting the rows it just freed
-      std::vector<Waiting> admit, dropped;
+      std::vector<std::vector<Waiting>> passes;  // requests to prefill, one batched pass each
+      std::vector<Waiting> dropped;
       bool cancel_running = false;
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -174,21 +177,43 @@ class EngineImpl final : public Engine {
               ++it;
             }
           }
-          const bool may_admit = options_.batching == Batching::continuous || batch_->size() == 0;
-          while (may_admit && !queue_.empty() && batch_->size() + static_cast<std::int64_t>(admit.size()) < batch_->slots()) {
-            admit.push_back(std::move(queue_.front()));
-            queue_.pop_front();
+          // Continuous: one prefill pass per step boundary, so that running rows wait for at most one pass
+          // between their tokens. Static: the whole batch, in as many passes as the token budget needs.
+          std::int64_t free = batch_->slots() - batch_->size();
+          if (options_.batching == Batching::continuous) {
+            if (free > 0 && !queue_.empty()) passes.push_back(take_pass(free));
+          } else if (batch_->size() == 0) {
+            while (free > 0 && !queue_.empty()) {
+              passes.push_back(take_pass(free));
+              free -= static_cast<std::int64_t>(passes.back().size());
+            }
           }
         }
       }
       for (auto& w : dropped) finish_waiting(w, FinishReason::cancelled);
       if (cancel_running) end_all(FinishReason::cancelled);
-      for (auto& w : admit) start_request(w);
+      for (auto& pass : passes) start_requests(pass);
       if (size() > 0) decode();
       publish();
     }
     end_all(FinishReason::cancelled);
     publish();
+  }
+
+  // Pops the requests of one prefill pass off the queue (mu_ held): the oldest ones, in order, while they
+  // fit in `free` slots and (requests × longest prompt) stays within max_prefill_tokens. The oldest one
+  // always goes, even when its prompt alone is over the budget. Never skips a request (no starvation).
+  std::vector<Waiting> take_pass(std::int64_t free) {
+    std::vector<Waiting> pass;
+    std::size_t longest = 0;
+    while (!queue_.empty() && static_cast<std::int64_t>(pass.size()) < free) {
+      const std::size_t p = std::max(longest, queue_.front().request->prompt.size());
+      if (!pass.empty() && (pass.size() + 1) * p > static_cast<std::size_t>(options_.max_prefill_tokens)) break;
+      longest = p;
+      pass.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    return pass;
   }
 
   std::int64_t size() const { return static_cast<std::int64_t>(rows_.size()); }
@@ -215,24 +240,57 @@ class EngineImpl final : public Engine {
     }
   }
 
-  void start_request(Waiting& w) {
-    EngineRequest& r = *w.request;
-    if (r.cancelled) return finish_waiting(w, FinishReason::cancelled);
-    Running run;
-    run.request = w.request;
-    run.times.enqueued = w.enqueued;
-    run.times.admitted = Clock::now();
-    std::int64_t next = 0;
-    try {
-      if (r.temperature > 0) run.generator = make_generator(model_->device(), r.seed);
-      torch::Tensor logits = batch_->add(r.prompt).unsqueeze(0);  // [1, V]
-      next = sample({&run}, logits).front();
-    } catch (const std::exception& e) {
-      if (batch_->size() > size()) batch_->remove(batch_->size() - 1);
-      return finish_waiting(w, FinishReason::error, first_line(e.what()), run.times.admitted);
+  // Admits `pass` (requests cancelled meanwhile aside): one batched prefill into new rows, each row's first
+  // token sampled and handed out. A failure ends every request of the pass with `error`.
+  void start_requests(std::vector<Waiting>& pass) {
+    std::vector<Waiting> go;
+    for (auto& w : pass) {
+      if (w.request->cancelled)
+        finish_waiting(w, FinishReason::cancelled);
+      else
+        go.push_back(std::move(w));
     }
-    rows_.push_back(std::move(run));
-    emit_token(size() - 1, next);
+    if (go.empty()) return;
+    const auto admitted = Clock::now();
+    const std::int64_t first = size();
+    std::vector<Running> runs(go.size());
+    std::vector<std::vector<std::int64_t>> prompts;
+    std::size_t tokens = 0, longest = 0;
+    std::vector<std::int64_t> next;
+    try {
+      std::vector<Running*> rows;
+      for (std::size_t i = 0; i < go.size(); ++i) {
+        const EngineRequest& r = *go[i].request;
+        runs[i].request = go[i].request;
+        runs[i].times.enqueued = go[i].enqueued;
+        runs[i].times.admitted = admitted;
+        if (r.temperature > 0) runs[i].generator = make_generator(model_->device(), r.seed);
+        prompts.push_back(r.prompt);
+        tokens += r.prompt.size();
+        longest = std::max(longest, r.prompt.size());
+        rows.push_back(&runs[i]);
+      }
+      torch::Tensor logits = batch_->add(prompts);  // [k, V]
+      next = sample(rows, logits);
+    } catch (const std::exception& e) {
+      while (batch_->size() > size()) batch_->remove(batch_->size() - 1);
+      const std::string what = first_line(e.what());
+      log::warn(cat("engine: prefill of ", go.size(), " requests failed: ", what));
+      for (auto& w : go) finish_waiting(w, FinishReason::error, what, admitted);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.prefill_passes;
+      stats_.prefill_requests += go.size();
+      stats_.prefill_tokens += tokens;
+      stats_.prefill_padded_tokens += go.size() * longest;
+      stats_.last_prefill_batch = static_cast<int>(go.size());
+    }
+    for (auto& run : runs) rows_.push_back(std::move(run));
+    // Backwards, so that compaction (a finished row replaced by the last one) never moves an unvisited row.
+    for (std::int64_t i = size() - 1; i >= first; --i)
+      if (i < size()) emit_token(i, next[i - first]);
   }
 
   // Greedy rows: the exact argmax of their float32 logits. Sampled rows: sample_rows, each from its own

@@ -51,16 +51,24 @@ SlotBatch::SlotBatch(Model& model, std::int64_t slots, std::int64_t max_context,
   model_.reset_cache();  // the captures' warm-up steps wrote the cache
 }
 
-torch::Tensor SlotBatch::add(const std::vector<std::int64_t>& prompt) {
-  if (full()) throw Error(cat("no free slot (", slots_, " in use)"));
-  const auto row = size();
-  const auto p = static_cast<std::int64_t>(prompt.size());
+torch::Tensor SlotBatch::add(const std::vector<std::int64_t>& prompt) { return add(std::vector<std::vector<std::int64_t>>{prompt})[0]; }
+
+torch::Tensor SlotBatch::add(const std::vector<std::vector<std::int64_t>>& prompts) {
+  const auto k = static_cast<std::int64_t>(prompts.size()), first = size();
+  if (k < 1) throw Error("add: no prompt");
+  if (first + k > slots_) throw Error(cat("no room for ", k, " rows (", first, " of ", slots_, " slots in use)"));
+  std::vector<std::int64_t> lengths;
+  for (const auto& p : prompts) lengths.push_back(static_cast<std::int64_t>(p.size()));
+  const std::int64_t columns = *std::max_element(lengths.begin(), lengths.end());
+  torch::Tensor ids = torch::zeros({k, columns}, torch::kInt64);  // [k, P] right-padded with 0
+  for (std::int64_t i = 0; i < k; ++i)
+    if (lengths[i] > 0) ids[i].narrow(0, 0, lengths[i]).copy_(torch::tensor(prompts[i], torch::kInt64));
   try {
-    torch::Tensor logits = model_.prefill_slot(row, torch::tensor(prompt, torch::kInt64));  // [V]
-    lengths_.push_back(p);
+    torch::Tensor logits = model_.prefill_slots(first, ids, lengths);  // [k, V]
+    lengths_.insert(lengths_.end(), lengths.begin(), lengths.end());
     return logits;
   } catch (...) {
-    model_.free_slot(row);
+    for (std::int64_t i = 0; i < k; ++i) model_.free_slot(first + i);
     throw;
   }
 }

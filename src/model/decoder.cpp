@@ -84,9 +84,12 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   };
   for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, allowed, write);
 
+  // The next column is one past each row's last real token: P with left padding, the row's length with
+  // right padding (the slot engine's batched prefill), where the pad columns are overwritten by decode.
+  torch::Tensor after = torch::arange(1, p + 1, mask.options()).view({1, p});        // [1, P]
   state.valid.zero_();
   state.valid.narrow(1, 0, p).copy_(mask.to(torch::kBool));
-  state.column.fill_(p);
+  state.column.copy_((mask * after).amax(-1));
   state.active.fill_(1);
   state.positions.copy_(mask.sum(-1));
   return x;

@@ -127,15 +127,29 @@ void Model::check_slot(std::int64_t slot, const char* what) const {
 }
 
 torch::Tensor Model::prefill_slot(std::int64_t slot, const torch::Tensor& ids) {
-  check_slot(slot, "prefill_slot");
   if (ids.dim() != 1 || ids.size(0) < 1) throw UsageError(cat("prefill_slot: ids must be [P >= 1], got ", ids.sizes()));
-  const auto p = ids.size(0);
+  return prefill_slots(slot, ids.view({1, ids.size(0)}), {ids.size(0)})[0];
+}
+
+torch::Tensor Model::prefill_slots(std::int64_t first, const torch::Tensor& ids, const std::vector<std::int64_t>& lengths) {
+  check_slot(first, "prefill_slots");
+  const auto k = static_cast<std::int64_t>(lengths.size());
+  if (ids.dim() != 2 || ids.size(0) != k || k < 1 || ids.size(1) < 1)
+    throw UsageError(cat("prefill_slots: ids must be [", k, ", P >= 1] for ", k, " lengths, got ", ids.sizes()));
+  check_slot(first + k - 1, "prefill_slots");
+  const auto p = ids.size(1);
   if (p > cache_.max_len())
     throw UsageError(cat("prompt of ", p, " tokens does not fit the KV cache of ", cache_.max_len()));
-  torch::Tensor d_ids = ids.to(device_, torch::kInt64).view({1, p});  // [1, P]
-  KvCache row = cache_.view(slot, 1, cache_.max_len());
-  DecodeState row_state = state_.view(slot, 1, cache_.max_len());
-  return decoder_->prefill(d_ids, torch::ones_like(d_ids), rope_, row, row_state)[0];  // [V]
+  for (auto n : lengths)
+    if (n < 1 || n > p) throw UsageError(cat("prefill_slots: a length of ", n, " for ", p, " columns"));
+  torch::Tensor d_ids = ids.to(device_, torch::kInt64);                                     // [k, P]
+  torch::Tensor len = torch::tensor(lengths, torch::kInt64).to(device_);                    // [k]
+  torch::Tensor mask = (torch::arange(p, d_ids.options()).view({1, p}) < len.view({k, 1})).to(torch::kInt64);  // [k, P]
+  KvCache rows = cache_.view(first, k, cache_.max_len());
+  DecodeState rows_state = state_.view(first, k, cache_.max_len());
+  torch::Tensor x = decoder_->prefill_hidden(d_ids, mask, rope_, rows, rows_state);        // [k, P, H]
+  torch::Tensor last = x.gather(1, (len - 1).view({k, 1, 1}).expand({k, 1, x.size(2)}));  // [k, 1, H]
+  return decoder_->logits(last.squeeze(1));                                                // [k, V]
 }
 
 torch::Tensor Model::decode_slots(const torch::Tensor& tokens, std::int64_t columns) {

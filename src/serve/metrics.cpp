@@ -84,8 +84,17 @@ std::string Metrics::render(const EngineStats& engine) const {
   gauge("llmbench_kv_cache_slots_used", "KV-cache slots in use", engine.running);
   gauge("llmbench_kv_cache_slots_total", "KV-cache slots", engine.slots_total);
   gauge("llmbench_http_connections", "Open HTTP connections", connections.load());
-  header(out, "llmbench_engine_steps_total", "counter", "Decode steps run");
-  out += cat("llmbench_engine_steps_total ", engine.steps, "\n");
+  gauge("llmbench_prefill_batch_size", "Requests of the last batched prefill pass", engine.last_prefill_batch);
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+    header(out, name, "counter", help);
+    out += cat(name, " ", v, "\n");
+  };
+  counter("llmbench_engine_steps_total", "Decode steps run", engine.steps);
+  counter("llmbench_prefill_passes_total", "Batched prefill passes (one forward pass each)", engine.prefill_passes);
+  counter("llmbench_prefill_requests_total", "Requests prefilled", engine.prefill_requests);
+  counter("llmbench_prefill_tokens_total", "Prompt tokens prefilled", engine.prefill_tokens);
+  counter("llmbench_prefill_padded_tokens_total", "Tokens computed by prefill passes (requests x longest prompt)",
+          engine.prefill_padded_tokens);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     header(out, "llmbench_requests_total", "counter", "Answered API requests by HTTP status (499: client went away)");

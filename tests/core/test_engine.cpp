@@ -188,6 +188,121 @@ TEST(EngineSlots, SlotDecodeMatchesEachPromptAlone) {
   }
 }
 
+// Batched prefill (right-padded, Model::prefill_slots) against each prompt alone: three prompts of
+// different lengths prefilled in one pass next to a row that is already decoding, then decode steps; every
+// row's logits equal those of its prompt prefilled and decoded alone.
+TEST(EngineSlots, BatchedPrefillMatchesEachPromptAlone) {
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  auto ref = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  std::mt19937 rng(5);
+  std::vector<std::vector<std::int64_t>> prompts{random_prompt(rng, 9), random_prompt(rng, 4), random_prompt(rng, 23),
+                                                 random_prompt(rng, 1)};
+  SlotBatch batch(*m, 5, 300, false);
+  std::vector<std::vector<torch::Tensor>> got(4);
+  got[0].push_back(batch.add(prompts[0]));
+  std::vector<std::int64_t> tokens{got[0].back().argmax(-1).item<std::int64_t>()};
+  got[0].push_back(batch.step(tokens)[0].clone());  // row 0 is one step ahead of the others
+  torch::Tensor first = batch.add(std::vector<std::vector<std::int64_t>>(prompts.begin() + 1, prompts.end()));  // [3, V]
+  ASSERT_EQ(first.size(0), 3);
+  EXPECT_EQ(batch.size(), 4);
+  for (int p = 1; p < 4; ++p) {
+    got[p].push_back(first[p - 1].clone());
+    EXPECT_EQ(batch.length(p), static_cast<std::int64_t>(prompts[p].size()));  // no padding columns kept
+  }
+  for (int s = 0; s < 4; ++s) {
+    std::vector<std::int64_t> t;
+    for (int p = 0; p < 4; ++p) t.push_back(got[p].back().argmax(-1).item<std::int64_t>());
+    torch::Tensor l = batch.step(t);
+    for (int p = 0; p < 4; ++p) got[p].push_back(l[p].clone());
+  }
+  for (int p = 0; p < 4; ++p) {
+    SCOPED_TRACE(p);
+    ref->allocate_cache(1, 64);
+    ref->reset_cache();
+    std::vector<torch::Tensor> want{ref->prefill(torch::tensor(prompts[p]).view({1, -1}))[0]};
+    while (want.size() < got[p].size()) want.push_back(ref->decode_step(want.back().argmax(-1).view({1}))[0]);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[p][i], want[i], 1e-4, 1e-5)) << "step " << i;
+      EXPECT_EQ(got[p][i].argmax().item<std::int64_t>(), want[i].argmax().item<std::int64_t>()) << "step " << i;
+    }
+  }
+}
+
+// Requests that wait at the same step boundary are prefilled together: one pass per boundary, the oldest
+// first, as many as fit in the free slots and in max_prefill_tokens (requests × longest prompt); a prompt
+// at the budget fills a pass, one over it runs alone. Each request gets the tokens it gets alone. The
+// engine thread is held in the first request's callback while the others queue, so the passes are known.
+TEST(Engine, WaitingRequestsArePrefilledTogetherWithinTheTokenBudget) {
+  EngineOptions o = tiny_options(8);
+  o.max_prefill_tokens = 64;
+  std::mutex gate_mu;  // before the engine: its thread may use them until the engine is gone
+  std::condition_variable gate_cv;
+  bool held = false, open = false;
+  auto engine = Engine::start(o);
+  auto hold_trace = std::make_shared<Trace>();
+  auto hold = make_request({5, 6, 7}, 30, hold_trace);
+  hold->on_event = [&, hold_trace](const EngineEvent& e) {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    held = true;
+    gate_cv.notify_all();
+    gate_cv.wait(lock, [&] { return open; });  // the engine thread waits here on the first event only
+    lock.unlock();
+    hold_trace->on_event(e);
+  };
+  ASSERT_TRUE(engine->submit(hold));
+  {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    ASSERT_TRUE(gate_cv.wait_for(lock, kWait, [&] { return held; }));
+  }
+  // Passes expected with a budget of 64: {64}, {10, 30} (3 × 30 > 64), {5, 12, 16, 16} (4 × 16 = 64; and
+  // only 4 slots are free), {100} alone once a slot frees.
+  const std::vector<int> lengths{64, 10, 30, 5, 12, 16, 16, 100};
+  std::mt19937 rng(17);
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  std::vector<std::shared_ptr<Trace>> traces;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    traces.push_back(std::make_shared<Trace>());
+    auto r = make_request(random_prompt(rng, lengths[i]), lengths[i] == 100 ? 20 : 6 + static_cast<int>(i),
+                          traces.back(), /*ignore_eos=*/i % 2 == 0);
+    if (i == 2 || i == 5) {
+      r->temperature = 0.8;
+      r->top_p = 0.9;
+      r->seed = 40 + i;
+    }
+    reqs.push_back(r);
+    ASSERT_TRUE(engine->submit(r));
+  }
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    open = true;
+    gate_cv.notify_all();
+  }
+  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+  ASSERT_TRUE(hold_trace->wait_done());
+
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.prefill_passes, 5u);  // the held request's, then the four above
+  EXPECT_EQ(s.prefill_requests, 9u);
+  EXPECT_EQ(s.prefill_tokens, 3u + 64 + 10 + 30 + 5 + 12 + 16 + 16 + 100);
+  EXPECT_EQ(s.prefill_padded_tokens, 3u + 64 + 2 * 30 + 4 * 16 + 100);
+  EXPECT_EQ(s.last_prefill_batch, 1);
+  auto admitted = [&](int i) { return traces[i]->last().times.admitted; };
+  EXPECT_EQ(admitted(1), admitted(2));
+  EXPECT_EQ(admitted(3), admitted(6));
+  EXPECT_LT(admitted(0), admitted(1));
+  EXPECT_LT(admitted(2), admitted(3));
+  EXPECT_LT(admitted(6), admitted(7));
+
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(traces[i]->violation, "");
+    EXPECT_EQ(traces[i]->tokens, alone(*m, *reqs[i]));
+    expect_times_ordered(traces[i]->last().times);
+  }
+  EXPECT_EQ(hold_trace->tokens, alone(*m, *hold));
+}
+
 // 32 requests of different lengths, greedy and sampled, submitted from four threads with staggering into
 // 8 slots: each gets exactly what Model::generate gives for its prompt alone.
 TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {

@@ -1,6 +1,6 @@
 // The slot layout on the GPU: rows of different lengths (per-row cache columns) decoded together, with
-// a free row inside the bucket, on the plain path, the fused kernels and a CUDA graph per bucket, each
-// row held to the same prompt decoded alone.
+// a free row inside the bucket, on the plain path, the fused kernels and a CUDA graph per bucket, after
+// prefills one by one or batched in one pass, each row held to the same prompt decoded alone.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -22,11 +22,22 @@ constexpr int kSteps = 10;
 
 // Logits of kSteps decode steps of the three prompts in slots 0..2 of a 4-row bucket (row 3 free), fed
 // with `feed[p][i]` (teacher forcing), through model.decode_slots or a graph of that bucket.
+// `batched`: the three prompts prefilled in one right-padded pass (Model::prefill_slots), else one by one.
 std::vector<std::vector<torch::Tensor>> run_slots(Model& m, const std::vector<std::vector<std::int64_t>>& feed,
-                                                  DecodeGraph* graph) {
+                                                  DecodeGraph* graph, bool batched = false) {
   m.reset_cache();
   std::vector<std::vector<torch::Tensor>> out(kPrompts.size());
-  for (std::size_t p = 0; p < kPrompts.size(); ++p)
+  if (batched) {
+    torch::Tensor ids = torch::zeros({3, 9}, torch::kInt64);  // [3, P_max] right-padded
+    std::vector<std::int64_t> lengths;
+    for (std::size_t p = 0; p < kPrompts.size(); ++p) {
+      lengths.push_back(static_cast<std::int64_t>(kPrompts[p].size()));
+      ids[p].narrow(0, 0, lengths.back()).copy_(torch::tensor(kPrompts[p]));
+    }
+    torch::Tensor logits = m.prefill_slots(0, ids, lengths).cpu();  // [3, V]
+    for (std::size_t p = 0; p < kPrompts.size(); ++p) out[p].push_back(logits[p].clone());
+  }
+  for (std::size_t p = 0; p < kPrompts.size() && !batched; ++p)
     out[p].push_back(m.prefill_slot(static_cast<std::int64_t>(p), torch::tensor(kPrompts[p])).cpu());
   for (int i = 0; i < kSteps; ++i) {
     torch::Tensor tokens = torch::zeros({4}, torch::kInt64);  // [4]: row 3 is free
@@ -60,6 +71,7 @@ TEST(SlotDecode, PerRowColumnsMatchEachPromptAloneOnEveryPath) {
     }
     m->allocate_cache(4, 32);
     auto plain = run_slots(*m, feed, nullptr);
+    auto batched = run_slots(*m, feed, nullptr, /*batched=*/true);
     m->set_fused(true);
     ASSERT_TRUE(m->fused_active());
     auto fused = run_slots(*m, feed, nullptr);
@@ -69,6 +81,7 @@ TEST(SlotDecode, PerRowColumnsMatchEachPromptAloneOnEveryPath) {
       for (int i = 0; i <= kSteps; ++i) {
         SCOPED_TRACE("prompt " + std::to_string(p) + " step " + std::to_string(i));
         EXPECT_LT(rel_diff(plain[p][i], alone[p][i]), 2e-2);
+        EXPECT_LT(rel_diff(batched[p][i], alone[p][i]), 2e-2);
         EXPECT_LT(rel_diff(fused[p][i], plain[p][i]), 2e-2);
         EXPECT_LT(rel_diff(fused_replayed[p][i], fused[p][i]), 1e-6);  // same kernels, replayed
       }

@@ -254,6 +254,11 @@ TEST(Metrics, PrometheusText) {
   EngineStats e;
   e.running = 3;
   e.slots_total = 8;
+  e.prefill_passes = 4;
+  e.prefill_requests = 10;
+  e.prefill_tokens = 5000;
+  e.prefill_padded_tokens = 5120;
+  e.last_prefill_batch = 2;
   const std::string text = m.render(e);
   auto has = [&](const std::string& line) { return text.find("\n" + line + "\n") != std::string::npos; };
   EXPECT_TRUE(has("llmbench_time_to_first_token_seconds_bucket{le=\"0.0025\"} 0")) << text;
@@ -269,6 +274,12 @@ TEST(Metrics, PrometheusText) {
   EXPECT_TRUE(has("llmbench_generation_tokens_total 12"));
   EXPECT_TRUE(has("llmbench_kv_cache_slots_used 3"));
   EXPECT_TRUE(has("# TYPE llmbench_inter_token_latency_seconds histogram"));
+  EXPECT_TRUE(has("# TYPE llmbench_prefill_passes_total counter"));
+  EXPECT_TRUE(has("llmbench_prefill_passes_total 4"));
+  EXPECT_TRUE(has("llmbench_prefill_requests_total 10"));
+  EXPECT_TRUE(has("llmbench_prefill_tokens_total 5000"));
+  EXPECT_TRUE(has("llmbench_prefill_padded_tokens_total 5120"));
+  EXPECT_TRUE(has("llmbench_prefill_batch_size 2"));
 }
 
 }  // namespace

@@ -438,6 +438,37 @@ TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
   EXPECT_NE(out.find("\"status\":\"ok\""), std::string::npos);
 }
 
+// The next request of a keep-alive connection may arrive before the server is back to waiting for one
+// (sent while the previous response was still generating): its bytes already sit in the socket, and the
+// disconnect watch of the previous request has seen them. The server must still read it (Asio's epoll is
+// edge-triggered: a wait registered after the edge must not be the only thing that could see it).
+TEST_F(ServerTest, RequestArrivingBeforeTheServerWaitsForItIsRead) {
+  FakeEngine::Options eo;
+  eo.step_ms = 5;
+  start(eo);
+  auto request = [](const std::string& body, bool close) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+           std::string(close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  };
+  for (const bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "first request streamed" : "first request not streamed");
+    tcp::socket s = connect();
+    boost::asio::write(s, boost::asio::buffer(request(
+                              cat(R"({"prompt":[7],"max_tokens":20,"stream":)", stream ? "true" : "false", "}"), false)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the first one is generating now
+    boost::asio::write(s, boost::asio::buffer(request(R"({"prompt":[9],"max_tokens":2})", true)));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string out = read_until_close(s, 3);
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = out.find("HTTP/1.1 200", at)) != std::string::npos; ++at) ++n;
+    EXPECT_EQ(n, 2u) << out;
+    EXPECT_NE(out.find(R"("finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":2,)"), std::string::npos)
+        << out;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5);
+  }
+}
+
 TEST_F(ServerTest, DisconnectStormFreesEverySlot) {
   start({.max_batch = 8, .max_queue = 64, .max_context = 512, .vocab = 512, .step_ms = 5});
   const int kClients = 40;

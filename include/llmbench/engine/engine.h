@@ -37,6 +37,8 @@ struct EngineOptions {
   Batching batching = Batching::continuous;
   double max_wait_ms = 5;          // static batching: wait this long for a full batch
   int max_queue = 256;             // waiting requests beyond this are refused
+  // Padded tokens (requests × longest prompt) of one batched prefill pass; a longer prompt runs alone.
+  int max_prefill_tokens = 8192;
   bool cuda_graph = true;          // graph per batch-size bucket where CUDA is available
   bool fused = true;
 };
@@ -85,6 +87,13 @@ struct EngineStats {
   int slots_total = 0;
   int last_batch_size = 0;   // rows of the last decode step
   std::uint64_t steps = 0;   // decode steps run
+  // Admission: batched prefill passes, the requests and prompt tokens they prefilled, and the tokens they
+  // computed (requests × longest prompt of the pass, padding included).
+  std::uint64_t prefill_passes = 0;
+  std::uint64_t prefill_requests = 0;
+  std::uint64_t prefill_tokens = 0;
+  std::uint64_t prefill_padded_tokens = 0;
+  int last_prefill_batch = 0;  // requests of the last prefill pass
 };
 
 class Engine {

@@ -36,6 +36,10 @@ class SlotBatch {
   // Prefills `prompt` into row size() (a new running row) → its last logits [V] float32 on the device.
   // On an exception the row stays free.
   torch::Tensor add(const std::vector<std::int64_t>& prompt);
+  // Prefills k prompts in one pass (right-padded to the longest, Model::prefill_slots) into rows
+  // [size(), size() + k) in this order → their last logits [k, V] float32 on the device. On an exception
+  // every one of those rows stays free.
+  torch::Tensor add(const std::vector<std::vector<std::int64_t>>& prompts);
   // One decode step of every running row: tokens[i] is row i's input → logits [size(), V] float32 on the
   // device (a graph's static buffer: read it before the next step). Throws when a row's cache is full.
   torch::Tensor step(const std::vector<std::int64_t>& tokens);

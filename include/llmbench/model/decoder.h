@@ -36,15 +36,19 @@ class Decoder {
 
   // ids [B, P] int64, attention_mask [B, P] (1: token, 0: left pad) → last-position logits [B, V] float32.
   // Position ids follow HF: cumsum(mask) − 1, pads get 1. Writes cache columns [0, P), marks every row
-  // active.
+  // active; each row's next column is one past its last real token (P here).
   torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
                         KvCache& cache, DecodeState& state) const;
 
   // The same pass without the lm_head: hidden states of every position before the final norm, [B, P, H].
+  // The mask may also be right-padded (1 then 0 per row): the real tokens never attend to the pads (causal),
+  // so each row computes what it would alone, and its next column is its length.
   torch::Tensor prefill_hidden(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
                                KvCache& cache, DecodeState& state) const;
   // hidden [..., H] → the final RMSNorm of it (model dtype), what the lm_head reads.
   torch::Tensor final_norm(const torch::Tensor& hidden) const;
+  // Pre-norm hidden states [B, H] → logits [B, V] float32 (final norm + lm_head).
+  torch::Tensor logits(const torch::Tensor& last_hidden) const;
 
   // tokens [B] int64 → logits [B, V] float32; writes each row's cache column state.column[b] (which must
   // be < cache.max_len() for active rows), then advances the active rows.
@@ -63,7 +67,6 @@ class Decoder {
   template <class Write>
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                       const torch::Tensor& mask, Write&& write) const;
-  torch::Tensor logits(const torch::Tensor& last_hidden) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   const ModelConfig& config_;

@@ -24,6 +24,7 @@
 // The slot engine (engine/) uses the same cache as B independent slots of T_max columns each:
 //   m->allocate_cache(slots, max_context); m->reset_cache();
 //   logits = m->prefill_slot(3, ids);    // [P] → [V] float32: slot 3 holds that prompt alone
+//   logits = m->prefill_slots(3, ids, lens); // [k, P] right-padded → [k, V]: slots 3.. in one pass
 //   logits = m->decode_slots(tokens, C); // [R] → [R, V]: one step of rows [0, R) over columns [0, C)
 //   m->move_slot(5, 3, len); m->free_slot(5);  // compaction when the request of row 3 leaves
 namespace llmbench {
@@ -105,6 +106,12 @@ class Model {
   // Batch-1 prefill of ids [P] (any device) into slot `slot`'s columns [0, P); sets that row's valid
   // columns, position P, column P and marks it active; other rows are untouched. → last logits [V] float32.
   torch::Tensor prefill_slot(std::int64_t slot, const torch::Tensor& ids);
+  // Prefill of k prompts in one pass into slots [first, first + k): ids [k, P] right-padded (row i holds
+  // its lengths[i] tokens in columns [0, lengths[i]), anything after), lengths on the host. Each slot ends
+  // up exactly as prefill_slot leaves it (valid columns [0, len), position and column len): the pads sit
+  // after the real tokens, so causal attention never lets a real token see them, and decode overwrites
+  // their columns. → each row's last-token logits [k, V] float32.
+  torch::Tensor prefill_slots(std::int64_t first, const torch::Tensor& ids, const std::vector<std::int64_t>& lengths);
   // One decode step of rows [0, R), R = tokens.size(0), over cache columns [0, columns): tokens [R] int64
   // → logits [R, V] float32. Every active row among them must have its column < `columns` (not checked:
   // no host sync); inactive rows compute garbage and stay put. Capturable per (R, columns).
