@@ -29,7 +29,7 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 
 template <class Write>
 torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos,
-                             const torch::Tensor& sin, const torch::Tensor& mask, Write&& write) const {
+                             const torch::Tensor& sin, const AttnMask& mask, Write&& write) const {
   const LayerWeights& w = weights_.layers[i];
   const auto b = x.size(0), s = x.size(1), d = config_.head_dim;
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads;
@@ -74,8 +74,7 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   torch::Tensor mask = attention_mask.to(torch::kInt64);                               // [B, P]
   torch::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);           // [B, P]
   auto [cos, sin] = rope.cos_sin(positions);                                          // [B, 1, P, D]
-  torch::Tensor causal = torch::ones({p, p}, ids.options().dtype(torch::kBool)).tril();  // [P, P]
-  torch::Tensor allowed = causal.view({1, 1, p, p}).logical_and(mask.to(torch::kBool).view({-1, 1, 1, p}));  // [B, 1, P, P]
+  const AttnMask allowed = prefill_mask(mask);                                        // [B, 1, P, P] + facts
 
   torch::Tensor x = torch::embedding(weights_.embed, ids);                            // [B, P, H]
   auto write = [&](std::int64_t i, const torch::Tensor& k, const torch::Tensor& v) {
@@ -137,7 +136,8 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
   const auto b = tokens.size(0), t = cache.max_len();
   state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
   auto [cos, sin] = rope.cos_sin(state.positions.view({b, 1}));                       // [B, 1, 1, D]
-  torch::Tensor allowed = state.valid.view({b, 1, 1, t});                             // [B, 1, 1, T_max]
+  AttnMask allowed;
+  allowed.allowed = state.valid.view({b, 1, 1, t});                                   // [B, 1, 1, T_max]
 
   torch::Tensor x = torch::embedding(weights_.embed, tokens.view({b, 1}));            // [B, 1, H]
   auto write = [&](std::int64_t i, const torch::Tensor& k, const torch::Tensor& v) {

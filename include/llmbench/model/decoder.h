@@ -62,7 +62,7 @@ class Decoder {
   // full k/v to attend over.
   template <class Write>
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                      const torch::Tensor& mask, Write&& write) const;
+                      const AttnMask& mask, Write&& write) const;
   torch::Tensor logits(const torch::Tensor& last_hidden) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
