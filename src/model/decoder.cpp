@@ -6,10 +6,6 @@ namespace llmbench {
 
 namespace {
 
-// Cache length up to which decode_step_fused uses the fused attention kernel (measured on the H200:
-// 17 vs 19 µs at 576 columns, 20 vs 25 at 2048 for B = 1, but 51 vs 27 at 2048 for B = 4).
-constexpr std::int64_t kFusedAttentionMaxLen = 1024;
-
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {}) {
   return b.defined() ? torch::nn::functional::linear(x, w, b) : torch::nn::functional::linear(x, w);
 }
@@ -99,7 +95,7 @@ bool Decoder::fused_active(const torch::Tensor& x, const Rope& rope) const {
 // kernel and two around the MLP, with the residual adds folded into the next RMSNorm.
 torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache,
                                          DecodeState& state) const {
-  const auto b = tokens.size(0), n = config_.num_layers, t = cache.max_len();
+  const auto b = tokens.size(0), n = config_.num_layers;
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim;
   state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
 
@@ -111,11 +107,7 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     torch::Tensor qkv = dense(h, w.qkv, w.qkv_bias);  // [B, 1, (Hq + 2 Hkv) D]; bias here rounds as eager does
     torch::Tensor q = fused::rope_qkv_cache(qkv, {}, rope.cos_table(), rope.sin_table(), state.positions,
                                             state.column, keys, values, hq, hkv);     // [B, Hq, D]
-    // The split-T kernel wins up to about a thousand columns; beyond, torch's batched GEMMs do.
-    torch::Tensor a = t <= kFusedAttentionMaxLen
-                          ? fused::decode_attention(q, keys, values, state.valid)     // [B, Hq, D]
-                          : attention(AttnImpl::eager, q.view({b, hq, 1, d}), keys, values,
-                                      state.valid.view({b, 1, 1, t})).view({b, hq, d});
+    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid);          // [B, Hq, D]
     torch::Tensor o = dense(a.view({b, 1, hq * d}), w.o, w.o_bias);                  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
     torch::Tensor m = fused::silu_mul(dense(o, w.gate_up));   // [B, 1, I]
