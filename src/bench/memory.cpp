@@ -1,10 +1,12 @@
 #include "llmbench/bench/memory.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
 
 #include "llmbench/base/error.h"
+#include "llmbench/model/attention.h"
 
 #ifdef LLMBENCH_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -68,8 +70,12 @@ MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int
   e.weights = static_cast<std::uint64_t>(model_size(s).params) * elem_bytes;
   e.kv_cache = kv_cache_bytes(s, batch, prompt_len + max_new_tokens, elem_bytes);
   const std::uint64_t tokens = static_cast<std::uint64_t>(batch) * prompt_len;
-  // Eager attention materialises [B, H, P, P] scores in fp32 plus their softmax in the compute dtype.
-  const std::uint64_t scores = static_cast<std::uint64_t>(batch) * s.heads * prompt_len * prompt_len * (4 + elem_bytes);
+  // Eager attention materialises one query tile of [B, H, rows, P] scores at a time (attention.h): in the
+  // dtype twice (masked and as probs) and in fp32 (softmax).
+  const std::uint64_t score_elems = std::min<std::uint64_t>(
+      static_cast<std::uint64_t>(batch) * s.heads * prompt_len * prompt_len,
+      std::max<std::uint64_t>(kEagerTileScores, static_cast<std::uint64_t>(batch) * s.heads * prompt_len));
+  const std::uint64_t scores = score_elems * (4 + 2 * elem_bytes);
   // Hidden states, q/k/v, attention output and three MLP intermediates of one layer at a time (x2 slack).
   const std::uint64_t layer_acts =
       2 * tokens * elem_bytes * (4 * s.hidden + 2 * s.kv_heads * s.head_dim + 3 * s.intermediate);

@@ -1,14 +1,19 @@
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common.cuh"
 
 // Flash-decoding in three launches, all sized by the plan alone:
 //   1. scores: per (split, kv head group, b) block, Q·Kᵀ for the split's columns, rounded like the
-//      eager path, stored in the workspace; the split's max and Σexp per query head.
+//      eager path, stored (in the dtype, which holds them exactly) in the workspace; the split's max
+//      and Σexp per query head. One thread per column reads the column's whole K row (16-byte loads,
+//      all in flight) and dots it with every query head of the group (Q in shared memory): K is read
+//      once for the group and no shuffle sits in the inner loop.
 //   2. pv: per block, the row's global max/sum from the split partials, probs = dtype(exp(s − m) / l)
-//      (HF rounds probs before ·V, which needs the global normaliser: hence the separate pass), and
-//      Σ probs·V over the split's columns in float.
+//      (HF rounds probs before ·V, which needs the global normaliser: hence the separate pass), staged
+//      per piece of columns in shared memory, and Σ probs·V over the split's columns in float: a
+//      column's V row is read once by D/16-byte lanes for all query heads of the group.
 //   3. combine: Σ over splits, rounded to the dtype (skipped when there is a single split).
 namespace llmbench::cuda {
 namespace {
@@ -16,9 +21,12 @@ using namespace detail;
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxGroup = 8;       // query heads per block sharing one kv head (register arrays)
-constexpr int kUnroll = 4;         // columns per thread with loads in flight together
-constexpr std::int64_t kMinChunk = 32;  // = columns in flight per block for bf16 D=128
+constexpr int kMaxGroup = 8;           // query heads per block sharing one kv head
+constexpr int kCols = 2;               // scores pass: columns per thread in flight
+constexpr int kBuf = 8;                // scores pass: 16-byte vectors per column in flight
+constexpr int kPerThread = 8;          // pv pass: columns per thread per piece (V loads in flight)
+constexpr int kMaxPiece = 256;         // pv pass: columns per piece at most
+constexpr std::int64_t kMinChunk = 64;
 
 struct Layout {
   int group_size = 1;   // query heads per block
@@ -34,7 +42,7 @@ Layout layout(int heads_q, int heads_kv) {
 }
 
 struct Work {
-  float* scores;  // [B, Hq, T_max]
+  void* scores;   // [B, Hq, T_max] in the dtype
   float* pmax;    // [B, Hq, splits]
   float* psum;    // [B, Hq, splits]
   float* pacc;    // [B, Hq, splits, D] (splits > 1)
@@ -46,8 +54,8 @@ Work carve(void* ws, const DecodeAttnArgs& a, int splits) {
   char* p = static_cast<char*>(ws);
   const std::size_t rows = static_cast<std::size_t>(a.batch) * a.heads_q;
   Work w{};
-  w.scores = reinterpret_cast<float*>(p);
-  p += align256(rows * a.max_len * sizeof(float));
+  w.scores = p;
+  p += align256(rows * a.max_len * sizeof(float));  // room for any dtype
   w.pmax = reinterpret_cast<float*>(p);
   p += align256(rows * splits * sizeof(float));
   w.psum = reinterpret_cast<float*>(p);
@@ -75,104 +83,153 @@ __device__ __forceinline__ Coords coords(const DecodeAttnArgs& a, std::int64_t c
   return c;
 }
 
-// `lanes` = D / kVec threads hold one column's D elements; blockDim / lanes columns are in flight.
+// 16 bytes of T (kVec elements) as floats.
 template <class T, int kVec>
+__device__ __forceinline__ void to_floats(const uint4& raw, float (&out)[kVec]) {
+  const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) out[j] = to_f(e[j]);
+}
+
+// Running (max, Σexp): one more score.
+__device__ __forceinline__ void push(float& m, float& l, float s) {
+  if (s > m) {
+    l = (m == -INFINITY ? 0.0f : l * expf(m - s)) + 1.0f;
+    m = s;
+  } else {
+    l += expf(s - m);
+  }
+}
+
+// Running (max, Σexp) pairs: (m, l) ∪ (m2, l2). -inf marks an empty pair.
+__device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
+  const float mm = fmaxf(m, m2);
+  if (mm == -INFINITY) return;
+  l = (m == -INFINITY ? 0.0f : l * expf(m - mm)) + (m2 == -INFINITY ? 0.0f : l2 * expf(m2 - mm));
+  m = mm;
+}
+
+template <class T, int NG>
 __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                           int group_size, Work w, int splits) {
-  using V = Vec<T, kVec>;
+  constexpr int kVec = 16 / sizeof(T);
   const Coords c = coords(a, chunk, groups, group_size);
-  const int d = a.head_dim, lanes = d / kVec, sub = threadIdx.x % lanes, cg = threadIdx.x / lanes;
-  const int ncg = kThreads / lanes;
+  const int d = a.head_dim, steps = d / kVec;
   const std::int64_t t_max = a.max_len;
 
-  float q[kMaxGroup][kVec];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g < c.ng) {
-      const V qv = reinterpret_cast<const V*>(static_cast<const T*>(a.q) +
-                                              (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0 + g) * d)[sub];
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) q[g][j] = to_f(qv.v[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) q[g][j] = 0.0f;
-    }
-  }
+  extern __shared__ float4 q_shared[];  // [NG, D] as float (rows ≥ ng are 0)
+  float* qs = reinterpret_cast<float*>(q_shared);
+  const T* qrow = static_cast<const T*>(a.q) + (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0) * d;
+  for (int i = threadIdx.x; i < NG * d; i += kThreads) qs[i] = i / d < c.ng ? to_f(qrow[i]) : 0.0f;
+  __syncthreads();
+
   const T* kb = static_cast<const T*>(a.k) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
   const std::uint8_t* valid = a.valid + c.b * a.valid_stride_b;
-  float* srow = w.scores + (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0) * t_max;
-  // kUnroll columns per thread with all loads issued first; every thread runs the same number of
-  // iterations so the shuffles see full warps. K is read for every in-range column (the cache is
-  // allocated to T_max) so the load does not wait for the mask byte.
-  for (std::int64_t base = c.t0; base < c.t1; base += static_cast<std::int64_t>(ncg) * kUnroll) {
-    V kv[kUnroll];
-    bool in[kUnroll], ok[kUnroll];
+  T* srow = static_cast<T*>(w.scores) + (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0) * t_max;
+  float m[NG], l[NG];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t t = base + cg + u * ncg;
+  for (int g = 0; g < NG; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+  }
+  for (std::int64_t base = c.t0 + threadIdx.x; base < c.t1; base += kThreads * kCols) {
+    bool in[kCols], ok[kCols];
+    const uint4* row[kCols];
+#pragma unroll
+    for (int u = 0; u < kCols; ++u) {
+      const std::int64_t t = base + u * kThreads;
       in[u] = t < c.t1;
-      if (in[u]) {
-        kv[u] = reinterpret_cast<const V*>(kb + t * a.kv_stride_t)[sub];
-        ok[u] = valid[t] != 0;
-      } else {
-        ok[u] = false;
-      }
+      row[u] = reinterpret_cast<const uint4*>(kb + (in[u] ? t : c.t0) * a.kv_stride_t);
+      ok[u] = in[u] && valid[in[u] ? t : c.t0] != 0;
     }
+    float dot[kCols][NG];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t t = base + cg + u * ncg;
-      float dot[kMaxGroup];
+    for (int u = 0; u < kCols; ++u)
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        dot[g] = 0.0f;
-        if (in[u]) {
+      for (int g = 0; g < NG; ++g) dot[u][g] = 0.0f;
+    for (int s0 = 0; s0 < steps; s0 += kBuf) {
+      uint4 raw[kCols][kBuf];  // all loads of this step issued before any math
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) dot[g] += q[g][j] * to_f(kv[u].v[j]);
-        }
-      }
-      for (int off = lanes / 2; off > 0; off >>= 1) {
+      for (int u = 0; u < kCols; ++u)
 #pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], off);
-      }
-      if (in[u] && sub == 0) {
+        for (int i = 0; i < kBuf; ++i)
+          if (in[u] && s0 + i < steps) raw[u][i] = __ldg(row[u] + s0 + i);
 #pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) {
-          if (g < c.ng) {
-            const float sc = ok[u] ? round_f<T>(round_f<T>(dot[g]) * a.scale) : Num<T>::lowest();
-            srow[g * t_max + t] = sc;
+      for (int i = 0; i < kBuf; ++i) {
+        if (s0 + i >= steps) break;
+        float kf[kCols][kVec];
+#pragma unroll
+        for (int u = 0; u < kCols; ++u) to_floats<T, kVec>(raw[u][i], kf[u]);
+#pragma unroll
+        for (int g = 0; g < NG; ++g) {
+          const float4* qv = reinterpret_cast<const float4*>(qs + g * d + (s0 + i) * kVec);
+#pragma unroll
+          for (int j = 0; j < kVec; j += 4) {
+            const float4 q4 = qv[j / 4];
+#pragma unroll
+            for (int u = 0; u < kCols; ++u)
+            {
+              dot[u][g] = fmaf(q4.x, kf[u][j], dot[u][g]);
+              dot[u][g] = fmaf(q4.y, kf[u][j + 1], dot[u][g]);
+              dot[u][g] = fmaf(q4.z, kf[u][j + 2], dot[u][g]);
+              dot[u][g] = fmaf(q4.w, kf[u][j + 3], dot[u][g]);
+            }
           }
         }
       }
     }
-  }
-  __syncthreads();  // the block's scores are visible to all its threads
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int g = warp; g < c.ng; g += kWarps) {
-    const float* sg = srow + g * t_max;
-    float m = -INFINITY;
-    for (std::int64_t t = c.t0 + lane; t < c.t1; t += 32) m = fmaxf(m, sg[t]);
-    m = warp_max(m);
-    float l = 0.0f;
-    for (std::int64_t t = c.t0 + lane; t < c.t1; t += 32) l += expf(sg[t] - m);
-    l = warp_sum(l);
-    if (lane == 0) {
-      const std::int64_t at = (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0 + g) * splits + c.split;
-      w.pmax[at] = m;
-      w.psum[at] = l;
+#pragma unroll
+    for (int u = 0; u < kCols; ++u) {
+      if (!in[u]) continue;
+      const std::int64_t t = base + u * kThreads;
+#pragma unroll
+      for (int g = 0; g < NG; ++g) {
+        if (g >= c.ng) continue;
+        const float sc = ok[u] ? round_f<T>(round_f<T>(dot[u][g]) * a.scale) : Num<T>::lowest();
+        srow[g * t_max + t] = from_f<T>(sc);
+        push(m[g], l[g], sc);
+      }
     }
+  }
+  // (max, Σexp) of the split per head: warps, then across warps.
+  __shared__ float sm[kWarps][NG], sl[kWarps][NG];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int g = 0; g < NG; ++g) {
+    for (int off = 16; off > 0; off >>= 1) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, m[g], off), l2 = __shfl_xor_sync(0xffffffffu, l[g], off);
+      merge(m[g], l[g], m2, l2);
+    }
+    if (lane == 0) {
+      sm[warp][g] = m[g];
+      sl[warp][g] = l[g];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < c.ng) {
+    const int g = threadIdx.x;
+    float mm = -INFINITY, ll = 0.0f;
+    for (int wi = 0; wi < kWarps; ++wi) merge(mm, ll, sm[wi][g], sl[wi][g]);
+    const std::int64_t at = (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0 + g) * splits + c.split;
+    w.pmax[at] = mm;
+    w.psum[at] = ll;
   }
 }
 
-template <class T, int kVec>
+template <class T, int NG>
 __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                       int group_size, Work w, int splits) {
-  using V = Vec<T, kVec>;
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kNgp = (NG + 3) / 4 * 4;  // probs row stride (float4 reads)
   const Coords c = coords(a, chunk, groups, group_size);
   const int d = a.head_dim, lanes = d / kVec, sub = threadIdx.x % lanes, cg = threadIdx.x / lanes;
   const int ncg = kThreads / lanes, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int per = min(kPerThread, kMaxPiece / ncg), piece = per * ncg;
   const std::int64_t t_max = a.max_len, row0 = static_cast<std::int64_t>(c.b) * a.heads_q + c.h0;
 
-  __shared__ float gmax[kMaxGroup], gsum[kMaxGroup];
+  __shared__ float gmax[NG], gsum[NG];
+  __shared__ float4 probs_v[kMaxPiece * kNgp / 4];  // [piece, kNgp]
+  float* probs = reinterpret_cast<float*>(probs_v);
   for (int g = warp; g < c.ng; g += kWarps) {
     const float* pm = w.pmax + (row0 + g) * splits;
     const float* ps = w.psum + (row0 + g) * splits;
@@ -189,61 +246,64 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
   }
   __syncthreads();
 
-  float acc[kMaxGroup][kVec];
+  float acc[NG][kVec];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g)
+  for (int g = 0; g < NG; ++g)
 #pragma unroll
     for (int j = 0; j < kVec; ++j) acc[g][j] = 0.0f;
   const T* vb = static_cast<const T*>(a.v) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
-  // Probabilities once per (head, column), written over the scores; the loop below only reads them.
-  float* prow = w.scores + row0 * t_max;
-  const std::int64_t len = c.t1 - c.t0;
-  for (std::int64_t i = threadIdx.x; i < c.ng * len; i += kThreads) {
-    const int g = static_cast<int>(i / len);
-    float& s = prow[g * t_max + c.t0 + i % len];
-    s = round_f<T>(expf(s - gmax[g]) / gsum[g]);
-  }
-  __syncthreads();
-  for (std::int64_t base = c.t0 + cg; base < c.t1; base += static_cast<std::int64_t>(ncg) * kUnroll) {
-    // Scores and V of kUnroll columns in flight at once; V does not wait for the probabilities.
-    float sc[kUnroll][kMaxGroup];  // probabilities
-    V vv[kUnroll];
+  const T* srow = static_cast<const T*>(w.scores) + row0 * t_max;
+  for (std::int64_t p0 = c.t0; p0 < c.t1; p0 += piece) {
+    const int np = static_cast<int>(min(static_cast<std::int64_t>(piece), c.t1 - p0));
+    uint4 raw[kPerThread];  // this thread's V slices of the piece, in flight while probs are computed
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t t = base + u * ncg;
-      if (t < c.t1) {
-        vv[u] = reinterpret_cast<const V*>(vb + t * a.kv_stride_t)[sub];
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) sc[u][g] = g < c.ng ? prow[g * t_max + t] : 0.0f;
-      } else {
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) sc[u][g] = 0.0f;
-      }
+    for (int u = 0; u < kPerThread; ++u) {
+      const int col = cg + u * ncg;
+      if (u < per && col < np) raw[u] = __ldg(reinterpret_cast<const uint4*>(vb + (p0 + col) * a.kv_stride_t) + sub);
     }
+    for (int i = threadIdx.x; i < np * NG; i += kThreads) {
+      const int g = i / np, col = i % np;
+      probs[col * kNgp + g] =
+          g < c.ng ? round_f<T>(expf(to_f(srow[g * t_max + p0 + col]) - gmax[g]) / gsum[g]) : 0.0f;
+    }
+    __syncthreads();
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const float* p = sc[u];
+    for (int u = 0; u < kPerThread; ++u) {
+      const int col = cg + u * ncg;
+      if (u >= per || col >= np) continue;
+      float p[kNgp];
+#pragma unroll
+      for (int g = 0; g < kNgp; g += 4) {
+        const float4 p4 = probs_v[(col * kNgp + g) / 4];
+        p[g] = p4.x;
+        p[g + 1] = p4.y;
+        p[g + 2] = p4.z;
+        p[g + 3] = p4.w;
+      }
       bool any = false;
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) any |= p[g] != 0.0f;
+      for (int g = 0; g < NG; ++g) any |= p[g] != 0.0f;
       if (!any) continue;  // masked columns weigh exactly 0 (and unwritten V may hold anything)
+      float vf[kVec];
+      to_floats<T, kVec>(raw[u], vf);
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
+      for (int g = 0; g < NG; ++g)
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) acc[g][j] += p[g] * to_f(vv[u].v[j]);
+        for (int j = 0; j < kVec; ++j) acc[g][j] += p[g] * vf[j];
     }
+    __syncthreads();  // the next piece overwrites probs
   }
   // Column groups of one warp, then the warps through shared memory.
   for (int off = lanes; off < 32; off <<= 1) {
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
+    for (int g = 0; g < NG; ++g)
 #pragma unroll
       for (int j = 0; j < kVec; ++j) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], off);
   }
   extern __shared__ float red[];  // [kWarps, ng, D]
   if (lane < lanes) {
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
+    for (int g = 0; g < NG; ++g)
       if (g < c.ng)
 #pragma unroll
         for (int j = 0; j < kVec; ++j) red[(warp * c.ng + g) * d + sub * kVec + j] = acc[g][j];
@@ -269,6 +329,15 @@ __global__ void combine_kernel(DecodeAttnArgs a, Work w, int splits) {
     for (int i = 0; i < splits; ++i) s += w.pacc[(row * splits + i) * a.head_dim + k];
     static_cast<T*>(a.out)[row * a.head_dim + k] = from_f<T>(s);
   }
+}
+
+// Calls f(std::integral_constant<int, NG>) with NG the smallest of 1, 2, 4, 8 that holds `group_size` heads.
+template <class F>
+void with_group(int group_size, F&& f) {
+  if (group_size <= 1) return f(std::integral_constant<int, 1>{});
+  if (group_size <= 2) return f(std::integral_constant<int, 2>{});
+  if (group_size <= 4) return f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, kMaxGroup>{});
 }
 
 template <class T>
@@ -321,13 +390,16 @@ void decode_attention(const DecodeAttnArgs& a, const DecodeAttnPlan& plan, void*
   const std::size_t red_bytes = static_cast<std::size_t>(kWarps) * l.group_size * a.head_dim * sizeof(float);
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    constexpr int kVec = 16 / sizeof(T);
     check_args<T>(a);
-    if (red_bytes > 48 * 1024) throw Error(cat("decode_attention kernel: head_dim ", a.head_dim, " is too large"));
-    scores_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
-    check_launch("decode_attention scores kernel");
-    pv_kernel<T, kVec><<<grid, kThreads, red_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
-    check_launch("decode_attention pv kernel");
+    if (red_bytes > 32 * 1024) throw Error(cat("decode_attention kernel: head_dim ", a.head_dim, " is too large"));
+    with_group(l.group_size, [&](auto ng) {
+      constexpr int NG = decltype(ng)::value;
+      const std::size_t q_bytes = static_cast<std::size_t>(NG) * a.head_dim * sizeof(float);
+      scores_kernel<T, NG><<<grid, kThreads, q_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
+      check_launch("decode_attention scores kernel");
+      pv_kernel<T, NG><<<grid, kThreads, red_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
+      check_launch("decode_attention pv kernel");
+    });
     if (plan.splits > 1) {
       combine_kernel<T><<<dim3(a.heads_q, a.batch), std::min(a.head_dim, 1024), 0, stream>>>(a, w, plan.splits);
       check_launch("decode_attention combine kernel");

@@ -2,9 +2,17 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "llmbench/base/error.h"
+
+// enable_gqa in scaled_dot_product_attention: torch ≥ 2.5.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define LLMBENCH_SDPA_GQA 1
+#endif
 
 namespace llmbench {
 
@@ -27,29 +35,116 @@ torch::Tensor merge_groups(const torch::Tensor& out, std::int64_t hq, std::int64
   return out.reshape({out.size(0), hq, s, out.size(3)});
 }
 
-torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const torch::Tensor& mask) {
-  const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3);
-  const auto hkv = k.size(1), t = k.size(2), g = hq / hkv;
-  torch::Tensor qg = q.reshape({b, hkv, g * s, d});  // [B, Hkv, G·S, D]; head h uses K/V head h / G
-  const double lowest = q.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::lowest()
-                        : q.scalar_type() == torch::kBFloat16
-                            ? static_cast<double>(static_cast<float>(std::numeric_limits<c10::BFloat16>::lowest()))
-                            : static_cast<double>(static_cast<float>(std::numeric_limits<c10::Half>::lowest()));
-  torch::Tensor allowed = mask.unsqueeze(2);  // [B, 1, 1, S, T]
-  if (impl == AttnImpl::eager) {
-    torch::Tensor scores = torch::matmul(qg, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
-    scores = scores.view({b, hkv, g, s, t}).masked_fill(allowed.logical_not(), lowest);  // [B, Hkv, G, S, T]
-    torch::Tensor probs = scores.softmax(-1, torch::kFloat32).to(q.scalar_type());
-    return merge_groups(torch::matmul(probs.view({b, hkv, g * s, t}), v), hq, s);
+AttnMask prefill_mask(const torch::Tensor& attention_mask) {
+  const auto p = attention_mask.size(1);
+  torch::Tensor present = attention_mask.to(torch::kBool);                                      // [B, P]
+  torch::Tensor causal = torch::ones({p, p}, present.options()).tril();                         // [P, P]
+  AttnMask m;
+  m.allowed = causal.view({1, 1, p, p}).logical_and(present.view({-1, 1, 1, p}));               // [B, 1, P, P]
+  m.causal = true;
+  // The first token of the latest-starting row (P if a row has none): rows before it see no column in
+  // that batch row; from it on every row sees one.
+  torch::Tensor first = torch::where(present.any(-1), present.to(torch::kInt64).argmax(-1),
+                                     torch::full({present.size(0)}, p, present.options().dtype(torch::kInt64)));  // [B]
+  torch::Tensor facts = torch::stack({first.max(), present.logical_not().sum()}).cpu();         // [2] int64
+  m.ragged_rows = facts[0].item<std::int64_t>();
+  m.padded = facts[1].item<std::int64_t>() > 0;
+  return m;
+}
+
+std::int64_t eager_tile_rows(std::int64_t b, std::int64_t hq, std::int64_t s, std::int64_t t, std::int64_t budget) {
+  const std::int64_t per_row = std::max<std::int64_t>(1, b * hq * t);
+  std::int64_t rows = std::max<std::int64_t>(1, budget / per_row);
+  if (rows >= 64) rows = rows / 64 * 64;
+  return std::min(rows, std::max<std::int64_t>(s, 1));
+}
+
+namespace {
+
+constexpr std::int64_t kKeyAlign = 64;  // key columns of a causal tile: a multiple of this (or all T)
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+double lowest_of(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return std::numeric_limits<float>::lowest();
+    case torch::kBFloat16: return static_cast<float>(std::numeric_limits<c10::BFloat16>::lowest());
+    default: return static_cast<float>(std::numeric_limits<c10::Half>::lowest());
   }
+}
+
+// Query rows [s0, s0 + n) against key columns [0, te): [B, Hkv, G·n, D]. The plain eager formula.
+torch::Tensor eager_tile(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         const torch::Tensor& allowed, std::int64_t s0, std::int64_t n, std::int64_t te) {
+  const auto b = q.size(0), hq = q.size(1), d = q.size(3), hkv = k.size(1), g = hq / hkv;
+  torch::Tensor qt = q.narrow(2, s0, n).reshape({b, hkv, g * n, d});  // [B, Hkv, G·n, D]; head h uses K/V head h / G
+  torch::Tensor kt = k.narrow(2, 0, te), vt = v.narrow(2, 0, te);    // [B, Hkv, te, D]
+  torch::Tensor blocked = allowed.narrow(2, s0, n).narrow(3, 0, te).logical_not().unsqueeze(2);  // [B, 1, 1, n, te]
+  torch::Tensor scores = torch::matmul(qt, kt.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
+  scores = scores.view({b, hkv, g, n, te}).masked_fill(blocked, lowest_of(q.scalar_type()));  // [B, Hkv, G, n, te]
+  torch::Tensor probs = scores.softmax(-1, torch::kFloat32).to(q.scalar_type());             // [B, Hkv, G, n, te]
+  return torch::matmul(probs.view({b, hkv, g * n, te}), vt);                                  // [B, Hkv, G·n, D]
+}
+
+torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const AttnMask& mask,
+                    std::int64_t tile_rows) {
+  const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3), hkv = k.size(1), t = k.size(2);
+  const std::int64_t tile = tile_rows > 0 ? std::min(tile_rows, s) : eager_tile_rows(b, hq, s, t);
+  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t), hq, s);  // the plain path
+  torch::Tensor out = torch::empty({b, hkv, hq / hkv, s, d}, q.options());  // [B, Hkv, G, S, D]
+  for (std::int64_t s0 = 0; s0 < s; s0 += tile) {
+    const std::int64_t n = std::min(tile, s - s0);
+    // Causal: the columns after the tile's last row are masked for all its rows; a row that sees
+    // nothing at all (left padding) averages over every column, so such tiles keep them. Whole
+    // kKeyAlign blocks: softmax rows shorter than a vector take a scalar exp on CPU (other last bits).
+    const std::int64_t te = mask.causal && s0 >= mask.ragged_rows ? std::min(t, round_up(s0 + n, kKeyAlign)) : t;
+    out.narrow(3, s0, n).copy_(eager_tile(q, k, v, mask.allowed, s0, n, te).view({b, hkv, hq / hkv, n, d}));
+  }
+  return out.view({b, hq, s, d});
+}
+
 #if TORCH_VERSION_MAJOR >= 2
-  torch::Tensor bias = torch::zeros(allowed.sizes(), q.options()).masked_fill(allowed.logical_not(), lowest);
+torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const AttnMask& mask) {
+  const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3), hkv = k.size(1), t = k.size(2);
+  const auto g = hq / hkv;
+  if (mask.causal && !mask.padded) {
+    // No mask tensor: torch may pick its flash / cuDNN kernels (an explicit mask rules them out).
+#ifdef LLMBENCH_SDPA_GQA
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
+                                            /*enable_gqa=*/g > 1);
+#else
+    return at::scaled_dot_product_attention(q, g > 1 ? k.repeat_interleave(g, 1) : k,
+                                            g > 1 ? v.repeat_interleave(g, 1) : v, {}, 0.0, /*is_causal=*/true);
+#endif
+  }
+  torch::Tensor qg = q.reshape({b, hkv, g * s, d});       // [B, Hkv, G·S, D]
+  torch::Tensor allowed = mask.allowed.unsqueeze(2);      // [B, 1, 1, S, T]
+  torch::Tensor bias = torch::zeros(allowed.sizes(), q.options()).masked_fill(allowed.logical_not(),
+                                                                              lowest_of(q.scalar_type()));
   bias = bias.expand({b, 1, g, s, t}).reshape({b, 1, g * s, t});  // [B, 1, G·S, T]
   return merge_groups(at::scaled_dot_product_attention(qg, k, v, bias), hq, s);
+}
+#endif
+
+}  // namespace
+
+torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const AttnMask& mask, std::int64_t tile_rows) {
+  if (mask.causal && q.size(2) != k.size(2))
+    throw Error(cat("attention: a causal mask needs as many keys as queries (", q.size(2), " vs ", k.size(2), ")"));
+  if (impl == AttnImpl::eager) return eager(q, k, v, mask, tile_rows);
+#if TORCH_VERSION_MAJOR >= 2
+  return sdpa(q, k, v, mask);
 #else
   throw UsageError("sdpa attention needs libtorch >= 2.0");
 #endif
+}
+
+torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& mask) {
+  AttnMask m;
+  m.allowed = mask;
+  return attention(impl, q, k, v, m);
 }
 
 }  // namespace llmbench

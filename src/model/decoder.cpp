@@ -6,10 +6,6 @@ namespace llmbench {
 
 namespace {
 
-// Cache length up to which decode_step_fused uses the fused attention kernel (measured on the H200:
-// 17 vs 19 µs at 576 columns, 20 vs 25 at 2048 for B = 1, but 51 vs 27 at 2048 for B = 4).
-constexpr std::int64_t kFusedAttentionMaxLen = 1024;
-
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {}) {
   return b.defined() ? torch::nn::functional::linear(x, w, b) : torch::nn::functional::linear(x, w);
 }
@@ -29,7 +25,7 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 
 template <class Write>
 torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos,
-                             const torch::Tensor& sin, const torch::Tensor& mask, Write&& write) const {
+                             const torch::Tensor& sin, const AttnMask& mask, Write&& write) const {
   const LayerWeights& w = weights_.layers[i];
   const auto b = x.size(0), s = x.size(1), d = config_.head_dim;
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads;
@@ -74,8 +70,7 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   torch::Tensor mask = attention_mask.to(torch::kInt64);                               // [B, P]
   torch::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);           // [B, P]
   auto [cos, sin] = rope.cos_sin(positions);                                          // [B, 1, P, D]
-  torch::Tensor causal = torch::ones({p, p}, ids.options().dtype(torch::kBool)).tril();  // [P, P]
-  torch::Tensor allowed = causal.view({1, 1, p, p}).logical_and(mask.to(torch::kBool).view({-1, 1, 1, p}));  // [B, 1, P, P]
+  const AttnMask allowed = prefill_mask(mask);                                        // [B, 1, P, P] + facts
 
   torch::Tensor x = torch::embedding(weights_.embed, ids);                            // [B, P, H]
   auto write = [&](std::int64_t i, const torch::Tensor& k, const torch::Tensor& v) {
@@ -103,7 +98,7 @@ bool Decoder::fused_active(const torch::Tensor& x, const Rope& rope) const {
 // kernel and two around the MLP, with the residual adds folded into the next RMSNorm.
 torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache,
                                          DecodeState& state) const {
-  const auto b = tokens.size(0), n = config_.num_layers, t = cache.max_len();
+  const auto b = tokens.size(0), n = config_.num_layers;
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim;
   state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
 
@@ -115,11 +110,7 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     torch::Tensor qkv = dense(h, w.qkv, w.qkv_bias);  // [B, 1, (Hq + 2 Hkv) D]; bias here rounds as eager does
     torch::Tensor q = fused::rope_qkv_cache(qkv, {}, rope.cos_table(), rope.sin_table(), state.positions,
                                             state.column, keys, values, hq, hkv);     // [B, Hq, D]
-    // The split-T kernel wins up to about a thousand columns; beyond, torch's batched GEMMs do.
-    torch::Tensor a = t <= kFusedAttentionMaxLen
-                          ? fused::decode_attention(q, keys, values, state.valid)     // [B, Hq, D]
-                          : attention(AttnImpl::eager, q.view({b, hq, 1, d}), keys, values,
-                                      state.valid.view({b, 1, 1, t})).view({b, hq, d});
+    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid);          // [B, Hq, D]
     torch::Tensor o = dense(a.view({b, 1, hq * d}), w.o, w.o_bias);                  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
     torch::Tensor m = fused::silu_mul(dense(o, w.gate_up));   // [B, 1, I]
@@ -140,7 +131,8 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
   const auto b = tokens.size(0), t = cache.max_len();
   state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
   auto [cos, sin] = rope.cos_sin(state.positions.view({b, 1}));                       // [B, 1, 1, D]
-  torch::Tensor allowed = state.valid.view({b, 1, 1, t});                             // [B, 1, 1, T_max]
+  AttnMask allowed;
+  allowed.allowed = state.valid.view({b, 1, 1, t});                                   // [B, 1, 1, T_max]
 
   torch::Tensor x = torch::embedding(weights_.embed, tokens.view({b, 1}));            // [B, 1, H]
   auto write = [&](std::int64_t i, const torch::Tensor& k, const torch::Tensor& v) {

@@ -51,8 +51,9 @@ struct RopeQkvArgs {
 };
 void rope_qkv_cache(const RopeQkvArgs& args, Stream stream);
 
-// Decode attention (S = 1) over the whole preallocated cache, split along T (flash-decoding) so that a
-// batch of 1 still fills the GPU. Same numbers as the eager path: scores rounded to the dtype after
+// Decode attention (S = 1) over the whole preallocated cache (any length), split along T (flash-decoding)
+// so that a batch of 1 still fills the GPU; K and V are each read once per kv head for all its query
+// heads (up to 8 per block), 16 bytes per load. Same numbers as the eager path: scores rounded to the dtype after
 // Q·Kᵀ and after · scale, invalid columns set to the dtype's lowest value, softmax in float, probs
 // rounded to the dtype, ·V accumulated in float. GQA: query head h reads kv head h / (Hq / Hkv).
 struct DecodeAttnArgs {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include <torch/torch.h>
@@ -13,12 +14,44 @@ enum class AttnImpl { eager, sdpa };
 AttnImpl parse_attn(const std::string& name);
 const char* to_string(AttnImpl impl);
 
+// A mask and what the caller knows about it on the host (no device read is needed to use the facts).
+struct AttnMask {
+  torch::Tensor allowed;          // bool [B, 1, S, T] (true: may attend)
+  bool causal = false;            // S == T and row i sees no column > i (a prefill over its own columns)
+  bool padded = true;             // false: allowed is exactly the causal triangle (every row of every batch)
+  std::int64_t ragged_rows = 0;   // causal: rows [0, ragged_rows) may see no column at all in some batch
+                                  // row (left padding); every later row sees at least one column
+};
+
+// A prefill's mask over its own columns from attention_mask [B, P] (1: token, 0: pad): causal AND the
+// token's column; the facts come from one small device read.
+AttnMask prefill_mask(const torch::Tensor& attention_mask);
+
 // [B, Hkv, G·S, D] with any strides → [B, Hq, S, D]: the G query heads of a K/V head unfolded again.
 torch::Tensor merge_groups(const torch::Tensor& out, std::int64_t hq, std::int64_t s);
 
-// q [B, Hq, S, D], k/v [B, Hkv, T, D], mask bool [B, 1, S, T] (true: may attend) → [B, Hq, S, D].
+// Elements of one eager query tile's scores [B, Hq, rows, T] (64 Mi: 256 MiB as float32).
+constexpr std::int64_t kEagerTileScores = std::int64_t{1} << 26;
+
+// Query rows per eager tile so that B·Hq·rows·T stays within `budget` elements: a multiple of 64 when
+// that is at least 64, at least 1, at most S.
+std::int64_t eager_tile_rows(std::int64_t b, std::int64_t hq, std::int64_t s, std::int64_t t,
+                             std::int64_t budget = kEagerTileScores);
+
+// q [B, Hq, S, D], k/v [B, Hkv, T, D] → [B, Hq, S, D].
 // eager: (Q·Kᵀ)·1/√D, masked to the dtype's lowest value (a fully masked row stays finite, as in HF),
-// softmax in float32, ·V. sdpa: torch's scaled_dot_product_attention with the same additive mask.
+// softmax in float32, rounded to the dtype, ·V; computed per tile of `tile_rows` query rows (0: from
+// kEagerTileScores) so the scores never exceed a tile. Each tile is a slice of the same rows, so the
+// result is the untiled one. For a causal mask, a tile whose rows all see at least one column reads
+// only the columns up to its last row: the columns after it are masked, weigh exp(lowest − max) = 0
+// and leave every sum unchanged.
+// sdpa: torch's scaled_dot_product_attention; an unpadded causal prefill passes is_causal and no mask
+// (flash / cuDNN kernels; GQA through enable_gqa on torch ≥ 2.5), anything else the same additive mask
+// as eager (lowest value on the masked columns).
+torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const AttnMask& mask, std::int64_t tile_rows = 0);
+
+// A mask with no structure known (decode over the cache): mask bool [B, 1, S, T].
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& mask);
 

@@ -66,7 +66,7 @@ class Decoder {
   // full k/v to attend over.
   template <class Write>
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                      const torch::Tensor& mask, Write&& write) const;
+                      const AttnMask& mask, Write&& write) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   const ModelConfig& config_;

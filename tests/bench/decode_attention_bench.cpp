@@ -1,0 +1,124 @@
+// GPU micro-benchmark of the fused decode-attention kernel (no gtest): achieved KV-read bandwidth.
+// Usage: bench_decode_attention [batch columns]...   (default: Qwen2.5-7B heads at B=16 × 2048 and
+// 4096 columns, B=4 × 2048, B=1 × 2048, and Llama-3-8B heads at B=16 × 2048)
+// Each shape: 20 launches captured in one CUDA graph, replayed 20 times after a warm-up; the figure is
+// bytes of K and V read (B · Hkv · T · D · 2 tensors · element size) / GPU time per launch, next to a
+// device-to-device copy measured in the same run (bytes read + written / time).
+#include <cuda_runtime.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "llmbench/cuda/kernels.h"
+
+namespace {
+
+using llmbench::cuda::DecodeAttnArgs;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+struct Shape {
+  int batch, heads_q, heads_kv;
+  std::int64_t columns;
+  const char* model;
+};
+
+// GPU milliseconds of `reps` replays of a graph of `per_graph` calls of f, per call.
+template <class F>
+double time_per_call(cudaStream_t stream, int per_graph, int reps, F&& f) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture begin");
+  for (int i = 0; i < per_graph; ++i) f();
+  check(cudaStreamEndCapture(stream, &graph), "capture end");
+  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  for (int i = 0; i < 3; ++i) check(cudaGraphLaunch(exec, stream), "warm-up");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start, stream);
+  for (int i = 0; i < reps; ++i) check(cudaGraphLaunch(exec, stream), "replay");
+  cudaEventRecord(stop, stream);
+  check(cudaEventSynchronize(stop), "sync");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / (per_graph * reps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!torch::cuda::is_available()) {
+    std::fprintf(stderr, "bench_decode_attention: no CUDA device\n");
+    return 1;
+  }
+  std::vector<Shape> shapes;
+  for (int i = 1; i + 1 < argc; i += 2) shapes.push_back({std::atoi(argv[i]), 28, 4, std::atoll(argv[i + 1]), "qwen2.5-7b"});
+  if (shapes.empty())
+    shapes = {{16, 28, 4, 2048, "qwen2.5-7b"}, {16, 28, 4, 4096, "qwen2.5-7b"}, {4, 28, 4, 2048, "qwen2.5-7b"},
+              {1, 28, 4, 2048, "qwen2.5-7b"}, {16, 32, 8, 2048, "llama-3-8b"}};
+  constexpr int kD = 128;
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  const int sms = llmbench::cuda::sm_count();
+
+  // The copy ceiling: 1 GiB device to device.
+  const std::int64_t copy_bytes = std::int64_t{1} << 30;
+  torch::Tensor src = torch::empty({copy_bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(torch::kCUDA));
+  torch::Tensor dst = torch::empty_like(src);
+  torch::cuda::synchronize();
+  const double copy_ms = time_per_call(stream, 2, 5, [&] {
+    check(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), copy_bytes, cudaMemcpyDeviceToDevice, stream), "copy");
+  });
+  const double copy_gbs = 2.0 * copy_bytes / (copy_ms * 1e-3) / 1e9;
+  std::printf("device copy: %.0f GB/s (read + written)\n", copy_gbs);
+
+  for (const Shape& s : shapes) {
+    const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+    torch::Tensor q = torch::randn({s.batch, s.heads_q, kD}, opts);                   // [B, Hq, D]
+    torch::Tensor k = torch::randn({s.batch, s.heads_kv, s.columns, kD}, opts);       // [B, Hkv, T, D]
+    torch::Tensor v = torch::randn({s.batch, s.heads_kv, s.columns, kD}, opts);       // [B, Hkv, T, D]
+    torch::Tensor valid = torch::ones({s.batch, s.columns}, opts.dtype(torch::kUInt8));  // [B, T]
+    torch::Tensor out = torch::empty_like(q);                                          // [B, Hq, D]
+    const auto plan = llmbench::cuda::plan_decode_attention(s.batch, s.heads_q, s.heads_kv, kD, s.columns, sms);
+    torch::Tensor ws = torch::empty({static_cast<std::int64_t>(plan.workspace_bytes)}, opts.dtype(torch::kUInt8));
+    torch::cuda::synchronize();
+    DecodeAttnArgs a;
+    a.dtype = llmbench::cuda::DType::bf16;
+    a.q = q.data_ptr();
+    a.k = k.data_ptr();
+    a.v = v.data_ptr();
+    a.kv_stride_b = k.stride(0);
+    a.kv_stride_h = k.stride(1);
+    a.kv_stride_t = k.stride(2);
+    a.valid = valid.data_ptr<std::uint8_t>();
+    a.valid_stride_b = valid.stride(0);
+    a.out = out.data_ptr();
+    a.max_len = s.columns;
+    a.batch = s.batch;
+    a.heads_q = s.heads_q;
+    a.heads_kv = s.heads_kv;
+    a.head_dim = kD;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(kD));
+    const double ms = time_per_call(stream, 20, 20, [&] { llmbench::cuda::decode_attention(a, plan, ws.data_ptr(), stream); });
+    const double kv_bytes = 2.0 * s.batch * s.heads_kv * s.columns * kD * 2;
+    const double gbs = kv_bytes / (ms * 1e-3) / 1e9;
+    std::printf("decode_attention %-10s B=%-2d T=%-5lld splits=%-3d %8.1f us  KV read %6.0f GB/s  %5.1f %% of copy\n",
+                s.model, s.batch, static_cast<long long>(s.columns), plan.splits, ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
+  }
+  cudaStreamDestroy(stream);
+  return 0;
+}
