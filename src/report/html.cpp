@@ -275,7 +275,7 @@ Table summary_table(const ReportInput& in, const Axes& axes) {
                       itl ? fmt_num(itl->p50) : "–", itl ? fmt_num(itl->p99) : "–",
                       fmt_num(headline(p, "output_tok_s")), fmt_num(headline(p, "decode_tok_s")),
                       fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms"),
-                      verification_summary(p)});
+                      verification_summary(p) + (p.quality ? "; " + quality_summary(p) : "")});
     t.row_class.push_back(p.status != "ok" ? "bad" : p.load && p.load->failed > 0 ? "warn" : "");
   }
   return t;
