@@ -74,7 +74,7 @@ torch::Tensor scaled_mm(const torch::Tensor& x, const torch::Tensor& w, const to
   const auto k = x.size(-1), n = w.size(0);
   torch::Tensor x2 = x.reshape({-1, k}).to(torch::kFloat32);                                 // [M, K]
   torch::Tensor xs = x2.abs().amax(1, /*keepdim=*/true).clamp_min(1e-12).div_(448.0);        // [M, 1]
-  torch::Tensor xq = x2.div_(xs).clamp_(-448.0, 448.0).to(torch::kFloat8_e4m3fn);            // [M, K]
+  torch::Tensor xq = (x2 / xs).clamp_(-448.0, 448.0).to(torch::kFloat8_e4m3fn);            // [M, K]
   torch::Tensor y = at::_scaled_mm(xq, w.t(), xs, scale.view({1, n}), std::nullopt, std::nullopt,
                                    x.scalar_type(), /*use_fast_accum=*/false);               // [M, N]
   if (bias.defined()) y.add_(bias);

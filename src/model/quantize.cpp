@@ -72,7 +72,7 @@ QuantizedTensor quantize(const torch::Tensor& w, WeightFormat format) {
   torch::Tensor wf = w.to(torch::kFloat32);                                          // [N, K]
   torch::Tensor amax = wf.abs().amax(1);                                             // [N]
   torch::Tensor scale = torch::where(amax > 0, amax / qmax, torch::ones_like(amax));  // [N] float32
-  torch::Tensor scaled = wf.div_(scale.unsqueeze(1));                                // [N, K] in [-qmax, qmax]
+  torch::Tensor scaled = wf / scale.unsqueeze(1);  // [N, K] in [-qmax, qmax] (a new tensor: wf may be w itself)
   QuantizedTensor out;
   out.scale = scale;
   if (format == WeightFormat::int8) {
