@@ -55,9 +55,20 @@ ModelSize model_size(const ModelShape& s) {
   std::int64_t mlp = 3 * s.hidden * s.intermediate;
   std::int64_t per_layer = attn + mlp + 2 * s.hidden;
   ModelSize m;
+  m.matmul_params = s.layers * (s.hidden * q + 2 * s.hidden * kv + q * s.hidden + mlp);
+  m.matmul_rows = s.layers * (q + 2 * kv + s.hidden + 2 * s.intermediate + s.hidden);
   m.embedding_params = s.vocab * s.hidden;
   m.params = m.embedding_params + s.layers * per_layer + s.hidden + (s.tied_embeddings ? 0 : s.vocab * s.hidden);
   return m;
+}
+
+int matmul_elem_bytes(const std::string& weights) { return weights == "int8" || weights == "fp8" ? 1 : 0; }
+
+std::uint64_t weight_bytes(const ModelShape& s, std::int64_t elem_bytes, std::int64_t matmul_elem_bytes) {
+  const ModelSize m = model_size(s);
+  if (matmul_elem_bytes <= 0) return static_cast<std::uint64_t>(m.params) * elem_bytes;
+  return static_cast<std::uint64_t>(m.params - m.matmul_params) * elem_bytes +
+         static_cast<std::uint64_t>(m.matmul_params) * matmul_elem_bytes + static_cast<std::uint64_t>(m.matmul_rows) * 4;
 }
 
 std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes) {
@@ -65,9 +76,9 @@ std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64
 }
 
 MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,
-                               std::int64_t max_new_tokens, std::int64_t elem_bytes) {
+                               std::int64_t max_new_tokens, std::int64_t elem_bytes, std::int64_t matmul_elem_bytes) {
   MemoryEstimate e;
-  e.weights = static_cast<std::uint64_t>(model_size(s).params) * elem_bytes;
+  e.weights = weight_bytes(s, elem_bytes, matmul_elem_bytes);
   e.kv_cache = kv_cache_bytes(s, batch, prompt_len + max_new_tokens, elem_bytes);
   const std::uint64_t tokens = static_cast<std::uint64_t>(batch) * prompt_len;
   // Eager attention materialises one query tile of [B, H, rows, P] scores at a time (attention.h): in the
@@ -80,7 +91,9 @@ MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int
   const std::uint64_t layer_acts =
       2 * tokens * elem_bytes * (4 * s.hidden + 2 * s.kv_heads * s.head_dim + 3 * s.intermediate);
   const std::uint64_t logits = static_cast<std::uint64_t>(batch) * s.vocab * (4 + elem_bytes);
-  e.activations = scores + layer_acts + logits;
+  // Dequantize-then-GEMM materialises the largest weight (gate_up, [2 I, H]) in the model dtype.
+  const std::uint64_t dequantized = matmul_elem_bytes > 0 ? 2ULL * s.intermediate * s.hidden * elem_bytes : 0;
+  e.activations = scores + layer_acts + logits + dequantized;
   return e;
 }
 

@@ -48,6 +48,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--temperature", f.temperature, "0 = greedy; comma list sweeps")->capture_default_str();
   app.add_option("--attn", f.attn, "eager or sdpa; comma list sweeps")->capture_default_str();
   app.add_option("--dtype", f.dtype, "bfloat16, float16 or float32; comma list sweeps")->capture_default_str();
+  app.add_option("--weights", f.weights,
+                 "Matmul weights: bf16 (the --dtype, unquantized), int8 or fp8 (CUDA sm_89+); comma list sweeps")
+      ->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed generate loops before the timed ones")->capture_default_str();
   app.add_option("--runs", o.runs, "Timed generate loops")->capture_default_str();
   app.add_option("--trim", o.trim, "Values dropped from each end for the trimmed median")->capture_default_str();
@@ -61,6 +64,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--chat-format", o.chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
   app.add_flag("--no-cuda-graph", f.no_cuda_graph, "Run the decode step eagerly instead of replaying a CUDA graph");
   app.add_flag("--no-fused", f.no_fused, "Use the plain (unfused) ops instead of fused kernels");
+  app.add_flag("--no-gemv", f.no_gemv, "Use torch's matmul instead of the GEMV kernel in the decode step");
+  app.add_option("--fp8-gemm", o.fp8_gemm, "fp8 weights in the prefill: dequant (then bf16 GEMM) or scaled-mm")
+      ->capture_default_str();
   app.add_flag("--verify,!--no-verify", o.verify,
                "Check each greedy point's tokens against the reference path (default on; a mismatch fails the point)");
   app.add_option("--max-minutes", o.max_minutes,
@@ -76,6 +82,7 @@ RunOptions finish_run_flags(RunFlags& f) {
   o.temperature = parse_list<double>(f.temperature, "--temperature");
   o.attn = split_commas(f.attn, "--attn");
   o.dtype = split_commas(f.dtype, "--dtype");
+  o.weights = split_commas(f.weights, "--weights");
   if (!f.prompt_file.empty()) {
     if (o.prompt) throw UsageError("give --prompt or --prompt-file, not both");
     o.prompt = read_file(f.prompt_file);
@@ -86,6 +93,7 @@ RunOptions finish_run_flags(RunFlags& f) {
   }
   o.cuda_graph = !f.no_cuda_graph;
   o.fused = !f.no_fused;
+  o.gemv = !f.no_gemv;
   validate(o);
   return o;
 }

@@ -118,6 +118,15 @@ const std::map<std::string, Setter>& option_setters() {
       {"dtype", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.dtype = axis<std::string>(c, n, p, "bfloat16, float16 or float32");
        }},
+      {"weights", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.weights = axis<std::string>(c, n, p, "bf16, int8 or fp8");
+       }},
+      {"gemv", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.gemv = scalar<bool>(c, n, p, "true or false");
+       }},
+      {"fp8_gemm", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.fp8_gemm = scalar<std::string>(c, n, p, "dequant or scaled-mm");
+       }},
       {"warmup", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.warmup = scalar<int>(c, n, p, "an integer");
        }},
@@ -236,7 +245,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
   return setters;
 }
 
-const std::vector<std::string> kMatrixAxes = {"batch", "prompt_len", "max_new_tokens", "temperature", "attn", "dtype"};
+const std::vector<std::string> kMatrixAxes = {"batch", "prompt_len", "max_new_tokens", "temperature", "attn", "dtype", "weights"};
 const std::vector<std::string> kTopLevel = {"models", "defaults", "matrix", "baseline"};
 
 template <class Map>

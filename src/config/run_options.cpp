@@ -42,6 +42,9 @@ void validate(const RunOptions& o) {
     if (!(t >= 0)) throw UsageError(cat("--temperature: ", t, " is not allowed (must be >= 0)"));
   require_one_of(o.attn, "attn", {"eager", "sdpa"});
   require_one_of(o.dtype, "dtype", {"bfloat16", "float16", "float32"});
+  require_one_of(o.weights, "weights", {"bf16", "int8", "fp8"});
+  if (o.fp8_gemm != "dequant" && o.fp8_gemm != "scaled-mm")
+    throw UsageError(cat("--fp8-gemm: unknown value '", o.fp8_gemm, "' (expected one of: dequant, scaled-mm)"));
   if (o.warmup < 0) throw UsageError(cat("--warmup: ", o.warmup, " is not allowed (must be >= 0)"));
   if (o.trim < 0) throw UsageError(cat("--trim: ", o.trim, " is not allowed (must be >= 0)"));
   if (o.runs <= 2 * o.trim)
@@ -58,6 +61,7 @@ void validate(const RunOptions& o) {
 std::vector<PointParams> expand(const RunOptions& o) {
   std::vector<PointParams> points;
   for (const auto& dtype : o.dtype)
+   for (const auto& weights : o.weights)
     for (const auto& attn : o.attn)
       for (int batch : o.batch)
         for (int prompt_len : o.prompt_len)
@@ -72,12 +76,15 @@ std::vector<PointParams> expand(const RunOptions& o) {
               p.temperature = temperature;
               p.attn = attn;
               p.dtype = dtype;
+              p.weights = weights;
               p.top_k = o.top_k;
               p.top_p = o.top_p;
               p.seed = o.seed;
               p.device = o.device;
               p.cuda_graph = o.cuda_graph;
               p.fused = o.fused;
+              p.gemv = o.gemv;
+              p.fp8_gemm = o.fp8_gemm;
               points.push_back(p);
             }
   return points;

@@ -1,6 +1,7 @@
 #include "llmbench/model/decoder.h"
 
 #include "llmbench/model/fused_ops.h"
+#include "llmbench/model/linear.h"
 
 namespace llmbench {
 
@@ -31,7 +32,7 @@ torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads;
 
   torch::Tensor h = rms_norm(x, w.input_norm, config_.rms_norm_eps);           // [B, S, H]
-  torch::Tensor qkv = dense(h, w.qkv, w.qkv_bias);                            // [B, S, (Hq + 2 Hkv) D]
+  torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);       // [B, S, (Hq + 2 Hkv) D]
   auto parts = qkv.split({hq * d, hkv * d, hkv * d}, -1);
   torch::Tensor q = parts[0].view({b, s, hq, d}).transpose(1, 2);              // [B, Hq, S, D]
   torch::Tensor k = parts[1].view({b, s, hkv, d}).transpose(1, 2);             // [B, Hkv, S, D]
@@ -41,11 +42,11 @@ torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch
   auto [keys, values] = write(i, k, v);                                        // [B, Hkv, T, D] each
   torch::Tensor a = attention(attn_, q, keys, values, mask);                   // [B, Hq, S, D]
   a = a.transpose(1, 2).reshape({b, s, hq * d});                               // [B, S, Hq D]
-  torch::Tensor out = x + dense(a, w.o, w.o_bias);                            // [B, S, H]
+  torch::Tensor out = x + linear(a, w.o, w.o_scale, w.o_bias, paths_);        // [B, S, H]
 
   h = rms_norm(out, w.post_norm, config_.rms_norm_eps);
-  auto gu = dense(h, w.gate_up).chunk(2, -1);                             // 2 × [B, S, I]
-  return out + dense(torch::silu(gu[0]) * gu[1], w.down);
+  auto gu = linear(h, w.gate_up, w.gate_up_scale, {}, paths_).chunk(2, -1);  // 2 × [B, S, I]
+  return out + linear(torch::silu(gu[0]) * gu[1], w.down, w.down_scale, {}, paths_);
 }
 
 torch::Tensor Decoder::logits(const torch::Tensor& last_hidden) const {
@@ -107,14 +108,14 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
   for (std::int64_t i = 0; i < n; ++i) {
     const LayerWeights& w = weights_.layers[i];
     torch::Tensor keys = cache.keys(i), values = cache.values(i);                     // [B, Hkv, T_max, D]
-    torch::Tensor qkv = dense(h, w.qkv, w.qkv_bias);  // [B, 1, (Hq + 2 Hkv) D]; bias here rounds as eager does
+    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);  // [B, 1, (Hq + 2 Hkv) D]; bias here rounds as eager does
     torch::Tensor q = fused::rope_qkv_cache(qkv, {}, rope.cos_table(), rope.sin_table(), state.positions,
                                             state.column, keys, values, hq, hkv);     // [B, Hq, D]
     torch::Tensor a = fused::decode_attention(q, keys, values, state.valid);          // [B, Hq, D]
-    torch::Tensor o = dense(a.view({b, 1, hq * d}), w.o, w.o_bias);                  // [B, 1, H]
+    torch::Tensor o = linear(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias, paths_);  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
-    torch::Tensor m = fused::silu_mul(dense(o, w.gate_up));   // [B, 1, I]
-    torch::Tensor down = dense(m, w.down);                    // [B, 1, H]
+    torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, 1, I]
+    torch::Tensor down = linear(m, w.down, w.down_scale, {}, paths_);  // [B, 1, H]
     const torch::Tensor& next_norm = i + 1 < n ? weights_.layers[i + 1].input_norm : weights_.final_norm;
     fused::add_rms_norm_(down, residual, next_norm, config_.rms_norm_eps);           // residual += down; norm
     h = down;

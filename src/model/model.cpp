@@ -7,6 +7,7 @@
 #include "llmbench/base/log.h"
 #include "llmbench/bench/device_env.h"
 #include "llmbench/model/presets.h"
+#include "llmbench/model/quantize.h"
 
 namespace llmbench {
 
@@ -29,6 +30,8 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
   m->dtype_ = parse_dtype(o.dtype);
   const AttnImpl attn = parse_attn(o.attn);
   m->device_ = torch::Device(resolve_device(o.device));
+  const WeightFormat quant = parse_weight_format(o.quant);
+  if (quant == WeightFormat::fp8) check_fp8_supported(m->device_);
   ResolvedModel r = resolve_model(o.model);
 
   ModelInfo& info = m->info_;
@@ -46,11 +49,14 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
     info.weights = "random";
     m->weights_ = random_weights(info.config, m->dtype_, m->device_, o.seed);
   }
+  quantize_weights(m->weights_, quant);
+  info.quant = to_string(quant);
   info.weight_bytes = m->weights_.bytes();
   info.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   m->decoder_ = std::make_unique<Decoder>(info.config, m->weights_, attn);
   log::info(cat("model ", o.model, ": weights: ", info.weights,
-                info.checkpoint_dir.empty() ? "" : " (" + info.checkpoint_dir + ")", ", ", info.dtype, " on ",
+                info.checkpoint_dir.empty() ? "" : " (" + info.checkpoint_dir + ")", ", ", info.dtype,
+                quant == WeightFormat::plain ? "" : " (" + info.quant + " matmul weights)", " on ",
                 info.device, ", ", info.weight_bytes / 1e6, " MB in ", info.load_ms, " ms"));
   return m;
 }
@@ -58,6 +64,27 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
 void Model::set_fused(bool fused) { decoder_->set_fused(fused); }
 
 bool Model::fused_active() const { return decoder_->fused_active(weights_.embed, rope_); }
+
+void Model::set_gemv(bool gemv) {
+  LinearPaths p = decoder_->linear_paths();
+  p.gemv = gemv;
+  decoder_->set_linear_paths(p);
+}
+
+bool Model::gemv_enabled() const { return decoder_->linear_paths().gemv; }
+
+bool Model::gemv_active(std::int64_t rows) const {
+  if (weights_.layers.empty()) return false;
+  const LayerWeights& l = weights_.layers[0];
+  torch::Tensor x = torch::empty({rows, config().hidden_size}, weights_.embed.options());  // [B, H] probe
+  return gemv_applies(x, l.qkv, l.qkv_scale, l.qkv_bias, decoder_->linear_paths());
+}
+
+void Model::set_fp8_gemm(Fp8Gemm gemm) {
+  LinearPaths p = decoder_->linear_paths();
+  p.fp8_gemm = gemm;
+  decoder_->set_linear_paths(p);
+}
 
 void Model::set_attn(AttnImpl attn) {
   decoder_->set_attn(attn);

@@ -118,7 +118,9 @@ std::int64_t Weights::bytes() const {
   add(final_norm);
   add(lm_head);
   for (const auto& l : layers)
-    for (const auto* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.o, &l.o_bias, &l.post_norm, &l.gate_up, &l.down}) add(*t);
+    for (const auto* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.o, &l.o_bias, &l.post_norm, &l.gate_up, &l.down, &l.qkv_scale,
+                          &l.o_scale, &l.gate_up_scale, &l.down_scale})
+      add(*t);
   return n;
 }
 

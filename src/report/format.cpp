@@ -34,6 +34,16 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string quality_summary(const PointResult& p) {
+  if (!p.quality) return "";
+  const Quality& q = *p.quality;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s vs %s weights: top-1 %.1f %%, logits rel err %.2e, KL %.2e (%lld positions)",
+                p.params.weights.c_str(), q.reference.c_str(), 100 * q.top1_agreement, q.logits_rel_err,
+                q.kl_divergence_mean, static_cast<long long>(q.positions));
+  return buf;
+}
+
 std::string verification_summary(const PointResult& p) {
   auto pct = [](double f) {
     char buf[32];
@@ -134,6 +144,7 @@ std::vector<Column> result_columns() {
                }});
   c.push_back({"attn", "attn", false, [](const PointResult& p) { return Cell{p.params.attn, p.params.attn}; }});
   c.push_back({"dtype", "dtype", false, [](const PointResult& p) { return Cell{p.params.dtype, p.params.dtype}; }});
+  c.push_back({"weights", "weights", false, [](const PointResult& p) { return Cell{p.params.weights, p.params.weights}; }});
   c.push_back({"ttft_ms", "TTFT ms", true, median_of("ttft_ms", 2)});
   c.push_back({"output_tok_s", "out tok/s", true, median_of("output_tok_s", 1)});
   c.push_back({"peak_memory_bytes", "peak mem", true, [](const PointResult& p) {
@@ -151,6 +162,18 @@ std::vector<Column> result_columns() {
                  const bool ok = p.verification->ok && p.outputs.inconsistent_runs.empty();
                  return Cell{ok ? "ok" : "FAIL", ok};
                }});
+  c.push_back({"top1_agreement", "top1 vs ref", true, [](const PointResult& p) {
+                 if (!p.quality) return kMissing;
+                 return Cell{fixed(100 * p.quality->top1_agreement, 1) + "%", p.quality->top1_agreement};
+               }});
+  auto quality_number = [](double Quality::*field) {
+    return [field](const PointResult& p) { return p.quality ? Cell{"", (*p.quality).*field} : kMissing; };
+  };
+  Column rel_err{"logits_rel_err", "", true, quality_number(&Quality::logits_rel_err)};
+  Column kl{"kl_divergence_mean", "", true, quality_number(&Quality::kl_divergence_mean)};
+  rel_err.machine_only = kl.machine_only = true;
+  c.push_back(rel_err);
+  c.push_back(kl);
   c.push_back({"status", "status", false, [](const PointResult& p) {
                  return Cell{p.status == "ok" || p.error.empty() ? p.status : p.status + ": " + p.error, p.status};
                }});

@@ -37,6 +37,7 @@ Axes axes_of(const std::vector<const PointResult*>& all) {
   a.model = varies<std::string>(pts, [](const PointParams& p) { return model_label(p); });
   a.dtype = varies<std::string>(pts, [](const PointParams& p) { return p.dtype; });
   a.attn = varies<std::string>(pts, [](const PointParams& p) { return p.attn; });
+  a.weights = varies<std::string>(pts, [](const PointParams& p) { return p.weights; });
   a.batch = varies<int>(pts, [](const PointParams& p) { return p.batch; });
   a.prompt_len = varies<int>(pts, [](const PointParams& p) { return p.prompt_len; });
   a.max_new_tokens = varies<int>(pts, [](const PointParams& p) { return p.max_new_tokens; });
@@ -69,6 +70,7 @@ std::string point_label(const PointParams& p, const Axes& axes, bool with_model)
   s += cat("b=", p.batch, " p=", p.prompt_len, " n=", p.max_new_tokens);
   if (axes.temperature) s += " T=" + fmt_num(p.temperature);
   if (axes.dtype) s += " " + p.dtype;
+  if (axes.weights) s += " " + p.weights;
   if (axes.attn) s += " " + p.attn;
   if (axes.device) s += " " + p.device;
   return s;
@@ -86,7 +88,7 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
 
 std::string point_key(const PointParams& p) {
   return cat(model_label(p), "|", p.device, "|", p.dtype, "|", p.attn, "|", p.batch, "|", p.prompt_len, "|",
-             p.max_new_tokens, "|", p.temperature);
+             p.max_new_tokens, "|", p.temperature, p.weights == "bf16" ? "" : "|" + p.weights);
 }
 
 std::string point_key(const PointResult& p) {
@@ -275,7 +277,7 @@ Table summary_table(const ReportInput& in, const Axes& axes) {
                       itl ? fmt_num(itl->p50) : "–", itl ? fmt_num(itl->p99) : "–",
                       fmt_num(headline(p, "output_tok_s")), fmt_num(headline(p, "decode_tok_s")),
                       fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms"),
-                      verification_summary(p)});
+                      verification_summary(p) + (p.quality ? "; " + quality_summary(p) : "")});
     t.row_class.push_back(p.status != "ok" ? "bad" : p.load && p.load->failed > 0 ? "warn" : "");
   }
   return t;

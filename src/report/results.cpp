@@ -80,7 +80,10 @@ json to_json(const PointParams& p) {
           {"top_k", p.top_k},     {"top_p", p.top_p},
           {"seed", p.seed},       {"device", p.device},
           {"cuda_graph", p.cuda_graph},
-          {"fused", p.fused}};
+          {"fused", p.fused},
+          {"weights", p.weights},
+          {"gemv", p.gemv},
+          {"fp8_gemm", p.fp8_gemm}};
 }
 
 json to_json(const RunRecord& r) {
@@ -110,6 +113,13 @@ json to_json(const std::optional<Verification>& v) {
           {"argmax_equal", v->argmax_equal}, {"worst_gap", v->worst_gap},
           {"over_tolerance", v->over_tolerance}, {"tolerance", v->tolerance},
           {"ok", v->ok}};
+}
+
+json to_json(const std::optional<Quality>& q) {
+  if (!q) return nullptr;
+  return {{"reference", q->reference},           {"positions", q->positions},
+          {"logits_rel_err", q->logits_rel_err}, {"top1_agreement", q->top1_agreement},
+          {"kl_divergence_mean", q->kl_divergence_mean}};
 }
 
 json to_json(const PointResult& p) {
@@ -152,6 +162,7 @@ json to_json(const PointResult& p) {
       {"mode", p.mode},
       {"outputs", to_json(p.outputs)},
       {"verification", to_json(p.verification)},
+      {"quality", to_json(p.quality)},
   };
   if (p.load) j.update(load_to_json(*p.load));
   return j;
@@ -265,6 +276,9 @@ PointParams params_from(const Node& n) {
   n.opt("device", p.device);
   n.opt("cuda_graph", p.cuda_graph);
   n.opt("fused", p.fused);
+  n.opt("weights", p.weights);
+  n.opt("gemv", p.gemv);
+  n.opt("fp8_gemm", p.fp8_gemm);
   return p;
 }
 
@@ -392,6 +406,16 @@ PointResult point_from(const Node& n) {
     v.opt("tolerance", ver.tolerance);
     ver.ok = v.boolean("ok");
     p.verification = ver;
+  }
+  if (n.has("quality")) {
+    Node q = n.object("quality");
+    Quality qu;
+    qu.reference = q.string("reference");
+    qu.positions = q.integer("positions");
+    qu.logits_rel_err = q.number("logits_rel_err");
+    qu.top1_agreement = q.number("top1_agreement");
+    qu.kl_divergence_mean = q.number("kl_divergence_mean");
+    p.quality = qu;
   }
   return p;
 }

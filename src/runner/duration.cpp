@@ -45,7 +45,8 @@ std::vector<PointParams> feasible(const ModelShape& shape, const std::vector<Poi
   std::vector<PointParams> out;
   for (const auto& p : points) {
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
-    if (estimate_memory(shape, p.batch, p.prompt_len, p.max_new_tokens, elem).total() <= available) out.push_back(p);
+    if (estimate_memory(shape, p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights)).total() <= available)
+      out.push_back(p);
   }
   return out;
 }
@@ -67,7 +68,8 @@ DurationEstimate estimate_duration(const ModelShape& shape, const std::vector<Po
   const long long generates = static_cast<long long>(warmup) + runs;
   for (const auto& p : points) {
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
-    const double step_s = decode_bytes_per_step(shape, p.batch, p.prompt_len, p.max_new_tokens, elem) /
+    const double step_s = decode_bytes_per_step(shape, p.batch, p.prompt_len, p.max_new_tokens, elem,
+                                                matmul_elem_bytes(p.weights)) /
                           (ceilings.copy_gb_s * 1e9);
     const double prefill_s = prefill_flops(shape, p.batch, p.prompt_len) / (ceilings.matmul_tflop_s * 1e12);
     const long long steps = generates * (p.max_new_tokens - 1);

@@ -14,10 +14,12 @@
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
+#include "llmbench/model/quantize.h"
 #include "llmbench/model/sampler.h"
 #include "llmbench/runner/duration.h"
 #include "llmbench/runner/model_tokenizer.h"
 #include "llmbench/runner/prompts.h"
+#include "llmbench/runner/quality.h"
 #include "llmbench/runner/roofline.h"
 #include "llmbench/runner/verify.h"
 #include "llmbench/tokenizer/tokenizer.h"
@@ -166,6 +168,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   for (const auto& p : points) {
     check_context(planned, p.prompt_len + p.max_new_tokens);
     parse_attn(p.attn);
+    if (p.weights == "fp8") check_fp8_supported(device);
   }
   if (options.prompt) {
     if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
@@ -175,7 +178,9 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   if (points.size() == 1) {
     const auto& p = points[0];
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
-    check_fits(device, estimate_memory(shape_of(planned), p.batch, p.prompt_len, p.max_new_tokens, elem).total(),
+    check_fits(device,
+               estimate_memory(shape_of(planned), p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights))
+                   .total(),
                cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
   }
   check_duration(planned, points, options, results.env.ceilings, device_name);
@@ -183,15 +188,16 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   bool first_generate = true;
   size_t i = 0;
   while (i < points.size() && !interrupted()) {
-    // Points are nested with dtype outermost: load the model once per dtype.
-    const std::string dtype_name = points[i].dtype;
+    // Points are nested with dtype, then weights outermost: load the model once per (dtype, weights).
+    const std::string dtype_name = points[i].dtype, quant = points[i].weights;
     size_t end = i;
-    while (end < points.size() && points[end].dtype == dtype_name) ++end;
+    while (end < points.size() && points[end].dtype == dtype_name && points[end].weights == quant) ++end;
+    const ModelLoadOptions load_options{options.model, dtype_name, device_name, points[i].attn, options.seed, quant};
 
     std::unique_ptr<Model> model;
     std::string load_error;
     try {
-      model = Model::load({options.model, dtype_name, device_name, points[i].attn, options.seed});
+      model = Model::load(load_options);
     } catch (const Error& e) {
       if (dynamic_cast<const UsageError*>(&e) || points.size() == 1) throw;
       load_error = e.what();
@@ -226,8 +232,11 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         check_context(cfg, pp.prompt_len + pp.max_new_tokens);
         model->set_attn(parse_attn(pp.attn));
         model->set_fused(pp.fused);
+        model->set_gemv(pp.gemv);
+        model->set_fp8_gemm(parse_fp8_gemm(pp.fp8_gemm));
         const int elem = static_cast<int>(c10::elementSize(parse_dtype(pp.dtype)));
-        MemoryEstimate est = estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
+        const int matmul_elem = matmul_elem_bytes(pp.weights);
+        MemoryEstimate est = estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem);
         needed = est.kv_cache + est.activations;
         check_fits(device, needed,
                    cat("batch ", pp.batch, " x ", pp.prompt_len + pp.max_new_tokens, " positions"));
@@ -246,6 +255,9 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         pr.memory.kv_cache_bytes = model->allocate_cache(pp.batch, pp.prompt_len + pp.max_new_tokens);
         pr.memory.weights_bytes = static_cast<std::uint64_t>(model->info().weight_bytes);
         pr.paths["fused"] = model->fused_active();
+        pr.paths["gemv"] = model->gemv_active(pp.batch);
+        if (pp.weights == "fp8")
+          pr.paths["fp8_scaled_mm"] = pp.fp8_gemm == "scaled-mm" && scaled_mm_available() && device.is_cuda();
         std::unique_ptr<DecodeGraph> graph;
         if (pp.cuda_graph && DecodeGraph::available(device)) {
           graph = std::make_unique<DecodeGraph>(*model);
@@ -304,9 +316,20 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
             if (points.size() > 1) log::warn(cat("point ", i + 1, " failed: ", pr.error));
           }
         }
+        if (pr.status == "ok" && pp.weights != "bf16" && !pr.runs.empty()) {
+          // The reference: the same model with unquantized weights, loaded after the timed runs so that it
+          // never counts in their peak memory, and freed at once.
+          graph.reset();
+          ModelLoadOptions ref_options = load_options;
+          ref_options.quant = "bf16";
+          std::unique_ptr<Model> reference = Model::load(ref_options);
+          reference->set_attn(parse_attn(pp.attn));
+          pr.quality = measure_quality(*model, *reference, first_run.prompts, pp.max_new_tokens);
+        }
         if (pr.status == "ok") {
           const ModelShape shape = shape_of(cfg);
-          pr.roofline.decode_bytes_per_step = decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem);
+          pr.roofline.decode_bytes_per_step =
+              decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem);
           pr.roofline.prefill_flops = prefill_flops(shape, pp.batch, pp.prompt_len);
           if (pp.max_new_tokens > 1)
             pr.roofline.mbu = mbu(pr.roofline.decode_bytes_per_step, pr.summary.at("tpot_ms").trimmed_median, results.env.ceilings);

@@ -17,10 +17,12 @@ Verification verify_greedy(Model& model, const torch::Tensor& prompts, const tor
   if (generated.size(0) != b || n < 1) throw Error(cat("verify: generated ", generated.sizes(), " for prompts ", prompts.sizes()));
   const torch::Tensor fast_host = generated.to(torch::kCPU, torch::kInt64);                       // [B, N]
   torch::Tensor ids = torch::cat({prompts.to(torch::kCPU, torch::kInt64), fast_host.narrow(1, 0, n - 1)}, 1);  // [B, P + N − 1]
-  const bool was_fused = model.fused_active();
+  const bool was_fused = model.fused_active(), was_gemv = model.gemv_enabled();
   model.set_fused(false);
+  model.set_gemv(false);
   torch::Tensor h = model.forward_normed(ids).narrow(1, p - 1, n);           // [B, N, H] model dtype
   model.set_fused(was_fused);
+  model.set_gemv(was_gemv);
   h = h.reshape({b * n, h.size(-1)});                                          // [B·N, H]
   const torch::Tensor w = model.lm_head().to(torch::kFloat32);                 // [V, H] float32
   const torch::Tensor fast = fast_host.reshape({b * n}).to(h.device());       // [B·N] int64
@@ -39,8 +41,8 @@ Verification verify_greedy(Model& model, const torch::Tensor& prompts, const tor
   }
   const torch::Tensor gap = torch::cat(gaps);  // [B·N] float32
   Verification v;
-  v.reference = cat("plain prefill pass (", model.info().attn, " attention, no CUDA graph, no fused kernels), ",
-                    model.info().dtype, " weights, float32 lm_head, teacher-forced");
+  v.reference = cat("plain prefill pass (", model.info().attn, " attention, no CUDA graph, no fused kernels, no GEMV), ",
+                    model.info().dtype, model.info().quant == "bf16" ? "" : " + " + model.info().quant, " weights, float32 lm_head, teacher-forced");
   v.tokens = b * n;
   v.argmax_equal = torch::cat(equal).sum().item<std::int64_t>();
   v.worst_gap = gap.max().item<double>();

@@ -261,3 +261,30 @@ TEST(CompareConfig, ShippedConfigsParse) {
   ComparePlan orthogonal = load_compare_config((dir / "orthogonal.yaml").string());
   EXPECT_EQ(expand(orthogonal.models.at(0)).size(), 27u);
 }
+
+// `weights:` is a sweep axis (defaults, matrix or per model); gemv and fp8_gemm are per-model scalars.
+TEST(CompareConfig, WeightsAxisAndQuantOptions) {
+  ComparePlan plan = parse_compare_config(R"(
+defaults:
+  device: cpu
+matrix:
+  weights: [bf16, int8]
+models:
+  - tiny
+  - model: qwen2.5-7b
+    weights: fp8
+    fp8_gemm: scaled-mm
+    gemv: false
+)",
+                                          "c.yaml");
+  ASSERT_EQ(plan.models.size(), 2u);
+  EXPECT_EQ(plan.models[0].weights, (std::vector<std::string>{"bf16", "int8"}));
+  EXPECT_TRUE(plan.models[0].gemv);
+  EXPECT_EQ(plan.models[1].weights, (std::vector<std::string>{"fp8"}));
+  EXPECT_EQ(plan.models[1].fp8_gemm, "scaled-mm");
+  EXPECT_FALSE(plan.models[1].gemv);
+  const auto points = expand(plan.models[0]);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].weights, "int8");
+  EXPECT_THROW(parse_compare_config("models:\n  - model: tiny\n    weights: int4\n", "c.yaml"), UsageError);
+}

@@ -115,11 +115,12 @@ TEST(Format, TableHasOneAlignedRowPerPoint) {
 TEST(Format, CsvAndJsonCarryRawNumbers) {
   auto csv = lines(format_results(two_models(), Format::csv));
   ASSERT_EQ(csv.size(), 6u);
-  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,ttft_ms,output_tok_s,"
-                    "peak_memory_bytes,tpot_ms,e2e_ms,max_cv,verified,status,error");
+  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,weights,ttft_ms,output_tok_s,"
+                    "peak_memory_bytes,tpot_ms,e2e_ms,max_cv,verified,top1_agreement,logits_rel_err,"
+                    "kl_divergence_mean,status,error");
   // Not verified: an empty cell (null in json).
-  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,10.0,160.0,1073741824,5.0,50.0,0.0,,ok,");
-  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
+  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,bf16,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
+  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,bf16,,,,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
   json j = json::parse(format_results(two_models(), Format::json));
   ASSERT_EQ(j.size(), 5u);
   EXPECT_EQ(j[3]["output_tok_s"], 2 * 8 / 0.04);
@@ -246,7 +247,7 @@ TEST(Format, VerificationIsShownPerPoint) {
   EXPECT_EQ(verification_summary(r.points[0]), "ok (250/256 argmax, worst gap 3.12 %)");
   EXPECT_EQ(verification_summary(r.points[1]), "FAILED: 3 of 256 over 10.00 % (worst 41.20 %); runs 3, 7 differ");
   auto csv = lines(format_results(r, Format::csv));
-  EXPECT_NE(csv[1].find(",true,ok,"), std::string::npos) << csv[1];
+  EXPECT_NE(csv[1].find(",true,,,,ok,"), std::string::npos) << csv[1];
   EXPECT_NE(csv[2].find(",false,"), std::string::npos) << csv[2];
   r.points[2].params.temperature = 0.7;
   EXPECT_EQ(verification_summary(r.points[2]), "not checked (temperature > 0)");

@@ -27,8 +27,16 @@ ModelShape shape_of(const ModelConfig& config);
 struct ModelSize {
   std::int64_t params = 0;            // every parameter
   std::int64_t embedding_params = 0;  // the token-embedding table (read by index, not streamed)
+  std::int64_t matmul_params = 0;     // qkv, o, gate_up and down of every layer (what --weights quantizes)
+  std::int64_t matmul_rows = 0;       // their output channels (one float32 scale each when quantized)
 };
 ModelSize model_size(const ModelShape& s);
+
+// Bytes per element of the matmul weights for --weights: 0 for "bf16" (the model dtype), 1 for int8/fp8.
+int matmul_elem_bytes(const std::string& weights);
+// Bytes of all weights (a tied head once): the matmul weights at matmul_elem_bytes plus a float32 scale
+// per row when quantized (matmul_elem_bytes > 0), the rest at elem_bytes.
+std::uint64_t weight_bytes(const ModelShape& s, std::int64_t elem_bytes, std::int64_t matmul_elem_bytes = 0);
 
 // 2 (K and V) x layers x batch x kv_heads x positions x head_dim x element size.
 std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes);
@@ -41,8 +49,10 @@ struct MemoryEstimate {
   std::uint64_t activations = 0;
   std::uint64_t total() const { return weights + kv_cache + activations; }
 };
+// Quantized weights (matmul_elem_bytes > 0) add the prefill's dequantized copy of the largest weight.
 MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,
-                               std::int64_t max_new_tokens, std::int64_t elem_bytes);
+                               std::int64_t max_new_tokens, std::int64_t elem_bytes,
+                               std::int64_t matmul_elem_bytes = 0);
 
 // Bytes the device can still give: cudaMemGetInfo free (+ what the caching allocator holds unused) on GPU,
 // MemAvailable on CPU.

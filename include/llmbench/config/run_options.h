@@ -17,6 +17,7 @@ struct RunOptions {
   std::vector<double> temperature{0.0};
   std::vector<std::string> attn{"eager"};      // eager | sdpa
   std::vector<std::string> dtype{"bfloat16"};  // bfloat16 | float16 | float32
+  std::vector<std::string> weights{"bf16"};    // bf16 (the dtype, unquantized) | int8 | fp8 (docs/quantization.md)
   int warmup = 3;
   int runs = 20;
   int trim = 2;
@@ -30,6 +31,8 @@ struct RunOptions {
   std::string chat_format;              // empty: from tokenizer_config
   bool cuda_graph = true;               // decode step replayed from a CUDA graph (GPU only)
   bool fused = true;                    // fused kernels (GPU only)
+  bool gemv = true;                     // GEMV kernel for the decode step's matmuls (GPU only)
+  std::string fp8_gemm = "dequant";     // fp8 weights in the prefill: dequant | scaled-mm
   bool verify = true;                   // check greedy points' tokens against the reference path
   double max_minutes = 30;              // refuse a run estimated longer than this (0: no limit)
 };
@@ -44,19 +47,22 @@ struct PointParams {
   double temperature = 0.0;
   std::string attn = "eager";
   std::string dtype = "bfloat16";
+  std::string weights = "bf16";         // bf16 | int8 | fp8
   int top_k = 0;
   double top_p = 1.0;
   std::uint64_t seed = 0;
   std::string device;                   // as resolved ("cpu", "cuda")
   bool cuda_graph = true;
   bool fused = true;
+  bool gemv = true;
+  std::string fp8_gemm = "dequant";
 };
 
 // Throws UsageError naming the option: empty axis, batch/prompt_len/max_new_tokens < 1, runs <= 2*trim,
 // warmup < 0, temperature < 0, top_p outside (0, 1], unknown attn or dtype, max_minutes < 0.
 void validate(const RunOptions& options);
 
-// The factorial product of the axes, in a fixed nesting order (dtype, attn, batch, prompt_len,
+// The factorial product of the axes, in a fixed nesting order (dtype, weights, attn, batch, prompt_len,
 // max_new_tokens, temperature; the last varies fastest). `device` is stored as given.
 std::vector<PointParams> expand(const RunOptions& options);
 

@@ -5,6 +5,7 @@
 
 #include "llmbench/model/attention.h"
 #include "llmbench/model/kv_cache.h"
+#include "llmbench/model/linear.h"
 #include "llmbench/model/model_config.h"
 #include "llmbench/model/rope.h"
 #include "llmbench/model/weights.h"
@@ -60,6 +61,9 @@ class Decoder {
   void set_fused(bool fused) { fused_ = fused; }
   // True when decode_step takes the fused path for tensors like `x`.
   bool fused_active(const torch::Tensor& x, const Rope& rope) const;
+  // How the qkv, o, gate_up and down matmuls run (llmbench/model/linear.h): GEMV kernel, fp8 GEMM.
+  void set_linear_paths(const LinearPaths& paths) { paths_ = paths; }
+  const LinearPaths& linear_paths() const { return paths_; }
 
  private:
   // x [B, S, H] through layer `i`; `write` stores this layer's k/v [B, Hkv, S, D] and returns the
@@ -73,6 +77,7 @@ class Decoder {
   const Weights& weights_;
   AttnImpl attn_;
   bool fused_ = false;
+  LinearPaths paths_;
 };
 
 // HF's RMSNorm: normalise in float32, cast back, then scale.

@@ -9,6 +9,7 @@
 #include "llmbench/model/attention.h"
 #include "llmbench/model/decoder.h"
 #include "llmbench/model/kv_cache.h"
+#include "llmbench/model/linear.h"
 #include "llmbench/model/model_config.h"
 #include "llmbench/model/rope.h"
 #include "llmbench/model/sampler.h"
@@ -39,6 +40,7 @@ struct ModelLoadOptions {
   std::string device = "cpu";   // cpu | cuda | cuda:N | auto
   std::string attn = "eager";   // eager | sdpa
   std::uint64_t seed = 0;       // random weights only
+  std::string quant = "bf16";   // bf16 (model dtype) | int8 | fp8: the matmul weights (model/quantize.h)
 };
 
 struct ModelInfo {
@@ -52,6 +54,7 @@ struct ModelInfo {
   std::string attn;
   double load_ms = 0;           // resolve + read/draw + convert + copy (device synchronised)
   std::int64_t weight_bytes = 0;
+  std::string quant = "bf16";   // bf16 | int8 | fp8 (weight_bytes counts the quantized tensors and scales)
 };
 
 struct GenerateOptions {
@@ -78,6 +81,13 @@ class Model {
   void set_fused(bool fused);
   // True when the decode step currently takes the fused kernels.
   bool fused_active() const;
+  // The CUDA GEMV kernel for the decode step's matmuls (B ≤ 16; llmbench/model/linear.h); off by default.
+  void set_gemv(bool gemv);
+  bool gemv_enabled() const;
+  // True when a decode step of `rows` rows takes the GEMV kernel for its layer matmuls.
+  bool gemv_active(std::int64_t rows = 1) const;
+  // How fp8 weights multiply beyond the GEMV's rows (prefill): dequantize-then-GEMM or _scaled_mm.
+  void set_fp8_gemm(Fp8Gemm gemm);
 
   // Allocates the KV cache, rope tables and decode state for (batch, max_len); a no-op when the shape
   // is unchanged. Throws UsageError when max_len exceeds the model's positions. Returns cache bytes.

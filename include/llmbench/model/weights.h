@@ -19,6 +19,9 @@ struct LayerWeights {
   torch::Tensor post_norm;   // [H]
   torch::Tensor gate_up;     // [2 I, H]  rows: gate, then up
   torch::Tensor down;        // [H, I]
+  // Quantized weights (llmbench/model/quantize.h): qkv, o, gate_up and down then hold int8 or
+  // float8_e4m3fn and these their per-output-channel scales; undefined for model-dtype weights.
+  torch::Tensor qkv_scale, o_scale, gate_up_scale, down_scale;  // [rows of the weight] float32
 };
 
 struct Weights {

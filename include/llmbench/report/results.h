@@ -83,6 +83,17 @@ struct Verification {
   bool ok = false;                    // over_tolerance == 0
 };
 
+// What quantized weights cost (docs/quantization.md): the point's model against the same model with
+// unquantized weights, both teacher-forced on the reference's greedy tokens for the point's prompts, over
+// the N generated positions of every row (float32 logits through the lm_head).
+struct Quality {
+  std::string reference;            // the unquantized weights' dtype, e.g. "bfloat16"
+  std::int64_t positions = 0;       // B × N positions compared
+  double logits_rel_err = 0;        // ‖L − L_ref‖ / ‖L_ref‖ (Frobenius over every position and vocab entry)
+  double top1_agreement = 0;        // fraction of positions whose argmax equals the reference's
+  double kl_divergence_mean = 0;    // mean over positions of KL(softmax L_ref ‖ softmax L), nats
+};
+
 struct PointResult {
   PointParams params;
   std::string status = "ok";         // ok | failed | skipped
@@ -106,6 +117,7 @@ struct PointResult {
   std::optional<LoadResult> load;
   Outputs outputs;
   std::optional<Verification> verification;  // unset: not verified (--no-verify, temperature > 0, failed before)
+  std::optional<Quality> quality;            // quantized points (params.weights int8/fp8) that ran; unset otherwise
 };
 
 struct Results {

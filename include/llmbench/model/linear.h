@@ -1,0 +1,36 @@
+#pragma once
+#include <string>
+
+#include <torch/torch.h>
+
+// The matmul of every decoder weight, whatever its storage: y = x · Wᵀ (+ bias), with W in the model
+// dtype, or int8 / float8 e4m3 with per-output-channel scales (llmbench/model/quantize.h). Paths:
+//   GEMV kernel     CUDA, x with at most cuda::kGemvMaxRows rows (the decode step), when enabled;
+//   plain           torch::linear on W, or on dequantize(W, scale) for quantized weights;
+//   scaled_mm       fp8 weights with more rows, when chosen: x quantized per row to fp8, torch::_scaled_mm
+//                   (libtorch ≥ 2.5, CUDA, bf16 activations, K and N multiples of 16; else plain).
+namespace llmbench {
+
+enum class Fp8Gemm { dequant, scaled_mm };
+
+// "dequant" | "scaled-mm"; UsageError otherwise.
+Fp8Gemm parse_fp8_gemm(const std::string& name);
+const char* to_string(Fp8Gemm gemm);
+
+struct LinearPaths {
+  bool gemv = false;                     // the CUDA GEMV kernel for small row counts
+  Fp8Gemm fp8_gemm = Fp8Gemm::dequant;   // fp8 weights beyond the GEMV's rows
+};
+
+// x [..., K] (model dtype), w [N, K] (model dtype; or int8/float8 with scale [N] float32), bias [N] (model
+// dtype) or undefined → [..., N] model dtype.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                     const torch::Tensor& bias, const LinearPaths& paths);
+
+// True when linear(x, w, ...) takes the GEMV kernel.
+bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                  const torch::Tensor& bias, const LinearPaths& paths);
+// True when this build and libtorch can run the scaled_mm path at all.
+bool scaled_mm_available();
+
+}  // namespace llmbench

@@ -1,0 +1,135 @@
+#include "llmbench/model/linear.h"
+
+#include "llmbench/base/error.h"
+#include "llmbench/model/quantize.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "llmbench/cuda/gemv.h"
+#endif
+
+#if defined(LLMBENCH_WITH_CUDA) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
+#define LLMBENCH_SCALED_MM 1  // at::_scaled_mm with row-wise scales
+#endif
+
+namespace llmbench {
+
+namespace {
+
+torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return b.defined() ? torch::nn::functional::linear(x, w, b) : torch::nn::functional::linear(x, w);
+}
+
+[[maybe_unused]] bool is_fp8(const torch::Tensor& w) {
+#ifdef LLMBENCH_TORCH_FP8
+  return w.scalar_type() == torch::kFloat8_e4m3fn;
+#else
+  (void)w;
+  return false;
+#endif
+}
+
+[[maybe_unused]] std::vector<std::int64_t> out_shape(const torch::Tensor& x, std::int64_t n) {
+  std::vector<std::int64_t> s(x.sizes().begin(), x.sizes().end());
+  s.back() = n;
+  return s;
+}
+
+#ifdef LLMBENCH_WITH_CUDA
+torch::Tensor gemv(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                   const torch::Tensor& bias) {
+  const auto k = x.size(-1), n = w.size(0), rows = x.numel() / k;
+  torch::Tensor x2 = x.reshape({rows, k});                                           // [B, K]
+  if (x2.stride(1) != 1) x2 = x2.contiguous();
+  torch::Tensor y = torch::empty({rows, n}, x.options());                            // [B, N]
+  c10::cuda::CUDAGuard guard(x.device());
+  cuda::GemvArgs a;
+  a.dtype = x.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
+            : x.scalar_type() == torch::kFloat16 ? cuda::DType::f16
+                                                 : cuda::DType::f32;
+  a.weight = !scale.defined() ? cuda::WeightType::act
+             : w.scalar_type() == torch::kInt8 ? cuda::WeightType::int8
+                                               : cuda::WeightType::fp8_e4m3;
+  a.x = x2.data_ptr();
+  a.x_stride = x2.stride(0);
+  a.w = w.data_ptr();
+  a.scale = scale.defined() ? scale.data_ptr<float>() : nullptr;
+  a.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  a.y = y.data_ptr();
+  a.y_stride = n;
+  a.batch = static_cast<int>(rows);
+  a.n = n;
+  a.k = k;
+  cuda::gemv(a, at::cuda::getCurrentCUDAStream().stream());
+  return y.view(out_shape(x, n));
+}
+#endif
+
+#ifdef LLMBENCH_SCALED_MM
+// fp8 weights × activations quantized per row to fp8 (scale = max|x_row| / 448), bf16 out.
+torch::Tensor scaled_mm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                        const torch::Tensor& bias) {
+  const auto k = x.size(-1), n = w.size(0);
+  torch::Tensor x2 = x.reshape({-1, k}).to(torch::kFloat32);                                 // [M, K]
+  torch::Tensor xs = x2.abs().amax(1, /*keepdim=*/true).clamp_min(1e-12).div_(448.0);        // [M, 1]
+  torch::Tensor xq = (x2 / xs).clamp_(-448.0, 448.0).to(torch::kFloat8_e4m3fn);            // [M, K]
+  torch::Tensor y = at::_scaled_mm(xq, w.t(), xs, scale.view({1, n}), std::nullopt, std::nullopt,
+                                   x.scalar_type(), /*use_fast_accum=*/false);               // [M, N]
+  if (bias.defined()) y.add_(bias);
+  return y.view(out_shape(x, n));
+}
+#endif
+
+}  // namespace
+
+Fp8Gemm parse_fp8_gemm(const std::string& name) {
+  if (name == "dequant") return Fp8Gemm::dequant;
+  if (name == "scaled-mm") return Fp8Gemm::scaled_mm;
+  throw UsageError(cat("--fp8-gemm: unknown value '", name, "' (expected dequant or scaled-mm)"));
+}
+
+const char* to_string(Fp8Gemm gemm) { return gemm == Fp8Gemm::scaled_mm ? "scaled-mm" : "dequant"; }
+
+bool scaled_mm_available() {
+#ifdef LLMBENCH_SCALED_MM
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                  const torch::Tensor& bias, const LinearPaths& paths) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (!paths.gemv || !x.is_cuda() || x.dim() < 1 || w.dim() != 2 || !w.is_contiguous()) return false;
+  const auto s = x.scalar_type();
+  if (s != torch::kFloat32 && s != torch::kFloat16 && s != torch::kBFloat16) return false;
+  const auto k = x.size(-1), rows = k > 0 ? x.numel() / k : 0;
+  if (rows < 1 || rows > cuda::kGemvMaxRows || w.size(1) != k) return false;
+  if (bias.defined() && (bias.scalar_type() != s || !bias.is_contiguous())) return false;
+  if (!scale.defined()) return w.scalar_type() == s;
+  return (w.scalar_type() == torch::kInt8 || is_fp8(w)) && scale.scalar_type() == torch::kFloat32 &&
+         scale.is_contiguous();
+#else
+  (void)x, (void)w, (void)scale, (void)bias, (void)paths;
+  return false;
+#endif
+}
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                     const torch::Tensor& bias, const LinearPaths& paths) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (gemv_applies(x, w, scale, bias, paths)) return gemv(x, w, scale, bias);
+#endif
+  if (!scale.defined()) return dense(x, w, bias);
+#ifdef LLMBENCH_SCALED_MM
+  if (paths.fp8_gemm == Fp8Gemm::scaled_mm && is_fp8(w) && x.is_cuda() && x.scalar_type() == torch::kBFloat16 &&
+      x.size(-1) % 16 == 0 && w.size(0) % 16 == 0)
+    return scaled_mm(x, w, scale, bias);
+#endif
+  return dense(x, dequantize(w, scale, x.scalar_type()), bias);
+}
+
+}  // namespace llmbench

@@ -1,0 +1,127 @@
+#include "llmbench/model/quantize.h"
+
+#include "llmbench/base/error.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "llmbench/cuda/gemv.h"
+#endif
+
+namespace llmbench {
+
+namespace {
+
+constexpr double kInt8Max = 127.0;
+constexpr double kFp8Max = 448.0;  // largest finite float8 e4m3fn
+
+const char* const kFp8Unsupported = "fp8 weights need a CUDA GPU with FP8 (sm_89+) and libtorch >= 2.1";
+
+bool is_quantized_dtype(torch::Dtype d) {
+#ifdef LLMBENCH_TORCH_FP8
+  if (d == torch::kFloat8_e4m3fn) return true;
+#endif
+  return d == torch::kInt8;
+}
+
+}  // namespace
+
+WeightFormat parse_weight_format(const std::string& name) {
+  if (name == "bf16") return WeightFormat::plain;
+  if (name == "int8") return WeightFormat::int8;
+  if (name == "fp8") return WeightFormat::fp8;
+  throw UsageError(cat("unknown weights '", name, "' (expected bf16, int8 or fp8)"));
+}
+
+std::string to_string(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::plain: return "bf16";
+    case WeightFormat::int8: return "int8";
+    case WeightFormat::fp8: return "fp8";
+  }
+  return "bf16";
+}
+
+bool torch_has_fp8() {
+#ifdef LLMBENCH_TORCH_FP8
+  return true;
+#else
+  return false;
+#endif
+}
+
+void check_fp8_supported(const torch::Device& device) {
+  bool ok = torch_has_fp8() && device.is_cuda();
+#ifdef LLMBENCH_WITH_CUDA
+  if (ok) {
+    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0);
+    ok = prop->major * 10 + prop->minor >= 89;
+  }
+#else
+  ok = false;
+#endif
+  if (!ok) throw UsageError(kFp8Unsupported);
+}
+
+QuantizedTensor quantize(const torch::Tensor& w, WeightFormat format) {
+  torch::NoGradGuard no_grad;
+  if (w.dim() != 2) throw Error(cat("quantize: expected a [N, K] weight, got ", w.sizes()));
+  if (format == WeightFormat::plain) throw Error("quantize: nothing to do for bf16 weights");
+  const double qmax = format == WeightFormat::int8 ? kInt8Max : kFp8Max;
+  torch::Tensor wf = w.to(torch::kFloat32);                                          // [N, K]
+  torch::Tensor amax = wf.abs().amax(1);                                             // [N]
+  torch::Tensor scale = torch::where(amax > 0, amax / qmax, torch::ones_like(amax));  // [N] float32
+  torch::Tensor scaled = wf / scale.unsqueeze(1);  // [N, K] in [-qmax, qmax] (a new tensor: wf may be w itself)
+  QuantizedTensor out;
+  out.scale = scale;
+  if (format == WeightFormat::int8) {
+    out.q = scaled.round_().clamp_(-kInt8Max, kInt8Max).to(torch::kInt8);
+  } else {
+#ifdef LLMBENCH_TORCH_FP8
+    out.q = scaled.clamp_(-kFp8Max, kFp8Max).to(torch::kFloat8_e4m3fn);
+#else
+    throw UsageError(kFp8Unsupported);
+#endif
+  }
+  return out;
+}
+
+torch::Tensor dequantize(const torch::Tensor& q, const torch::Tensor& scale, torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  if (q.dim() != 2 || scale.dim() != 1 || scale.size(0) != q.size(0) || !is_quantized_dtype(q.scalar_type()))
+    throw Error(cat("dequantize: expected q [N, K] int8/float8 and scale [N], got ", q.sizes(), " ",
+                    q.scalar_type(), " and ", scale.sizes()));
+#ifdef LLMBENCH_WITH_CUDA
+  if (q.is_cuda() && q.is_contiguous() && scale.is_contiguous() && scale.scalar_type() == torch::kFloat32 &&
+      (dtype == torch::kBFloat16 || dtype == torch::kFloat16 || dtype == torch::kFloat32)) {
+    c10::cuda::CUDAGuard guard(q.device());
+    torch::Tensor out = torch::empty(q.sizes(), q.options().dtype(dtype));  // [N, K]
+    const cuda::DType kd = dtype == torch::kBFloat16 ? cuda::DType::bf16
+                           : dtype == torch::kFloat16 ? cuda::DType::f16
+                                                      : cuda::DType::f32;
+    cuda::dequantize(kd, q.scalar_type() == torch::kInt8 ? cuda::WeightType::int8 : cuda::WeightType::fp8_e4m3,
+                     out.data_ptr(), q.data_ptr(), scale.data_ptr<float>(), q.size(0), q.size(1),
+                     at::cuda::getCurrentCUDAStream().stream());
+    return out;
+  }
+#endif
+  return (q.to(torch::kFloat32) * scale.to(torch::kFloat32).unsqueeze(1)).to(dtype);  // [N, K]
+}
+
+void quantize_weights(Weights& weights, WeightFormat format) {
+  if (format == WeightFormat::plain) return;
+  auto replace = [&](torch::Tensor& w, torch::Tensor& scale) {
+    QuantizedTensor qt = quantize(w, format);
+    w = qt.q;  // the plain tensor is freed here
+    scale = qt.scale;
+  };
+  for (auto& l : weights.layers) {
+    replace(l.qkv, l.qkv_scale);
+    replace(l.o, l.o_scale);
+    replace(l.gate_up, l.gate_up_scale);
+    replace(l.down, l.down_scale);
+  }
+}
+
+}  // namespace llmbench

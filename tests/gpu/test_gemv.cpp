@@ -1,0 +1,149 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "llmbench/model/decode_graph.h"
+#include "llmbench/model/linear.h"
+#include "llmbench/model/model.h"
+#include "llmbench/model/quantize.h"
+
+using namespace llmbench;
+
+namespace {
+
+// max |a − b| / max |b|, both as float32 on the CPU.
+double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor x = a.to(torch::kCPU, torch::kFloat32), y = b.to(torch::kCPU, torch::kFloat32);
+  return (x - y).abs().max().item<double>() / std::max(1e-6, y.abs().max().item<double>());
+}
+
+std::vector<WeightFormat> formats() {
+  std::vector<WeightFormat> f = {WeightFormat::plain, WeightFormat::int8};
+  if (torch_has_fp8()) {
+    try {
+      check_fp8_supported(torch::Device(torch::kCUDA, 0));
+      f.push_back(WeightFormat::fp8);
+    } catch (const std::exception&) {  // a GPU without FP8: the other formats still run
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+// The GEMV kernel (through linear()) against torch's float32 matmul of the dequantized weight, for each
+// weight format, B in {1, 2, 4, 16}, an odd N, K on the 16-byte path (256) and K a multiple of 8 only
+// (136: int8/fp8 rows are then 8-byte aligned and take the scalar path), with and without a bias.
+TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(0);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  for (WeightFormat f : formats()) {
+    for (std::int64_t k : {256, 136}) {
+      for (std::int64_t b : {1, 2, 4, 16}) {
+        for (bool with_bias : {false, true}) {
+          SCOPED_TRACE(cat(to_string(f), " K=", k, " B=", b, with_bias ? " bias" : ""));
+          const std::int64_t n = 131;
+          torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
+          torch::Tensor x = torch::randn({b, 1, k}, bf16);      // [B, 1, K]
+          torch::Tensor bias = with_bias ? torch::randn({n}, bf16) : torch::Tensor();
+          torch::Tensor wq = w, scale, w_ref = w.to(torch::kFloat32);
+          if (f != WeightFormat::plain) {
+            QuantizedTensor qt = quantize(w, f);
+            wq = qt.q;
+            scale = qt.scale;
+            w_ref = dequantize(qt.q.cpu(), qt.scale.cpu(), torch::kFloat32).to(torch::kCUDA);  // [N, K] float32
+          }
+          ASSERT_TRUE(gemv_applies(x, wq, scale, bias, gemv));
+          torch::Tensor y = linear(x, wq, scale, bias, gemv);  // [B, 1, N] bf16
+          ASSERT_EQ(y.sizes(), (std::vector<std::int64_t>{b, 1, n}));
+          ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
+          torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w_ref.t());  // [B, 1, N]
+          if (with_bias) ref = ref + bias.to(torch::kFloat32);
+          // One bf16 rounding of the output (2^-8 relative) plus float accumulation order.
+          EXPECT_LT(rel_diff(y, ref), 1e-2);
+          // And the plain path (torch on the dequantized weight) agrees too.
+          EXPECT_LT(rel_diff(linear(x, wq, scale, bias, LinearPaths{}), ref), 2e-2);
+        }
+      }
+    }
+  }
+}
+
+// The dequantize kernel computes float(q) · scale rounded once, as the CPU's torch ops do: bit-exact.
+TEST(Gemv, DequantizeKernelMatchesTheCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(1);
+  for (WeightFormat f : formats()) {
+    if (f == WeightFormat::plain) continue;
+    for (std::int64_t k : {64, 24}) {
+      SCOPED_TRACE(cat(to_string(f), " K=", k));
+      torch::Tensor w = torch::randn({37, k}, torch::TensorOptions().device(torch::kCUDA));
+      QuantizedTensor qt = quantize(w, f);
+      for (auto dtype : {torch::kBFloat16, torch::kFloat32}) {
+        torch::Tensor gpu = dequantize(qt.q, qt.scale, dtype).cpu();
+        torch::Tensor cpu = (qt.q.cpu().to(torch::kFloat32) * qt.scale.cpu().unsqueeze(1)).to(dtype);
+        EXPECT_TRUE(torch::equal(gpu, cpu));
+      }
+    }
+  }
+}
+
+// The kernel is capturable: a CUDA graph replay gives the eager launch's output for new inputs.
+TEST(Gemv, ReplaysInACudaGraph) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/qwen2_bias", "bfloat16", "cuda", "eager", 0, "int8"});
+  m->set_fused(true);
+  m->set_gemv(true);
+  ASSERT_TRUE(m->gemv_active(2));
+  torch::Tensor ids = torch::tensor({17, 45, 203, 9, 88, 150, 31, 250}, torch::kInt64).view({2, 4}).to(torch::kCUDA);
+  m->allocate_cache(2, 16);
+  m->reset_cache();
+  torch::Tensor tok = m->prefill(ids).argmax(-1);
+  torch::Tensor eager = m->decode_step(tok).cpu();
+  m->reset_cache();
+  m->prefill(ids);
+  DecodeGraph graph(*m);
+  torch::Tensor replay = graph.step(tok).cpu();
+  EXPECT_LT(rel_diff(replay, eager), 1e-3);
+}
+
+// Full model, bf16 and int8 (and fp8 where the GPU has it): the decode step with the GEMV kernel against
+// the plain path (torch matmul), teacher-forced with the plain path's greedy tokens; fused and graph on.
+TEST(Gemv, ModelDecodeMatchesThePlainPath) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (WeightFormat f : formats()) {
+    for (const char* name : {"qwen2_bias", "llama3_tied"}) {
+      SCOPED_TRACE(cat(name, " ", to_string(f)));
+      auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", "eager", 0,
+                            to_string(f)});
+      torch::Tensor ids = torch::tensor({17, 45, 203, 9, 88, 150, 31, 250, 4, 66, 123, 77, 5, 199}, torch::kInt64)
+                              .view({2, 7}).to(torch::kCUDA);  // [2, 7]
+      const int steps = 10;
+      m->allocate_cache(2, 7 + steps + 1);
+      m->set_fused(true);
+      auto run = [&](bool gemv, const std::vector<torch::Tensor>* feed) {
+        m->set_gemv(gemv);
+        EXPECT_EQ(m->gemv_active(2), gemv);
+        m->reset_cache();
+        std::vector<torch::Tensor> logits{m->prefill(ids).cpu()};
+        torch::Tensor tok = logits[0].argmax(-1).to(torch::kCUDA);
+        for (int i = 0; i < steps; ++i) {
+          torch::Tensor in = feed ? (*feed)[i] : tok;
+          logits.push_back(m->decode_step(in).cpu());
+          tok = logits.back().argmax(-1).to(torch::kCUDA);
+        }
+        return logits;
+      };
+      std::vector<torch::Tensor> plain = run(false, nullptr), feed;
+      feed.push_back(plain[0].argmax(-1).to(torch::kCUDA));
+      for (int i = 1; i < steps; ++i) feed.push_back(plain[i].argmax(-1).to(torch::kCUDA));
+      std::vector<torch::Tensor> fast = run(true, &feed);
+      for (size_t i = 0; i < plain.size(); ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_LT(rel_diff(fast[i], plain[i]), 2e-2);
+      }
+    }
+  }
+}
