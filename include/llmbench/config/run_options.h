@@ -32,6 +32,8 @@ struct RunOptions {
   bool fused = true;                    // fused kernels (GPU only)
   bool verify = true;                   // check greedy points' tokens against the reference path
   double max_minutes = 30;              // refuse a run estimated longer than this (0: no limit)
+  int tp = 1;                           // tensor-parallel ranks (docs/distributed.md)
+  double dist_timeout_s = 300;          // a collective waiting longer fails (tp > 1)
 };
 
 // One point of a sweep: a single value of every axis.
@@ -50,6 +52,7 @@ struct PointParams {
   std::string device;                   // as resolved ("cpu", "cuda")
   bool cuda_graph = true;
   bool fused = true;
+  int tp = 1;                           // tensor-parallel ranks
 };
 
 // Throws UsageError naming the option: empty axis, batch/prompt_len/max_new_tokens < 1, runs <= 2*trim,

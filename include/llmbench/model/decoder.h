@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -56,6 +57,9 @@ class Decoder {
   void set_fused(bool fused) { fused_ = fused; }
   // True when decode_step takes the fused path for tensors like `x`.
   bool fused_active(const torch::Tensor& x, const Rope& rope) const;
+  // Tensor parallelism (dist/shard.h): sums a row-parallel projection's partial output over the ranks,
+  // in place, after o_proj and after down_proj; their biases are added once, after it. Unset: one rank.
+  void set_all_reduce(std::function<void(torch::Tensor&)> reduce) { all_reduce_ = std::move(reduce); }
 
  private:
   // x [B, S, H] through layer `i`; `write` stores this layer's k/v [B, Hkv, S, D] and returns the
@@ -64,12 +68,15 @@ class Decoder {
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                       const torch::Tensor& mask, Write&& write) const;
   torch::Tensor logits(const torch::Tensor& last_hidden) const;
+  // x [..., K / tp] · w [H, K / tp]ᵀ summed over the ranks (+ b [H]) → [..., H].
+  torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {}) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   const ModelConfig& config_;
   const Weights& weights_;
   AttnImpl attn_;
   bool fused_ = false;
+  std::function<void(torch::Tensor&)> all_reduce_;
 };
 
 // HF's RMSNorm: normalise in float32, cast back, then scale.
