@@ -233,7 +233,19 @@ std::optional<std::string> wait_for_ranks(std::chrono::milliseconds timeout) {
 
 std::optional<std::string> child_failure() {
   if (!g_launch) return std::nullopt;
-  reap(*g_launch);
+  // Rank 0 fails: often because a child died (its collective saw the connection drop) a moment before
+  // the child can be reaped. Give it that moment.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!reap(*g_launch) && std::chrono::steady_clock::now() < deadline) {
+    bool all_done = true;
+    {
+      std::lock_guard<std::mutex> lock(g_launch->mutex);
+      if (g_launch->failure) break;
+      for (const auto& c : g_launch->children) all_done = all_done && c.done;
+    }
+    if (all_done) break;
+    std::this_thread::sleep_for(kPoll);
+  }
   std::lock_guard<std::mutex> lock(g_launch->mutex);
   if (!g_launch->failure || g_launch->reported.exchange(true)) return std::nullopt;
   return g_launch->failure;
