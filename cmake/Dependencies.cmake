@@ -81,3 +81,27 @@ if(LLMBENCH_WITH_CUDA)
   endif()
 endif()
 message(STATUS "llmbench: CUDA support ${LLMBENCH_WITH_CUDA}")
+
+# Tensor parallelism (src/dist/process_group.cpp) uses c10d's backends from libtorch: Gloo on the CPU (its
+# headers: Debian's libgloo-dev, or the ones a PyTorch wheel ships in its include dir) and NCCL on CUDA
+# (nccl.h: the CUDA toolkit, /usr/include, or the nvidia-nccl wheel next to torch). A backend whose headers
+# are missing is left out of the build and refused at run time with that reason.
+find_path(LLMBENCH_GLOO_INCLUDE gloo/context.h HINTS ${TORCH_INCLUDE_DIRS})
+set(LLMBENCH_NCCL_INCLUDE "")
+if(LLMBENCH_WITH_CUDA)
+  set(_nccl_hints ${CUDAToolkit_INCLUDE_DIRS})
+  find_program(LLMBENCH_PYTHON NAMES python3 python)
+  if(LLMBENCH_PYTHON)
+    execute_process(COMMAND "${LLMBENCH_PYTHON}" -c
+      "import glob,os,torch;r=os.path.dirname(os.path.dirname(torch.__file__));print(';'.join(sorted({os.path.dirname(os.path.dirname(p)) for p in glob.glob(r+'/nvidia/**/include/nccl.h',recursive=True)})))"
+      OUTPUT_VARIABLE _nccl_py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    foreach(_d ${_nccl_py})
+      list(APPEND _nccl_hints "${_d}/include")
+    endforeach()
+  endif()
+  find_path(LLMBENCH_NCCL_INCLUDE_DIR nccl.h HINTS ${_nccl_hints})
+  if(LLMBENCH_NCCL_INCLUDE_DIR)
+    set(LLMBENCH_NCCL_INCLUDE ${LLMBENCH_NCCL_INCLUDE_DIR})
+  endif()
+endif()
+message(STATUS "llmbench: tensor parallelism: gloo headers ${LLMBENCH_GLOO_INCLUDE}, nccl.h ${LLMBENCH_NCCL_INCLUDE}")

@@ -12,6 +12,9 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/bench/device_env.h"
 #include "llmbench/bench/memory.h"
+#include "llmbench/dist/launcher.h"
+#include "llmbench/dist/session.h"
+#include "llmbench/dist/shard.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/runner/model_tokenizer.h"
@@ -74,6 +77,8 @@ void add_generate_command(CLI::App& root, Commands& out) {
     bool ignore_eos = false;
     bool json = false;
     std::string dump_logits;
+    int tp = 1;
+    double dist_timeout_s = 300;
   };
   auto opt = std::make_shared<Options>();
   auto* app = root.add_subcommand("generate", "Generate tokens with the model core (greedy unless --temperature > 0)");
@@ -94,6 +99,10 @@ void add_generate_command(CLI::App& root, Commands& out) {
   app->add_option("--attn", opt->attn, "eager or sdpa")->capture_default_str();
   app->add_flag("--ignore-eos", opt->ignore_eos, "Always generate --max-new-tokens (do not stop at EOS)");
   app->add_flag("--json", opt->json, "Print {\"token_ids\": [[...], ...], ...} on stdout");
+  app->add_option("--tp", opt->tp, "Tensor-parallel ranks: one process per rank (docs/distributed.md)")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  app->add_option("--dist-timeout", opt->dist_timeout_s, "With --tp: seconds a collective may wait before the run fails")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--dump-logits", opt->dump_logits, "Write the prefill's last-position logits as JSON {\"last_logits\": [[...]]}");
 
   out.push_back({app, [opt] {
@@ -106,7 +115,8 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    std::vector<std::vector<std::int64_t>> prompts;
                    if (!opt->prompt) prompts = parse_prompt_ids(opt->prompt_ids);
                    if (opt->prompt && opt->prompt->empty()) throw UsageError("the prompt is empty");
-                   if (!opt->dump_logits.empty()) check_writable(opt->dump_logits);
+                   if (!opt->dump_logits.empty() && dist::process_rank() == 0) check_writable(opt->dump_logits);
+                   if (opt->tp > 1) dist::check_tp(resolve_model(opt->model).config, opt->tp);
                    const std::string device = resolve_device(opt->device);
                    std::string dtype = opt->dtype;
                    if (dtype == "auto") dtype = device == "cpu" ? "float32" : "bfloat16";
@@ -120,7 +130,9 @@ void add_generate_command(CLI::App& root, Commands& out) {
                      if (!load_model_tokenizer(probe))
                        throw UsageError(cat("model '", opt->model, "' has no tokenizer (random weights without a checkpoint): use --prompt-ids"));
                    }
-                   auto model = Model::load({opt->model, dtype, device, opt->attn, opt->seed});
+                   const dist::TpSession tp = dist::start_tensor_parallel(
+                       opt->tp, opt->device, std::chrono::milliseconds(static_cast<std::int64_t>(opt->dist_timeout_s * 1000)));
+                   auto model = Model::load({opt->model, dtype, tp.device, opt->attn, opt->seed, "bf16", tp.group});
                    std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(model->info());
                    if (opt->prompt) {
                      const ChatFormat format = opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format);
@@ -138,6 +150,8 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    const double gen_ms =
                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
                    const ModelInfo& info = model->info();
+                   if (tp.rank() != 0) return 0;  // rank 0 prints and writes
+                   if (auto failure = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*failure);
 
                    if (!opt->dump_logits.empty()) {
                      nlohmann::json rows = nlohmann::json::array();
@@ -164,7 +178,9 @@ void add_generate_command(CLI::App& root, Commands& out) {
                                       {"generate_ms", gen_ms},
                                       {"weight_bytes", info.weight_bytes},
                                       {"kv_cache_bytes", model->cache().bytes()},
-                                      {"config", to_json(info.config)}};
+                                      {"config", to_json(info.config)},
+                                      {"tp", info.tp}};
+                     if (tp.group) j["tp_backend"] = tp.group->backend();
                      if (model->device().is_cuda()) j["peak_memory_bytes"] = peak_allocated_bytes(model->device());
                      std::cout << j.dump() << "\n";
                    } else {

@@ -7,11 +7,21 @@
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
 #include "llmbench/base/version.h"
+#include "llmbench/dist/dist_env.h"
+#include "llmbench/dist/launcher.h"
 
 namespace {
 
+// A tensor-parallel rank 0 whose child rank died reports that death, not the broken collective it caused;
+// other ranks name themselves.
 int fail(int code, const std::string& message) {
-  std::cerr << "llmbench: error: " << llmbench::first_line(message) << std::endl;
+  if (auto child = llmbench::dist::child_failure()) {
+    std::cerr << "llmbench: error: " << *child << std::endl;
+    return llmbench::kExitFailure;
+  }
+  const int rank = llmbench::dist::process_rank();
+  std::cerr << "llmbench: error: " << (rank ? llmbench::cat("rank ", rank, ": ") : "") << llmbench::first_line(message)
+            << std::endl;
   return code;
 }
 
@@ -48,6 +58,8 @@ int main(int argc, char** argv) {
 
   try {
     log::set_level(verbose ? log::Level::debug : log::parse_level(log_level));
+    // Tensor-parallel ranks other than 0 keep to warnings unless asked for more.
+    if (dist::process_rank() != 0 && log::level() == log::Level::info) log::set_level(log::Level::warn);
     for (auto& c : commands)
       if (c.app->parsed()) return c.run();
     return fail(kExitUsage, "no subcommand given (see --help)");

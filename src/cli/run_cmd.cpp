@@ -10,6 +10,8 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/base/log.h"
 #include "llmbench/bench/interrupt.h"
+#include "llmbench/dist/dist_env.h"
+#include "llmbench/dist/launcher.h"
 #include "llmbench/report/format.h"
 #include "llmbench/runner/runner.h"
 #include "run_options_cli.h"
@@ -79,14 +81,17 @@ void add_run_command(CLI::App& root, Commands& out) {
   out.push_back({app, [st] {
                    RunOptions options = finish_run_flags(st->flags);
                    parse_format(st->format);
-                   if (!st->output.empty()) check_writable(st->output);
+                   const bool rank0 = dist::process_rank() == 0;  // only rank 0 prints and writes
+                   if (!st->output.empty() && rank0) check_writable(st->output);
                    install_interrupt_handlers();
                    RunHooks hooks;
                    hooks.measure_ceilings = !st->no_roofline;
-                   const bool tty = ::isatty(STDERR_FILENO);
+                   const bool tty = ::isatty(STDERR_FILENO) && rank0;
                    if (tty) hooks.on_progress = draw_progress;
                    Results results = run_benchmark(options, hooks);
                    if (tty) std::fprintf(stderr, "\r\033[K");
+                   if (dist::process_rank() != 0) return kExitOk;
+                   if (auto failure = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*failure);
                    return finish_results(results, st->output, st->format, "");
                  }});
 }

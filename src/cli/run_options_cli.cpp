@@ -69,6 +69,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
       ->capture_default_str();
   app.add_flag("--verify,!--no-verify", o.verify,
                "Check each greedy point's tokens against the reference path (default on; a mismatch fails the point)");
+  app.add_option("--tp", o.tp, "Tensor-parallel ranks: one process per rank (docs/distributed.md)")->capture_default_str();
+  app.add_option("--dist-timeout", o.dist_timeout_s, "With --tp: seconds a collective may wait before the run fails")
+      ->capture_default_str();
   app.add_option("--max-minutes", o.max_minutes,
                  "Refuse a run estimated (from the device ceilings) to take longer than this; 0: no limit")
       ->capture_default_str();

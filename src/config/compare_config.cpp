@@ -166,6 +166,9 @@ const std::map<std::string, Setter>& option_setters() {
       {"fused", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.fused = scalar<bool>(c, n, p, "true or false");
        }},
+      {"tp", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.tp = scalar<int>(c, n, p, "an integer");
+       }},
       {"verify", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.verify = scalar<bool>(c, n, p, "true or false");
        }},

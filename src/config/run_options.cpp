@@ -54,6 +54,9 @@ void validate(const RunOptions& o) {
   if (!(o.top_p > 0 && o.top_p <= 1)) throw UsageError(cat("--top-p: ", o.top_p, " is outside (0, 1]"));
   if (o.prompt && o.prompt_file) throw UsageError("--prompt and --prompt-file: give only one");
   if (o.device.empty()) throw UsageError("--device: must not be empty");
+  if (o.tp < 1) throw UsageError(cat("--tp: ", o.tp, " is not allowed (must be >= 1)"));
+  if (!(o.dist_timeout_s > 0 && std::isfinite(o.dist_timeout_s)))
+    throw UsageError(cat("--dist-timeout: ", o.dist_timeout_s, " is not allowed (must be > 0 seconds)"));
   if (!(o.max_minutes >= 0 && std::isfinite(o.max_minutes)))
     throw UsageError(cat("--max-minutes: ", o.max_minutes, " is not allowed (must be >= 0; 0 is no limit)"));
 }
@@ -85,6 +88,7 @@ std::vector<PointParams> expand(const RunOptions& o) {
               p.fused = o.fused;
               p.gemv = o.gemv;
               p.fp8_gemm = o.fp8_gemm;
+              p.tp = o.tp;
               points.push_back(p);
             }
   return points;

@@ -24,6 +24,14 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
   return weight * h.to(x.scalar_type());
 }
 
+torch::Tensor Decoder::row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                                    const torch::Tensor& b) const {
+  if (!all_reduce_) return linear(x, w, scale, b, paths_);
+  torch::Tensor y = linear(x, w, scale, {}, paths_);  // this rank's partial sum
+  all_reduce_(y);
+  return b.defined() ? y + b : y;
+}
+
 template <class Write>
 torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos,
                              const torch::Tensor& sin, const AttnMask& mask, Write&& write) const {
@@ -42,11 +50,11 @@ torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch
   auto [keys, values] = write(i, k, v);                                        // [B, Hkv, T, D] each
   torch::Tensor a = attention(attn_, q, keys, values, mask);                   // [B, Hq, S, D]
   a = a.transpose(1, 2).reshape({b, s, hq * d});                               // [B, S, Hq D]
-  torch::Tensor out = x + linear(a, w.o, w.o_scale, w.o_bias, paths_);        // [B, S, H]
+  torch::Tensor out = x + row_parallel(a, w.o, w.o_scale, w.o_bias);        // [B, S, H]
 
   h = rms_norm(out, w.post_norm, config_.rms_norm_eps);
   auto gu = linear(h, w.gate_up, w.gate_up_scale, {}, paths_).chunk(2, -1);  // 2 × [B, S, I]
-  return out + linear(torch::silu(gu[0]) * gu[1], w.down, w.down_scale, {}, paths_);
+  return out + row_parallel(torch::silu(gu[0]) * gu[1], w.down, w.down_scale);
 }
 
 torch::Tensor Decoder::logits(const torch::Tensor& last_hidden) const {
@@ -112,10 +120,10 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     torch::Tensor q = fused::rope_qkv_cache(qkv, {}, rope.cos_table(), rope.sin_table(), state.positions,
                                             state.column, keys, values, hq, hkv);     // [B, Hq, D]
     torch::Tensor a = fused::decode_attention(q, keys, values, state.valid);          // [B, Hq, D]
-    torch::Tensor o = linear(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias, paths_);  // [B, 1, H]
+    torch::Tensor o = row_parallel(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias);  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
     torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, 1, I]
-    torch::Tensor down = linear(m, w.down, w.down_scale, {}, paths_);  // [B, 1, H]
+    torch::Tensor down = row_parallel(m, w.down, w.down_scale);  // [B, 1, H]
     const torch::Tensor& next_norm = i + 1 < n ? weights_.layers[i + 1].input_norm : weights_.final_norm;
     fused::add_rms_norm_(down, residual, next_norm, config_.rms_norm_eps);           // residual += down; norm
     h = down;

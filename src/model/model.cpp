@@ -6,6 +6,7 @@
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
 #include "llmbench/bench/device_env.h"
+#include "llmbench/dist/shard.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/model/quantize.h"
 
@@ -41,23 +42,29 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
   info.dtype = dtype_name(m->dtype_);
   info.device = m->device_.str();
   info.attn = to_string(attn);
+  m->group_ = o.group;
+  info.tp = o.group ? o.group->world() : 1;
+  m->rank_config_ = dist::shard_config(info.config, info.tp);
+  const dist::Shard shard{o.group ? o.group->rank() : 0, info.tp};
   if (r.checkpoint_dir) {
     info.weights = "checkpoint";
     info.checkpoint_dir = *r.checkpoint_dir;
-    m->weights_ = load_weights(info.config, info.checkpoint_dir, m->dtype_, m->device_);
+    m->weights_ = load_weights(info.config, info.checkpoint_dir, m->dtype_, m->device_, nullptr, shard);
   } else {
     info.weights = "random";
-    m->weights_ = random_weights(info.config, m->dtype_, m->device_, o.seed);
+    m->weights_ = random_weights(info.config, m->dtype_, m->device_, o.seed, shard);
   }
   quantize_weights(m->weights_, quant);
   info.quant = to_string(quant);
   info.weight_bytes = m->weights_.bytes();
   info.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  m->decoder_ = std::make_unique<Decoder>(info.config, m->weights_, attn);
+  m->decoder_ = std::make_unique<Decoder>(m->rank_config_, m->weights_, attn);
+  if (auto group = m->group_) m->decoder_->set_all_reduce([group](torch::Tensor& t) { group->all_reduce_sum_(t); });
   log::info(cat("model ", o.model, ": weights: ", info.weights,
                 info.checkpoint_dir.empty() ? "" : " (" + info.checkpoint_dir + ")", ", ", info.dtype,
                 quant == WeightFormat::plain ? "" : " (" + info.quant + " matmul weights)", " on ",
-                info.device, ", ", info.weight_bytes / 1e6, " MB in ", info.load_ms, " ms"));
+                info.device, ", ", info.weight_bytes / 1e6, " MB in ", info.load_ms, " ms",
+                info.tp > 1 ? cat(" (tensor-parallel rank ", shard.rank, " of ", info.tp, ")") : std::string()));
   return m;
 }
 
@@ -95,8 +102,8 @@ std::int64_t Model::allocate_cache(std::int64_t batch, std::int64_t max_len) {
   check_context(config(), max_len);
   if (cache_.allocated() && cache_.batch() == batch && cache_.max_len() == max_len) return cache_.bytes();
   cache_ = KvCache();  // free the old one first: peak memory holds one cache, not two
-  cache_ = KvCache(config(), batch, max_len, dtype_, device_);
-  rope_ = Rope(config(), max_len, dtype_, device_);
+  cache_ = KvCache(rank_config_, batch, max_len, dtype_, device_);
+  rope_ = Rope(rank_config_, max_len, dtype_, device_);
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device_);
   state_.positions = torch::zeros({batch}, i64);
   state_.column = torch::zeros({batch}, i64);

@@ -47,6 +47,26 @@ json llama3_8b_instruct() {
     "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 128256})");
 }
 
+json llama3_70b_instruct() {
+  return json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": [128001, 128009], "hidden_act": "silu", "hidden_size": 8192,
+    "initializer_range": 0.02, "intermediate_size": 28672, "max_position_embeddings": 8192,
+    "model_type": "llama", "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 500000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 128256})");
+}
+
+json qwen25_72b_instruct() {
+  return json::parse(R"({
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 8192, "initializer_range": 0.02,
+    "intermediate_size": 29568, "max_position_embeddings": 32768, "model_type": "qwen2",
+    "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 152064})");
+}
+
 // A few MB, for CPU demos and tests; vocab 512 matches the tiny byte-level BPE (1 = BOS, 2 = EOS).
 json tiny() {
   return json::parse(R"({
@@ -73,7 +93,9 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> all{
       {"deepseek-r1-7b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", deepseek_r1_distill_qwen_7b()},
       {"llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", llama3_8b_instruct()},
+      {"llama-3-70b", "meta-llama/Meta-Llama-3-70B-Instruct", llama3_70b_instruct()},
       {"qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct", qwen25_7b_instruct()},
+      {"qwen2.5-72b", "Qwen/Qwen2.5-72B-Instruct", qwen25_72b_instruct()},
       {"tiny", "", tiny()},
   };
   return all;

@@ -40,40 +40,55 @@ class Loader {
   Loader(const SafetensorsCheckpoint& ckpt, torch::Dtype dtype, torch::Device device)
       : ckpt_(ckpt), options_(torch::TensorOptions().dtype(dtype).device(device)) {}
 
-  // A host tensor over the mapping (copied when the mapping is misaligned for the element type).
-  torch::Tensor source(const std::string& name, std::vector<std::int64_t> expected) {
+  // A host tensor over the mapping (copied when the mapping is misaligned for the element type), narrowed
+  // to `slice` along `dim` when given: only those bytes are then read.
+  torch::Tensor source(const std::string& name, std::vector<std::int64_t> expected, int dim = -1, dist::Range slice = {}) {
     const TensorView* v = ckpt_.find(name);
     if (!v) throw Error(cat("checkpoint is missing tensor '", name, "' (expected shape ", shape_str(expected), ")"));
     if (v->shape != expected)
       throw Error(cat("tensor '", name, "' has shape ", shape_str(v->shape), ", expected ", shape_str(expected),
                       " from config.json"));
     used_.insert(name);
-    bytes_ += static_cast<std::int64_t>(v->nbytes);
     const auto opts = torch::TensorOptions().dtype(torch_dtype(v->dtype));
     auto* ptr = const_cast<std::uint8_t*>(v->data);
-    if (reinterpret_cast<std::uintptr_t>(ptr) % element_size(v->dtype) == 0)
-      return torch::from_blob(ptr, v->shape, opts);
-    torch::Tensor t = torch::empty(v->shape, opts);
-    std::memcpy(t.data_ptr(), ptr, v->nbytes);
+    torch::Tensor t;
+    if (reinterpret_cast<std::uintptr_t>(ptr) % element_size(v->dtype) == 0) {
+      t = torch::from_blob(ptr, v->shape, opts);
+    } else {
+      t = torch::empty(v->shape, opts);
+      std::memcpy(t.data_ptr(), ptr, v->nbytes);
+    }
+    if (dim >= 0) t = t.narrow(dim, slice.start, slice.length);
+    bytes_ += t.numel() * static_cast<std::int64_t>(element_size(v->dtype));
     return t;
   }
 
-  torch::Tensor one(const std::string& name, std::vector<std::int64_t> shape) {
-    torch::Tensor t = torch::empty(shape, options_);
-    t.copy_(source(name, shape));
+  // One tensor, or this rank's columns of it when `columns` is given (row-parallel o and down).
+  torch::Tensor one(const std::string& name, std::vector<std::int64_t> shape, const dist::Shard* columns = nullptr) {
+    if (!columns || !columns->split()) {
+      torch::Tensor t = torch::empty(shape, options_);
+      t.copy_(source(name, shape));
+      return t;
+    }
+    const dist::Range r = dist::shard_range(shape[1], *columns);
+    torch::Tensor t = torch::empty({shape[0], r.length}, options_);
+    t.copy_(source(name, shape, 1, r));
     return t;
   }
 
-  // Stacks tensors along dim 0 into one device tensor: q/k/v → qkv, gate/up → gate_up.
-  torch::Tensor fused(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& parts) {
+  // Stacks tensors along dim 0 into one device tensor: q/k/v → qkv, gate/up → gate_up; with a split
+  // `rows`, this rank's rows of each part (column-parallel).
+  torch::Tensor fused(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& parts,
+                      const dist::Shard& rows = {}) {
     std::vector<std::int64_t> shape = parts[0].second;
     shape[0] = 0;
-    for (const auto& p : parts) shape[0] += p.second[0];
+    for (const auto& p : parts) shape[0] += p.second[0] / rows.world;
     torch::Tensor t = torch::empty(shape, options_);
     std::int64_t row = 0;
     for (const auto& [name, s] : parts) {
-      t.narrow(0, row, s[0]).copy_(source(name, s));
-      row += s[0];
+      const dist::Range r = dist::shard_range(s[0], rows);
+      t.narrow(0, row, r.length).copy_(rows.split() ? source(name, s, 0, r) : source(name, s));
+      row += r.length;
     }
     return t;
   }
@@ -125,7 +140,8 @@ std::int64_t Weights::bytes() const {
 }
 
 Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype dtype, torch::Device device,
-                     WeightsLoadStats* stats) {
+                     WeightsLoadStats* stats, const dist::Shard& shard) {
+  if (shard.split()) dist::check_tp(c, shard.world);
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
   SafetensorsCheckpoint ckpt(dir);
@@ -144,16 +160,18 @@ Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype 
     l.input_norm = ld.one(p + "input_layernorm.weight", {H});
     l.qkv = ld.fused({{p + "self_attn.q_proj.weight", {Q, H}},
                       {p + "self_attn.k_proj.weight", {KV, H}},
-                      {p + "self_attn.v_proj.weight", {KV, H}}});
+                      {p + "self_attn.v_proj.weight", {KV, H}}},
+                     shard);
     if (c.qkv_bias)
       l.qkv_bias = ld.fused({{p + "self_attn.q_proj.bias", {Q}},
                              {p + "self_attn.k_proj.bias", {KV}},
-                             {p + "self_attn.v_proj.bias", {KV}}});
-    l.o = ld.one(p + "self_attn.o_proj.weight", {H, Q});
+                             {p + "self_attn.v_proj.bias", {KV}}},
+                            shard);
+    l.o = ld.one(p + "self_attn.o_proj.weight", {H, Q}, &shard);
     if (c.o_bias) l.o_bias = ld.one(p + "self_attn.o_proj.bias", {H});
     l.post_norm = ld.one(p + "post_attention_layernorm.weight", {H});
-    l.gate_up = ld.fused({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}});
-    l.down = ld.one(p + "mlp.down_proj.weight", {H, I});
+    l.gate_up = ld.fused({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}}, shard);
+    l.down = ld.one(p + "mlp.down_proj.weight", {H, I}, &shard);
     w.layers.push_back(std::move(l));
     progress.advance(ld.bytes() - progress_bytes);
     progress_bytes = ld.bytes();
@@ -169,8 +187,10 @@ Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype 
   return w;
 }
 
-Weights random_weights(const ModelConfig& c, torch::Dtype dtype, torch::Device device, std::uint64_t seed) {
+Weights random_weights(const ModelConfig& c, torch::Dtype dtype, torch::Device device, std::uint64_t seed,
+                       const dist::Shard& shard) {
   torch::NoGradGuard no_grad;
+  if (shard.split()) dist::check_tp(c, shard.world);
   at::Generator gen = make_generator(device, seed);
   const auto options = torch::TensorOptions().dtype(dtype).device(device);
   LoadProgress progress("drawing random weights", c.parameter_count() * static_cast<std::int64_t>(c10::elementSize(dtype)));
@@ -197,13 +217,14 @@ Weights random_weights(const ModelConfig& c, torch::Dtype dtype, torch::Device d
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     LayerWeights l;
     l.input_norm = ones(H);
-    l.qkv = normal({Q + 2 * KV, H});
-    if (c.qkv_bias) l.qkv_bias = normal({Q + 2 * KV});
-    l.o = normal({H, Q});
+    // Split: each draw is whole, then this rank's slice is kept (the whole one is freed at once).
+    l.qkv = shard.split() ? dist::qkv_shard(normal({Q + 2 * KV, H}), c, shard) : normal({Q + 2 * KV, H});
+    if (c.qkv_bias) l.qkv_bias = shard.split() ? dist::qkv_shard(normal({Q + 2 * KV}), c, shard) : normal({Q + 2 * KV});
+    l.o = shard.split() ? dist::column_shard(normal({H, Q}), shard) : normal({H, Q});
     if (c.o_bias) l.o_bias = normal({H});
     l.post_norm = ones(H);
-    l.gate_up = normal({2 * I, H});
-    l.down = normal({H, I});
+    l.gate_up = shard.split() ? dist::gate_up_shard(normal({2 * I, H}), shard) : normal({2 * I, H});
+    l.down = shard.split() ? dist::column_shard(normal({H, I}), shard) : normal({H, I});
     w.layers.push_back(std::move(l));
   }
   w.final_norm = ones(H);

@@ -83,7 +83,8 @@ json to_json(const PointParams& p) {
           {"fused", p.fused},
           {"weights", p.weights},
           {"gemv", p.gemv},
-          {"fp8_gemm", p.fp8_gemm}};
+          {"fp8_gemm", p.fp8_gemm},
+          {"tp", p.tp}};
 }
 
 json to_json(const RunRecord& r) {
@@ -120,6 +121,18 @@ json to_json(const std::optional<Quality>& q) {
   return {{"reference", q->reference},           {"positions", q->positions},
           {"logits_rel_err", q->logits_rel_err}, {"top1_agreement", q->top1_agreement},
           {"kl_divergence_mean", q->kl_divergence_mean}};
+}
+
+json to_json(const std::optional<TensorParallel>& t) {
+  if (!t) return nullptr;
+  return {{"size", t->size},
+          {"backend", t->backend},
+          {"devices", t->devices},
+          {"weights_bytes", t->weights_bytes},
+          {"peak_allocated_bytes", t->peak_allocated_bytes},
+          {"peak_rss_bytes", t->peak_rss_bytes},
+          {"allreduce_ms_per_step", optional_number(t->allreduce_ms_per_step)},
+          {"allreduce_method", t->allreduce_method}};
 }
 
 json to_json(const PointResult& p) {
@@ -163,6 +176,7 @@ json to_json(const PointResult& p) {
       {"outputs", to_json(p.outputs)},
       {"verification", to_json(p.verification)},
       {"quality", to_json(p.quality)},
+      {"tensor_parallel", to_json(p.tensor_parallel)},
   };
   if (p.load) j.update(load_to_json(*p.load));
   return j;
@@ -279,6 +293,7 @@ PointParams params_from(const Node& n) {
   n.opt("weights", p.weights);
   n.opt("gemv", p.gemv);
   n.opt("fp8_gemm", p.fp8_gemm);
+  n.opt("tp", p.tp);
   return p;
 }
 
@@ -394,6 +409,34 @@ PointResult point_from(const Node& n) {
       for (std::size_t i = 0; i < runs.get().size(); ++i)
         p.outputs.inconsistent_runs.push_back(static_cast<int>(Node::as_integer(runs.get()[i], index_path(runs, i))));
     }
+  }
+  if (n.has("tensor_parallel")) {
+    Node t = n.object("tensor_parallel");
+    TensorParallel tp;
+    tp.size = static_cast<int>(t.integer("size"));
+    t.opt("backend", tp.backend);
+    auto strings = [&](const char* key, std::vector<std::string>& out) {
+      if (!t.has(key)) return;
+      Node a = t.array(key);
+      for (std::size_t i = 0; i < a.get().size(); ++i) {
+        if (!a.get()[i].is_string()) throw Error(cat(index_path(a, i), ": expected a string, got ", type_name(a.get()[i])));
+        out.push_back(a.get()[i].get<std::string>());
+      }
+    };
+    auto counts = [&](const char* key, std::vector<std::uint64_t>& out) {
+      if (!t.has(key)) return;
+      Node a = t.array(key);
+      for (std::size_t i = 0; i < a.get().size(); ++i)
+        out.push_back(static_cast<std::uint64_t>(Node::as_integer(a.get()[i], index_path(a, i))));
+    };
+    strings("devices", tp.devices);
+    counts("weights_bytes", tp.weights_bytes);
+    counts("peak_allocated_bytes", tp.peak_allocated_bytes);
+    counts("peak_rss_bytes", tp.peak_rss_bytes);
+    if (t.has("allreduce_ms_per_step"))
+      tp.allreduce_ms_per_step = t.number("allreduce_ms_per_step");
+    t.opt("allreduce_method", tp.allreduce_method);
+    p.tensor_parallel = tp;
   }
   if (n.has("verification")) {
     Node v = n.object("verification");

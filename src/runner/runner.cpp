@@ -11,6 +11,8 @@
 #include "llmbench/bench/event_clock.h"
 #include "llmbench/bench/interrupt.h"
 #include "llmbench/bench/memory.h"
+#include "llmbench/dist/session.h"
+#include "llmbench/dist/shard.h"
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
@@ -140,6 +142,28 @@ void record_first_run(Outputs& out, const torch::Tensor& ids) {
   }
 }
 
+// Per-rank memory (gathered), this group's devices, and the all-reduces of one decode step timed alone:
+// 2 per layer (after o_proj, after down_proj) of the step's hidden state [B, 1, H].
+TensorParallel tensor_parallel_figures(dist::ProcessGroup& group, const Model& model, const PointResult& pr,
+                                       const PointParams& pp) {
+  TensorParallel t;
+  t.size = group.world();
+  t.backend = group.backend();
+  t.devices = group.devices();
+  auto gather = [&](std::uint64_t v) {
+    std::vector<std::uint64_t> out;
+    for (double x : group.all_gather(static_cast<double>(v))) out.push_back(static_cast<std::uint64_t>(x));
+    return out;
+  };
+  t.weights_bytes = gather(pr.memory.weights_bytes);
+  t.peak_allocated_bytes = gather(pr.memory.peak_allocated_bytes);
+  t.peak_rss_bytes = gather(pr.memory.peak_rss_bytes);
+  const ModelConfig& c = model.rank_config();
+  t.allreduce_ms_per_step = dist::time_step_allreduces(group, 2 * c.num_layers, {pp.batch, 1, c.hidden_size},
+                                                        model.dtype(), pr.paths.at("cuda_graph"), 20, &t.allreduce_method);
+  return t;
+}
+
 }  // namespace
 
 void append_results(Results& into, Results&& more) {
@@ -150,7 +174,11 @@ void append_results(Results& into, Results&& more) {
 Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   validate(options);
   torch::NoGradGuard no_grad;
-  const std::string device_name = resolve_device(options.device);
+  // Tensor parallelism: refuse a size the model cannot split before any rank starts.
+  if (options.tp > 1) dist::check_tp(resolve_model(options.model).config, options.tp);
+  const dist::TpSession tp = dist::start_tensor_parallel(
+      options.tp, options.device, std::chrono::milliseconds(static_cast<std::int64_t>(options.dist_timeout_s * 1000)));
+  const std::string device_name = tp.device;
   const torch::Device device(device_name);
 
   Results results;
@@ -165,6 +193,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   // Refuse what can be refused before loading anything: contexts beyond the model's positions, and
   // (for a single point) a configuration whose estimate does not fit.
   const ModelConfig planned = resolve_model(options.model).config;
+  const ModelConfig planned_rank = dist::shard_config(planned, options.tp);  // what each device holds
   for (const auto& p : points) {
     check_context(planned, p.prompt_len + p.max_new_tokens);
     parse_attn(p.attn);
@@ -179,11 +208,11 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     const auto& p = points[0];
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
     check_fits(device,
-               estimate_memory(shape_of(planned), p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights))
+               estimate_memory(shape_of(planned_rank), p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights))
                    .total(),
                cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
   }
-  check_duration(planned, points, options, results.env.ceilings, device_name);
+  check_duration(planned_rank, points, options, results.env.ceilings, device_name);
 
   bool first_generate = true;
   size_t i = 0;
@@ -192,14 +221,14 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     const std::string dtype_name = points[i].dtype, quant = points[i].weights;
     size_t end = i;
     while (end < points.size() && points[end].dtype == dtype_name && points[end].weights == quant) ++end;
-    const ModelLoadOptions load_options{options.model, dtype_name, device_name, points[i].attn, options.seed, quant};
+    const ModelLoadOptions load_options{options.model, dtype_name, device_name, points[i].attn, options.seed, quant, tp.group};
 
     std::unique_ptr<Model> model;
     std::string load_error;
     try {
       model = Model::load(load_options);
     } catch (const Error& e) {
-      if (dynamic_cast<const UsageError*>(&e) || points.size() == 1) throw;
+      if (dynamic_cast<const UsageError*>(&e) || points.size() == 1 || tp.group) throw;
       load_error = e.what();
     }
     std::unique_ptr<Tokenizer> tokenizer;
@@ -219,7 +248,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         results.points.push_back(std::move(pr));
         continue;
       }
-      const ModelConfig& cfg = model->config();
+      const ModelConfig& cfg = model->rank_config();  // this device's share (the model itself when tp is 1)
       pr.weights = model->info().weights;
       pr.checkpoint = model->info().checkpoint_dir;
       pr.tokenizer = tokenizer ? tokenizer->info().source : "synthetic ids";
@@ -276,6 +305,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         reset_peak_memory(device);
         Generated first_run;
         for (int r = 0; r < options.runs && !interrupted(); ++r) {
+          if (tp.group) tp.group->barrier();  // every rank starts the run together: rank 0 times it
           Generated gen;
           RunRecord rec = generate_once(ctx, pp.max_new_tokens, &gen);
           if (r == 0) {
@@ -294,6 +324,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         pr.memory.peak_reserved_bytes = peak_reserved_bytes(device);
         pr.memory.device_in_use_bytes = device_in_use_bytes(device);
         pr.memory.peak_rss_bytes = peak_rss_bytes();
+        if (tp.group) pr.tensor_parallel = tensor_parallel_figures(*tp.group, *model, pr, pp);
         if (static_cast<int>(pr.runs.size()) < options.runs) {
           pr.status = "interrupted";
           pr.error = cat("interrupted after ", pr.runs.size(), " of ", options.runs, " timed runs");
@@ -338,6 +369,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
             pr.roofline.mfu = mfu(pr.roofline.prefill_flops, pr.summary.at("prefill_ms").trimmed_median, results.env.ceilings);
         }
       } catch (const std::exception& e) {
+        if (tp.group) throw;  // the ranks would fall out of step: the whole run fails, on every rank
         pr.status = "failed";
         pr.runs.clear();
         const bool oom = is_oom(e) && !dynamic_cast<const OutOfMemoryError*>(&e);  // not the estimate's refusal

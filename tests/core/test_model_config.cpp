@@ -227,3 +227,40 @@ TEST(Presets, ResolutionErrors) {
 
 }  // namespace
 }  // namespace llmbench
+
+// Published config.json of Meta-Llama-3-70B-Instruct and Qwen2.5-72B-Instruct, and their model cards'
+// sizes (70.6 B and 72.7 B parameters).
+TEST(Presets, SeventyBillionClass) {
+  const ModelConfig l = parse_model_config(find_preset("llama-3-70b")->config);
+  EXPECT_EQ(l.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(l.hidden_size, 8192);
+  EXPECT_EQ(l.intermediate_size, 28672);
+  EXPECT_EQ(l.num_layers, 80);
+  EXPECT_EQ(l.num_heads, 64);
+  EXPECT_EQ(l.num_kv_heads, 8);
+  EXPECT_EQ(l.head_dim, 128);
+  EXPECT_EQ(l.vocab_size, 128256);
+  EXPECT_DOUBLE_EQ(l.rope.theta, 500000.0);
+  EXPECT_DOUBLE_EQ(l.rms_norm_eps, 1e-5);
+  EXPECT_EQ(l.max_position_embeddings, 8192);
+  EXPECT_FALSE(l.tie_word_embeddings);
+  EXPECT_FALSE(l.qkv_bias);
+  EXPECT_NEAR(l.parameter_count() / 1e9, 70.55, 0.01);
+
+  const ModelConfig q = parse_model_config(find_preset("qwen2.5-72b")->config);
+  EXPECT_EQ(q.architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(q.hidden_size, 8192);
+  EXPECT_EQ(q.intermediate_size, 29568);
+  EXPECT_EQ(q.num_layers, 80);
+  EXPECT_EQ(q.num_heads, 64);
+  EXPECT_EQ(q.num_kv_heads, 8);
+  EXPECT_EQ(q.vocab_size, 152064);
+  EXPECT_DOUBLE_EQ(q.rope.theta, 1e6);
+  EXPECT_DOUBLE_EQ(q.rms_norm_eps, 1e-6);
+  EXPECT_EQ(q.max_position_embeddings, 32768);
+  EXPECT_TRUE(q.qkv_bias);
+  EXPECT_FALSE(q.o_bias);
+  EXPECT_FALSE(q.tie_word_embeddings);
+  EXPECT_FALSE(q.sliding_window.has_value());
+  EXPECT_NEAR(q.parameter_count() / 1e9, 72.71, 0.01);
+}

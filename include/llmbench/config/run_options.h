@@ -35,6 +35,8 @@ struct RunOptions {
   std::string fp8_gemm = "dequant";     // fp8 weights in the prefill: dequant | scaled-mm
   bool verify = true;                   // check greedy points' tokens against the reference path
   double max_minutes = 30;              // refuse a run estimated longer than this (0: no limit)
+  int tp = 1;                           // tensor-parallel ranks (docs/distributed.md)
+  double dist_timeout_s = 300;          // a collective waiting longer fails (tp > 1)
 };
 
 // One point of a sweep: a single value of every axis.
@@ -56,6 +58,7 @@ struct PointParams {
   bool fused = true;
   bool gemv = true;
   std::string fp8_gemm = "dequant";
+  int tp = 1;                           // tensor-parallel ranks
 };
 
 // Throws UsageError naming the option: empty axis, batch/prompt_len/max_new_tokens < 1, runs <= 2*trim,

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -64,6 +65,9 @@ class Decoder {
   // How the qkv, o, gate_up and down matmuls run (llmbench/model/linear.h): GEMV kernel, fp8 GEMM.
   void set_linear_paths(const LinearPaths& paths) { paths_ = paths; }
   const LinearPaths& linear_paths() const { return paths_; }
+  // Tensor parallelism (dist/shard.h): sums a row-parallel projection's partial output over the ranks,
+  // in place, after o_proj and after down_proj; their biases are added once, after it. Unset: one rank.
+  void set_all_reduce(std::function<void(torch::Tensor&)> reduce) { all_reduce_ = std::move(reduce); }
 
  private:
   // x [B, S, H] through layer `i`; `write` stores this layer's k/v [B, Hkv, S, D] and returns the
@@ -71,6 +75,9 @@ class Decoder {
   template <class Write>
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                       const AttnMask& mask, Write&& write) const;
+  // x [..., K / tp] · w [H, K / tp]ᵀ (quantized: · scale) summed over the ranks (+ b [H]) → [..., H].
+  torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                             const torch::Tensor& b = {}) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
   const ModelConfig& config_;
@@ -78,6 +85,7 @@ class Decoder {
   AttnImpl attn_;
   bool fused_ = false;
   LinearPaths paths_;
+  std::function<void(torch::Tensor&)> all_reduce_;
 };
 
 // HF's RMSNorm: normalise in float32, cast back, then scale.

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "llmbench/dist/process_group.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/decoder.h"
 #include "llmbench/model/kv_cache.h"
@@ -41,6 +42,9 @@ struct ModelLoadOptions {
   std::string attn = "eager";   // eager | sdpa
   std::uint64_t seed = 0;       // random weights only
   std::string quant = "bf16";   // bf16 (model dtype) | int8 | fp8: the matmul weights (model/quantize.h)
+  // Tensor parallelism: this rank's slice of the weights and KV heads, all-reduces in the decoder
+  // (dist/shard.h). Null: the whole model on one device.
+  std::shared_ptr<dist::ProcessGroup> group;
 };
 
 struct ModelInfo {
@@ -55,6 +59,8 @@ struct ModelInfo {
   double load_ms = 0;           // resolve + read/draw + convert + copy (device synchronised)
   std::int64_t weight_bytes = 0;
   std::string quant = "bf16";   // bf16 | int8 | fp8 (weight_bytes counts the quantized tensors and scales)
+  std::int64_t weight_bytes = 0;  // on this rank's device
+  int tp = 1;                   // tensor-parallel ranks
 };
 
 struct GenerateOptions {
@@ -74,6 +80,10 @@ class Model {
 
   const ModelInfo& info() const { return info_; }
   const ModelConfig& config() const { return info_.config; }
+  // What this rank runs: config() with its share of heads and MLP columns (config() itself when tp is 1).
+  const ModelConfig& rank_config() const { return rank_config_; }
+  // The tensor-parallel group; null for one rank.
+  const std::shared_ptr<dist::ProcessGroup>& group() const { return group_; }
   torch::Device device() const { return device_; }
   torch::Dtype dtype() const { return dtype_; }
   void set_attn(AttnImpl attn);
@@ -136,6 +146,8 @@ class Model {
   void check_slot(std::int64_t slot, const char* what) const;
 
   ModelInfo info_;
+  ModelConfig rank_config_;
+  std::shared_ptr<dist::ProcessGroup> group_;
   torch::Device device_{torch::kCPU};
   torch::Dtype dtype_ = torch::kFloat32;
   Weights weights_;

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "llmbench/dist/shard.h"
 #include "llmbench/model/model_config.h"
 
 // The decoder's tensors in our layout: q/k/v and gate/up fused at load so each is one GEMM.
@@ -41,13 +42,17 @@ struct WeightsLoadStats {
 
 // Loads a safetensors checkpoint directory with HF Llama/Qwen2 names, converting each tensor once to
 // `dtype` on `device`. Throws Error naming a missing tensor, or (tensor, expected, got) for a shape that
-// disagrees with `config`; extra tensors are a log::warn.
+// disagrees with `config`; extra tensors are a log::warn. With a split `shard` (tensor parallelism) only
+// this rank's slices of the mapped tensors are copied (dist/shard.h says which); `config` is the full model's.
 Weights load_weights(const ModelConfig& config, const std::string& dir, torch::Dtype dtype,
-                     torch::Device device, WeightsLoadStats* stats = nullptr);
+                     torch::Device device, WeightsLoadStats* stats = nullptr, const dist::Shard& shard = {});
 
 // Seeded random weights in the exact shapes, norms 1. CUDA: torch's normal(0, 0.02) drawn on the device;
 // CPU: fill_random (std 0.02, bounded bell curve, multi-threaded, the same values for any thread count).
 // Shows progress on stderr when drawing takes more than a second (LoadProgress).
-Weights random_weights(const ModelConfig& config, torch::Dtype dtype, torch::Device device, std::uint64_t seed);
+// With a split `shard`, each tensor is drawn whole (the same draws in the same order as one rank) and this
+// rank keeps its slice, so the ranks together hold exactly the weights of one rank with the same seed.
+Weights random_weights(const ModelConfig& config, torch::Dtype dtype, torch::Device device, std::uint64_t seed,
+                       const dist::Shard& shard = {});
 
 }  // namespace llmbench

@@ -94,6 +94,19 @@ struct Quality {
   double kl_divergence_mean = 0;    // mean over positions of KL(softmax L_ref ‖ softmax L), nats
 };
 
+// Tensor parallelism (docs/distributed.md): per-rank lists are indexed by rank; timings elsewhere in the
+// point are rank 0's, taken after a barrier.
+struct TensorParallel {
+  int size = 1;                                     // ranks
+  std::string backend;                              // nccl | gloo
+  std::vector<std::string> devices;                 // each rank's device
+  std::vector<std::uint64_t> weights_bytes;         // each rank's share of the weights
+  std::vector<std::uint64_t> peak_allocated_bytes;  // each rank's caching-allocator peak (0 on CPU)
+  std::vector<std::uint64_t> peak_rss_bytes;        // each rank's host peak RSS
+  std::optional<double> allreduce_ms_per_step;      // the all-reduces of one decode step, timed alone
+  std::string allreduce_method;                     // how allreduce_ms_per_step was measured, in words
+};
+
 struct PointResult {
   PointParams params;
   std::string status = "ok";         // ok | failed | skipped
@@ -118,6 +131,7 @@ struct PointResult {
   Outputs outputs;
   std::optional<Verification> verification;  // unset: not verified (--no-verify, temperature > 0, failed before)
   std::optional<Quality> quality;            // quantized points (params.weights int8/fp8) that ran; unset otherwise
+  std::optional<TensorParallel> tensor_parallel;  // unset: one rank
 };
 
 struct Results {
