@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "llmbench/base/error.h"
+#include "llmbench/bench/event_clock.h"
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/linear.h"
 #include "llmbench/model/model.h"
@@ -143,6 +148,54 @@ TEST(Gemv, ModelDecodeMatchesThePlainPath) {
       for (size_t i = 0; i < plain.size(); ++i) {
         SCOPED_TRACE(i);
         EXPECT_LT(rel_diff(fast[i], plain[i]), 2e-2);
+      }
+    }
+  }
+}
+
+// Micro-benchmark (runs only with LLMBENCH_GEMV_BENCH=1; scripts/bench/quant_gpu.sh sets it): the
+// Qwen2.5-7B decode shapes, each weight format and B in {1, 4, 16}, GEMV kernel vs torch's matmul (for
+// quantized weights torch has no GEMV: its row is dequantize + matmul). Prints µs per call and the
+// effective bandwidth (W + scales + x + y bytes / time); H200 copy bandwidth is about 4.25 TB/s.
+TEST(GemvBench, Bandwidth) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const char* on = std::getenv("LLMBENCH_GEMV_BENCH");
+  if (!on || std::string(on) != "1") GTEST_SKIP() << "set LLMBENCH_GEMV_BENCH=1 to run";
+  const torch::Device cuda(torch::kCUDA, 0);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(cuda);
+  struct Shape {
+    const char* name;
+    std::int64_t n, k;
+  };
+  const Shape shapes[] = {{"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}};
+  LinearPaths gemv, plain;
+  gemv.gemv = true;
+  std::printf("%-8s %-5s %3s %12s %12s %12s %12s\n", "shape", "w", "B", "gemv us", "gemv GB/s", "torch us", "torch GB/s");
+  for (WeightFormat f : formats()) {
+    for (const Shape& s : shapes) {
+      torch::Tensor w = torch::randn({s.n, s.k}, bf16) * 0.02, scale;
+      if (f != WeightFormat::plain) {
+        QuantizedTensor qt = quantize(w, f);
+        w = qt.q;
+        scale = qt.scale;
+      }
+      for (std::int64_t b : {1, 4, 16}) {
+        torch::Tensor x = torch::randn({b, 1, s.k}, bf16);
+        const double bytes = static_cast<double>(w.numel()) * w.element_size() + (scale.defined() ? 4.0 * s.n : 0) +
+                             2.0 * b * (s.k + s.n);
+        auto time_us = [&](const LinearPaths& p) {
+          const int iters = 200;
+          for (int i = 0; i < 10; ++i) linear(x, w, scale, {}, p);
+          EventClock clock(cuda, 2);
+          clock.mark(0);
+          for (int i = 0; i < iters; ++i) linear(x, w, scale, {}, p);
+          clock.mark(1);
+          clock.synchronize();
+          return 1000.0 * clock.elapsed_ms(0, 1) / iters;
+        };
+        const double g = time_us(gemv), t = time_us(plain);
+        std::printf("%-8s %-5s %3lld %12.2f %12.0f %12.2f %12.0f\n", s.name, to_string(f).c_str(),
+                    static_cast<long long>(b), g, bytes / g / 1e3, t, bytes / t / 1e3);
       }
     }
   }

@@ -57,7 +57,6 @@ struct ModelInfo {
   std::string device;
   std::string attn;
   double load_ms = 0;           // resolve + read/draw + convert + copy (device synchronised)
-  std::int64_t weight_bytes = 0;
   std::string quant = "bf16";   // bf16 | int8 | fp8 (weight_bytes counts the quantized tensors and scales)
   std::int64_t weight_bytes = 0;  // on this rank's device
   int tp = 1;                   // tensor-parallel ranks

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# GPU host: quantized inference (docs/quantization.md). Builds with CUDA, runs the GEMV/quantization GPU
+# tests, the GEMV micro-benchmark (GB/s per shape), then Qwen2.5-7B with bf16, int8 and fp8 weights at
+# batch 1 and 4 (prompt 512, 64 new), and the fp8 prefill through _scaled_mm for comparison.
+# Usage: scripts/bench/quant_gpu.sh [out-dir]   (default quant-gpu-<date>/; logs and results there)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(realpath -m -- "${1:-$root/quant-gpu-$(date +%Y%m%d-%H%M%S)}")
+mkdir -p "$out"
+cd "$root"
+build=${BUILD_DIR:-$root/build-gpu}
+torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+[ -f "$build/build.ninja" ] ||
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" -DLLMBENCH_CUDA=ON \
+    >"$out/configure.log"
+cmake --build "$build" -j"$(nproc)" --target llmbench test_gpu >"$out/build.log"
+"$build/tests/test_gpu" --gtest_filter='Gemv.*:DecodePaths.*' 2>&1 | tee "$out/gpu-tests.log" | tail -3
+LLMBENCH_GEMV_BENCH=1 "$build/tests/test_gpu" --gtest_filter='GemvBench.*' 2>&1 | tee "$out/gemv-bench.log" |
+  grep -E '^(shape|qkv|o |gate_up|down)'
+bench=(--model qwen2.5-7b --batch 1,4 --prompt-len 512 --max-new-tokens 64 --runs 5 --warmup 1)
+"$build/llmbench" run "${bench[@]}" --weights bf16,int8,fp8 --output "$out/quant.json" 2>"$out/quant.log" |
+  tee "$out/quant.txt"
+"$build/llmbench" run "${bench[@]}" --weights fp8 --fp8-gemm scaled-mm --output "$out/fp8-scaled-mm.json" \
+  2>"$out/fp8-scaled-mm.log" | tee "$out/fp8-scaled-mm.txt"
+"$build/llmbench" run "${bench[@]}" --weights bf16 --no-gemv --output "$out/bf16-no-gemv.json" \
+  2>"$out/bf16-no-gemv.log" | tee "$out/bf16-no-gemv.txt"
+echo "results in $out"
