@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "command.h"
+#include "llmbench/dist/dist_env.h"
+#include "llmbench/dist/launcher.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/base/log.h"
@@ -45,7 +47,7 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      }
                    }
                    parse_format(st->format);
-                   if (!st->output.empty()) check_writable(st->output);
+                   if (!st->output.empty() && dist::process_rank() == 0) check_writable(st->output);
                    install_interrupt_handlers();
                    Results all;
                    bool first = true;
@@ -54,6 +56,12 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      else append_results(all, std::move(r));
                    };
                    check_compare_duration(plan.models, st->max_minutes);
+                   // Tensor parallelism: one group for the whole file (docs/distributed.md).
+                   for (const RunOptions& m : plan.models)
+                     if (m.tp != plan.models.front().tp)
+                       throw UsageError(cat("compare: every model entry must use the same tp (", plan.models.front().tp, " and ", m.tp, ")"));
+                   const bool tp = !plan.models.empty() && plan.models.front().tp > 1;
+                   if (tp && !plan.loads.empty()) throw UsageError("compare: tp > 1 cannot be mixed with endpoint entries");
                    for (RunOptions model : plan.models) {
                      model.max_minutes = 0;  // checked above, for the whole plan
                      if (interrupted()) break;
@@ -63,6 +71,8 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      hooks.measure_ceilings = !st->no_roofline && first;
                      add(run_benchmark(model, hooks));  // one model in memory at a time
                    }
+                   if (dist::process_rank() != 0) return kExitOk;  // rank 0 prints and writes
+                   if (auto failure = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*failure);
                    // Endpoints: exactly what `llmbench load` runs. One that cannot be reached is
                    // reported and skipped, keeping what was measured.
                    bool target_failed = false;

@@ -225,9 +225,6 @@ TEST(Presets, ResolutionErrors) {
   EXPECT_FALSE(r.checkpoint_dir);
 }
 
-}  // namespace
-}  // namespace llmbench
-
 // Published config.json of Meta-Llama-3-70B-Instruct and Qwen2.5-72B-Instruct, and their model cards'
 // sizes (70.6 B and 72.7 B parameters).
 TEST(Presets, SeventyBillionClass) {
@@ -264,3 +261,6 @@ TEST(Presets, SeventyBillionClass) {
   EXPECT_FALSE(q.sliding_window.has_value());
   EXPECT_NEAR(q.parameter_count() / 1e9, 72.71, 0.01);
 }
+
+}  // namespace
+}  // namespace llmbench
