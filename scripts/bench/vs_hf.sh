@@ -10,8 +10,8 @@
 # (scripts/gpu-build.sh) and python3 with torch and transformers.
 # Usage: scripts/bench/vs_hf.sh [--quick] [--diagnose | --diagnose-only]
 #   --quick          about 6 minutes on an H200: 3 timed runs, 1 warm-up, 1 events run (long context: 2 runs);
-#                    HF compiled only for Qwen2.5-7B batch 1 (~2 min of compilation), no llmbench plain for
-#                    the long context. Default: 10 runs, 3 warm-ups, HF compiled on every 512-token workload.
+#                    HF compiled only for Qwen2.5-7B batch 1 (~2 min of compilation), no llmbench plain
+#                    column. Default: 10 runs, 3 warm-ups, HF compiled on every 512-token workload.
 #   --diagnose       first measure why the old HF figures were slow (hf_baseline.py --diagnose: wall-clock decode
 #                    with/without the old StoppingCriteria and min_new_tokens, and the old compile retry), then
 #                    the comparison; --diagnose-only: the diagnosis alone (no llmbench needed)
@@ -26,10 +26,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 command_line="scripts/bench/vs_hf.sh${*:+ $*}"
-runs=10 warmup=3 compile_warmup=3 trim=1 event_runs=10 long_runs=5 diagnose=0 compare=1 quick=0
+runs=10 warmup=3 compile_warmup=3 trim=1 event_runs=10 long_runs=5 long_event_runs=3 diagnose=0 compare=1 quick=0
 for arg in "$@"; do
   case "$arg" in
-    --quick) runs=3 warmup=1 compile_warmup=3 trim=0 event_runs=1 long_runs=2 quick=1 ;;
+    --quick) runs=3 warmup=1 compile_warmup=3 trim=0 event_runs=1 long_runs=2 long_event_runs=1 quick=1 ;;
     --diagnose) diagnose=1 ;;
     --diagnose-only) diagnose=1 compare=0 ;;
     -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -92,21 +92,30 @@ minus() {
 if [ "$compare" = 1 ]; then
   shape=(--prompt-len 512 --max-new-tokens 64 --dtype bfloat16 --device cuda)
   timing=(--warmup "$warmup" --runs "$runs" --trim "$trim")
+  # HF in two processes (Python start-up and imports cost ~15 s each): the compiled batches with eager and
+  # sdpa beside them (compiled_not_faster is checked against the sdpa point of the same process), and all
+  # other batches with eager and sdpa only.
+  with_args=() without_args=()
   for w in $workloads; do
     model=${w%%:*} batches=${w#*:}
-    # One HF process per (model, mode set): the compiled batches with sdpa beside them (compiled_not_faster
-    # is checked against the sdpa point of the same process), the others without compiled.
     with=$(batches_of "$model" "$compiled")
     with=$(minus "$batches" "$(minus "$batches" "$with")")  # only batches of this workload
     without=$(minus "$batches" "$with")
-    [ -n "$with" ] && step "hf_${model}_compiled" env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py \
-      --workload "$model:$with" --modes eager,sdpa,compiled "${hf_timing[@]}" --output "$out/hf_${model}_compiled.json"
-    [ -n "$without" ] && step "hf_$model" env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py \
-      --workload "$model:$without" --modes eager,sdpa "${hf_timing[@]}" --output "$out/hf_$model.json"
+    [ -n "$with" ] && with_args+=(--workload "$model:$with")
+    [ -n "$without" ] && without_args+=(--workload "$model:$without")
+  done
+  [ ${#with_args[@]} != 0 ] && step hf_compiled env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py \
+    "${with_args[@]}" --modes eager,sdpa,compiled "${hf_timing[@]}" --output "$out/hf_compiled.json"
+  [ ${#without_args[@]} != 0 ] && step hf_eager_sdpa env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py \
+    "${without_args[@]}" --modes eager,sdpa "${hf_timing[@]}" --output "$out/hf_eager_sdpa.json"
+  for w in $workloads; do
+    model=${w%%:*} batches=${w#*:}
     step "llmbench_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
       "${timing[@]}" --output "$out/llmbench_$model.json"
-    step "llmbench-plain_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
-      "${timing[@]}" --no-cuda-graph --no-fused --no-roofline --output "$out/llmbench-plain_$model.json"
+    if [ "$quick" = 0 ]; then
+      step "llmbench-plain_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
+        "${timing[@]}" --no-cuda-graph --no-fused --no-roofline --output "$out/llmbench-plain_$model.json"
+    fi
   done
   # Long context: eager and sdpa on both sides (HF compiled would compile a static cache of that length).
   for w in $long; do
@@ -116,7 +125,7 @@ if [ "$compare" = 1 ]; then
     long_timing=(--warmup 1 --runs "$long_runs" --trim 0)
     step "hf_$tag" env PYTHONUNBUFFERED=1 python3 scripts/bench/hf_baseline.py --workload "$model:$batches" \
       --modes eager,sdpa --prompt-len "$prompt" --max-new-tokens "$new" --runs "$long_runs" --trim 0 --warmup 1 \
-      --event-runs 1 --output "$out/hf_$tag.json"
+      --event-runs "$long_event_runs" --output "$out/hf_$tag.json"
     step "llmbench_$tag" "$bin" run --model "$model" --batch "$batches" --attn eager "${long_shape[@]}" \
       "${long_timing[@]}" --output "$out/llmbench_$tag.json"
     step "llmbench-sdpa_$tag" "$bin" run --model "$model" --batch "$batches" --attn sdpa "${long_shape[@]}" \
