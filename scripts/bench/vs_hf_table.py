@@ -2,10 +2,13 @@
 """One Markdown table of HF transformers vs llmbench from the JSON files of scripts/bench/vs_hf.sh.
 
     python3 scripts/bench/vs_hf_table.py --hf out/vs_hf/hf_*.json --llmbench out/vs_hf/llmbench_*.json \
-        --llmbench-plain out/vs_hf/llmbench-plain_*.json [--date D] [--command C]
+        --llmbench-plain out/vs_hf/llmbench-plain_*.json [--llmbench-sdpa out/vs_hf/llmbench-sdpa_*.json] \
+        [--date D] [--command C]
 
-Rows: one per (model, batch, metric) for every workload that any input has; metrics TTFT ms, decode ms per
-step, peak GB (10^9 bytes). HF figures are the primary (wall-clock) figures of hf_baseline.py's JSON (schema
+Rows: one per (model, batch, prompt, metric) for every workload that any input has; metrics TTFT ms, decode ms
+per step, peak GB (10^9 bytes). When the inputs hold more than one (prompt, new tokens) shape, each row names
+its shape. The llmbench sdpa column (--attn sdpa) and its ratio "sdpa vs HF sdpa" (HF sdpa / llmbench sdpa)
+appear only when an input has such points. HF figures are the primary (wall-clock) figures of hf_baseline.py's JSON (schema
 llmbench-hf-baseline/2: plain model.generate() timed from outside, TTFT = generate(max_new_tokens=1),
 decode = (e2e(N) - TTFT) / (N - 1), trimmed medians); llmbench figures are summary.<metric>.trimmed_median
 and memory.peak_allocated_bytes of its results JSON (schema version 1).
@@ -23,7 +26,7 @@ import sys
 DISPLAY = {"qwen2.5-7b": "Qwen2.5-7B", "llama-3-8b": "Llama-3-8B", "deepseek-r1-7b": "DeepSeek-R1-7B"}
 METRICS = (("ttft_ms", "TTFT ms"), ("tpot_ms", "decode ms/step"), ("peak_gb", "peak GB"))
 HF_COLUMNS = (("eager", "HF eager"), ("sdpa", "HF sdpa"), ("compiled", "HF compiled"))
-LB_COLUMNS = (("llmbench-plain", "llmbench plain"), ("llmbench", "llmbench"))
+LB_COLUMNS = (("llmbench-plain", "llmbench plain"), ("llmbench", "llmbench"), ("llmbench-sdpa", "llmbench sdpa"))
 LABELS = dict(HF_COLUMNS + LB_COLUMNS)
 HF_SCHEMA = "llmbench-hf-baseline/2"
 MARK = "†"
@@ -115,7 +118,7 @@ def read_llmbench(paths, column, cells, paths_seen, envs, verify):
                 cells[key, column] = Cell(error=p.get("error") or p.get("status", "failed"))
                 continue
             v = p.get("verification")
-            at = where(q["model"], q["batch"])
+            at = key
             marks = ()
             if not isinstance(v, dict) or "ok" not in v:
                 verify.setdefault(column, []).append((None, at, ""))
@@ -131,15 +134,19 @@ def read_llmbench(paths, column, cells, paths_seen, envs, verify):
                                            peak_gb=p["memory"]["peak_allocated_bytes"] / 1e9), marks=marks)
 
 
-def verify_lines(verify):
+def verify_lines(verify, multi_shape):
     lines = []
+
+    def name(key):
+        return where(key[0], key[1]) + (f", prompt {key[2]} + {key[3]} new" if multi_shape else "")
+
     for col, label in reversed(LB_COLUMNS):
         items = verify.get(col)
         if not items:
             continue
-        ok = [at for state, at, _ in items if state is True]
-        bad = [f"{at} ({reason})" if reason else at for state, at, reason in items if state is False]
-        missing = [at for state, at, _ in items if state is None]
+        ok = [name(at) for state, at, _ in items if state is True]
+        bad = [f"{name(at)} ({reason})" if reason else name(at) for state, at, reason in items if state is False]
+        missing = [name(at) for state, at, _ in items if state is None]
         if len(ok) == len(items):
             lines.append(f"{label} verification: ok on every point ({len(ok)}).")
             continue
@@ -166,15 +173,19 @@ def ratio(num, den):
 
 
 def build_table(cells, order):
-    columns = [c for c, _ in HF_COLUMNS] + [c for c, _ in LB_COLUMNS]
-    head = ["workload"] + [h for _, h in HF_COLUMNS] + [h for _, h in LB_COLUMNS] + \
-           ["speed-up (vs HF eager)", "vs best HF"]
+    has_sdpa = any(col == "llmbench-sdpa" for _, col in cells)
+    lb = [(c, h) for c, h in LB_COLUMNS if c != "llmbench-sdpa" or has_sdpa]
+    columns = [c for c, _ in HF_COLUMNS] + [c for c, _ in lb]
+    head = ["workload"] + [h for _, h in HF_COLUMNS] + [h for _, h in lb] + \
+           ["speed-up (vs HF eager)", "vs best HF"] + (["sdpa vs HF sdpa"] if has_sdpa else [])
+    shapes = {(k[2], k[3]) for k in order}
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     errors = []
     for key in order:
-        model, batch, _, _ = key
+        model, batch, prompt, new = key
+        shape = f", prompt {prompt} + {new} new" if len(shapes) > 1 else ""
         for metric, label in METRICS:
-            row = [f"{DISPLAY.get(model, model)}, batch {batch}, {label}"]
+            row = [f"{DISPLAY.get(model, model)}, batch {batch}{shape}, {label}"]
             vals = {}
             for col in columns:
                 cell = cells.get((key, col))
@@ -183,13 +194,15 @@ def build_table(cells, order):
                 elif cell.error:
                     row.append("failed")
                     if metric == METRICS[0][0]:
-                        errors.append(f"{LABELS[col]}, {where(model, batch)}: {cell.error}")
+                        errors.append(f"{LABELS[col]}, {where(model, batch)}{shape}: {cell.error}")
                 else:
                     vals[col] = cell.values[metric]
                     row.append(fmt(vals[col], metric) + (MARK if metric in cell.marks else ""))
             ours = vals.get("llmbench")
             hf_best = min((vals[c] for c, _ in HF_COLUMNS if c in vals), default=None)
             row += [ratio(vals.get("eager"), ours), ratio(hf_best, ours)]
+            if has_sdpa:
+                row.append(ratio(vals.get("sdpa"), vals.get("llmbench-sdpa")))
             lines.append("| " + " | ".join(row) + " |")
     return lines, errors
 
@@ -199,10 +212,11 @@ def main():
     ap.add_argument("--hf", nargs="*", default=[], help="hf_baseline.py JSON files")
     ap.add_argument("--llmbench", nargs="*", default=[], help="llmbench run results JSON (default paths)")
     ap.add_argument("--llmbench-plain", nargs="*", default=[], help="llmbench run --no-cuda-graph --no-fused")
+    ap.add_argument("--llmbench-sdpa", nargs="*", default=[], help="llmbench run --attn sdpa")
     ap.add_argument("--date", default="", help="date line to print above the table")
     ap.add_argument("--command", default="", help="the command that produced the inputs")
     args = ap.parse_args()
-    if not (args.hf or args.llmbench or args.llmbench_plain):
+    if not (args.hf or args.llmbench or args.llmbench_plain or args.llmbench_sdpa):
         ap.error("give at least one input file")
 
     cells, notes, envs, paths_seen, verify = {}, [], [], {}, {}
@@ -210,6 +224,7 @@ def main():
     read_hf(args.hf, cells, notes, envs, hf_stats)
     read_llmbench(args.llmbench, "llmbench", cells, paths_seen, envs, verify)
     read_llmbench(args.llmbench_plain, "llmbench-plain", cells, paths_seen, envs, verify)
+    read_llmbench(args.llmbench_sdpa, "llmbench-sdpa", cells, paths_seen, envs, verify)
     order = sorted({key for key, _ in cells}, key=lambda k: (list(DISPLAY).index(k[0]) if k[0] in DISPLAY
                                                               else len(DISPLAY), k[0], k[1], k[2], k[3]))
 
@@ -236,7 +251,7 @@ def main():
     out.append("Trimmed medians over the timed runs (each side drops the same number of runs from each end). "
                "speed-up = HF eager ÷ llmbench, vs best HF = best HF column ÷ llmbench (> 1 means llmbench is "
                "faster, or uses less memory). Decode is ms per step (one step yields one token per sequence of "
-               "the batch).")
+               "the batch)." + (" sdpa vs HF sdpa = HF sdpa ÷ llmbench sdpa." if args.llmbench_sdpa else ""))
     if args.hf:
         runs = sorted({(st.get("runs"), st.get("event_runs"), st.get("trim"), st.get("warmup"),
                         st.get("compile_warmup")) for st in hf_stats["settings"]}, key=str)
@@ -253,7 +268,7 @@ def main():
     for col, label in LB_COLUMNS:
         if col in paths_seen:
             out.append(f"{label} ran with: {' | '.join(sorted(paths_seen[col]))}.")
-    out += verify_lines(verify)
+    out += verify_lines(verify, len({(k[2], k[3]) for k in order}) > 1)
     if any(c.marks for c in cells.values()):
         out.append(f"{MARK} flagged: see the notes below.")
     for line in errors + notes:

@@ -27,6 +27,7 @@ constexpr int kBuf = 8;                // scores pass: 16-byte vectors per colum
 constexpr int kPerThread = 8;          // pv pass: columns per thread per piece (V loads in flight)
 constexpr int kMaxPiece = 256;         // pv pass: columns per piece at most
 constexpr std::int64_t kMinChunk = 64;
+constexpr int kBlocksPerSm = 3;        // resident blocks per SM at ~170 registers per thread (ptxas -v)
 
 struct Layout {
   int group_size = 1;   // query heads per block
@@ -365,8 +366,10 @@ DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int h
                     " T=", max_len));
   const Layout l = layout(heads_q, heads_kv);
   const std::int64_t units = static_cast<std::int64_t>(batch) * heads_kv * l.groups;
-  const std::int64_t target = 4 * static_cast<std::int64_t>(std::max(sm_count, 1));  // four blocks per SM
-  std::int64_t splits = std::max<std::int64_t>(1, (target + units - 1) / units);
+  // One wave: as many splits as keep every block resident at once (a second, partial wave would idle
+  // most SMs for its length).
+  const std::int64_t target = kBlocksPerSm * static_cast<std::int64_t>(std::max(sm_count, 1));
+  std::int64_t splits = std::max<std::int64_t>(1, target / units);
   splits = std::min(splits, std::max<std::int64_t>(1, (max_len + kMinChunk - 1) / kMinChunk));
   DecodeAttnPlan p;
   p.chunk = (max_len + splits - 1) / splits;

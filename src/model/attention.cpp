@@ -73,24 +73,31 @@ double lowest_of(torch::ScalarType dtype) {
   }
 }
 
-// Query rows [s0, s0 + n) against key columns [0, te): [B, Hkv, G·n, D]. The plain eager formula.
+// Query rows [s0, s0 + n) against key columns [0, te): [B, Hkv, G·n, D]. The plain eager formula; the
+// mask is applied to columns [mask_from, te) only (the caller knows the columns before are allowed to
+// every row of the tile), in place: the same values with less traffic.
 torch::Tensor eager_tile(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                         const torch::Tensor& allowed, std::int64_t s0, std::int64_t n, std::int64_t te) {
+                         const torch::Tensor& allowed, std::int64_t s0, std::int64_t n, std::int64_t te,
+                         std::int64_t mask_from) {
   const auto b = q.size(0), hq = q.size(1), d = q.size(3), hkv = k.size(1), g = hq / hkv;
   torch::Tensor qt = q.narrow(2, s0, n).reshape({b, hkv, g * n, d});  // [B, Hkv, G·n, D]; head h uses K/V head h / G
   torch::Tensor kt = k.narrow(2, 0, te), vt = v.narrow(2, 0, te);    // [B, Hkv, te, D]
-  torch::Tensor blocked = allowed.narrow(2, s0, n).narrow(3, 0, te).logical_not().unsqueeze(2);  // [B, 1, 1, n, te]
-  torch::Tensor scores = torch::matmul(qt, kt.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
-  scores = scores.view({b, hkv, g, n, te}).masked_fill(blocked, lowest_of(q.scalar_type()));  // [B, Hkv, G, n, te]
-  torch::Tensor probs = scores.softmax(-1, torch::kFloat32).to(q.scalar_type());             // [B, Hkv, G, n, te]
-  return torch::matmul(probs.view({b, hkv, g * n, te}), vt);                                  // [B, Hkv, G·n, D]
+  torch::Tensor scores = torch::matmul(qt, kt.transpose(-1, -2));     // [B, Hkv, G·n, te]
+  scores.mul_(1.0 / std::sqrt(static_cast<double>(d)));
+  torch::Tensor blocked =
+      allowed.narrow(2, s0, n).narrow(3, mask_from, te - mask_from).logical_not().unsqueeze(2);  // [B, 1, 1, n, te′]
+  scores.view({b, hkv, g, n, te}).narrow(4, mask_from, te - mask_from).masked_fill_(blocked, lowest_of(q.scalar_type()));
+  torch::Tensor probs = scores.softmax(-1, torch::kFloat32).to(q.scalar_type());             // [B, Hkv, G·n, te]
+  return torch::matmul(probs, vt);                                                            // [B, Hkv, G·n, D]
 }
 
 torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const AttnMask& mask,
                     std::int64_t tile_rows) {
   const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3), hkv = k.size(1), t = k.size(2);
   const std::int64_t tile = tile_rows > 0 ? std::min(tile_rows, s) : eager_tile_rows(b, hq, s, t);
-  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t), hq, s);  // the plain path
+  // Unpadded causal: every row of a tile starting at s0 sees columns [0, s0); only the rest needs the mask.
+  const bool triangle = mask.causal && !mask.padded;
+  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t, 0), hq, s);  // the plain path
   torch::Tensor out = torch::empty({b, hkv, hq / hkv, s, d}, q.options());  // [B, Hkv, G, S, D]
   for (std::int64_t s0 = 0; s0 < s; s0 += tile) {
     const std::int64_t n = std::min(tile, s - s0);
@@ -98,7 +105,8 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
     // nothing at all (left padding) averages over every column, so such tiles keep them. Whole
     // kKeyAlign blocks: softmax rows shorter than a vector take a scalar exp on CPU (other last bits).
     const std::int64_t te = mask.causal && s0 >= mask.ragged_rows ? std::min(t, round_up(s0 + n, kKeyAlign)) : t;
-    out.narrow(3, s0, n).copy_(eager_tile(q, k, v, mask.allowed, s0, n, te).view({b, hkv, hq / hkv, n, d}));
+    const std::int64_t mask_from = triangle ? s0 : 0;
+    out.narrow(3, s0, n).copy_(eager_tile(q, k, v, mask.allowed, s0, n, te, mask_from).view({b, hkv, hq / hkv, n, d}));
   }
   return out.view({b, hq, s, d});
 }

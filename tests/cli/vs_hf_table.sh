@@ -52,6 +52,26 @@ has "HF: plain \`model.generate()\` timed from outside (wall clock, the figure s
 has "5 runs, trim 1, 3 warm-ups (compiled 3), 3 event runs."
 [ "$(grep -c '^| Qwen2.5-7B\|^| Llama-3-8B' "$out/stdout")" = 9 ] || fail "expected 9 rows (3 workloads x 3 metrics)"
 
+# Long context beside the 512-token rows: every row names its shape; the llmbench sdpa column and its ratio appear.
+python3 "$script" --hf "$data/hf_qwen.json" "$data/hf_llama.json" "$data/hf_qwen_long.json" \
+  --llmbench "$data/llmbench_qwen.json" "$data/llmbench_llama.json" "$data/llmbench_qwen_long.json" \
+  --llmbench-plain "$data/llmbench-plain_qwen.json" --llmbench-sdpa "$data/llmbench-sdpa_qwen_long.json" \
+  >"$out/stdout" 2>"$out/stderr" || fail "exit code $?"
+has "| workload | HF eager | HF sdpa | HF compiled | llmbench plain | llmbench | llmbench sdpa | speed-up (vs HF eager) | vs best HF | sdpa vs HF sdpa |"
+has "prompt 512, 64 new tokens; prompt 8192, 256 new tokens, bfloat16"
+has "| Qwen2.5-7B, batch 1, prompt 512 + 64 new, TTFT ms | 25.1 | 20.7 | 43.2 | 18.0 | 12.5 | — | 2.01× | 1.66× | — |"
+# 906.5 / 430 = 2.108; best HF is sdpa: 227.3 / 430 = 0.529; sdpa: 227.3 / 170 = 1.337
+has "| Qwen2.5-7B, batch 1, prompt 8192 + 256 new, TTFT ms | 906.5 | 227.3 | — | — | 430.0 | 170.0 | 2.11× | 0.53× | 1.34× |"
+# 24.0 / 5.2 = 4.615, 22.5 / 5.2 = 4.327, 22.5 / 5.3 = 4.245
+has "| Qwen2.5-7B, batch 1, prompt 8192 + 256 new, decode ms/step | 24.0 | 22.5 | — | — | 5.20 | 5.30 | 4.62× | 4.33× | 4.25× |"
+# 35.1 / 16.4 = 2.140, 17.0 / 16.4 = 1.037, 17.0 / 16.0 = 1.0625
+has "| Qwen2.5-7B, batch 1, prompt 8192 + 256 new, peak GB | 35.1 | 17.0 | — | — | 16.4 | 16.0 | 2.14× | 1.04× | 1.06× |"
+has "sdpa vs HF sdpa = HF sdpa ÷ llmbench sdpa."
+has "llmbench sdpa verification: ok on every point (1)."
+has "llmbench verification: ok on 3 of 4 points; FAILED: Llama-3-8B batch 1, prompt 512 + 64 new (greedy token 12"
+has "- llmbench plain, Qwen2.5-7B batch 4, prompt 512 + 64 new: CUDA out of memory"
+[ "$(grep -c '^| Qwen2.5-7B\|^| Llama-3-8B' "$out/stdout")" = 12 ] || fail "expected 12 rows (4 workloads x 3 metrics)"
+
 # Only llmbench: every llmbench point verified -> one "ok on every point" line, no HF lines.
 python3 "$script" --llmbench "$data/llmbench_qwen.json" >"$out/stdout" 2>"$out/stderr" || fail "exit code $?"
 has "llmbench verification: ok on every point (2)."

@@ -8,8 +8,18 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "../core/remove_tree.h"
+#include "llmbench/base/fs.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/fused_ops.h"
+#include "llmbench/model/model.h"
+#include "llmbench/model/presets.h"
 
 namespace llmbench {
 namespace {
@@ -86,6 +96,46 @@ TEST(GpuDecodeAttention, MaskedColumnsIgnoreGarbage) {
   values.narrow(2, 1500, t - 1500).fill_(std::numeric_limits<float>::quiet_NaN());
   torch::Tensor dirty = fused::decode_attention(q, keys, values, valid);
   EXPECT_TRUE(torch::equal(dirty, clean));
+}
+
+// The whole decode step past the old 1024-column limit: Qwen2.5-7B widths with 2 layers, a left-padded
+// batch of 2, a 1500-token prompt, fused decode (kernel attention) against the plain path, teacher-forced.
+TEST(GpuDecodeAttention, FusedDecodeStepMatchesPlainPastTheOldLimit) {
+  REQUIRE_CUDA();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("llmbench_fused_long_" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = find_preset("qwen2.5-7b")->config;
+  config["num_hidden_layers"] = 2;
+  write_file_atomic(dir + "/config.json", config.dump());  // no safetensors: seeded random weights
+  auto m = Model::load({dir, "bfloat16", "cuda", "eager", 0});
+  testing_util::remove_tree(dir);
+
+  const std::int64_t p = 1500, steps = 4;
+  torch::manual_seed(14);
+  torch::Tensor ids = torch::randint(3, 150000, {2, p}, torch::kInt64).cuda();  // [2, P]
+  torch::Tensor mask = torch::ones({2, p}, torch::kInt64);
+  mask[1].narrow(0, 0, 37).zero_();  // row 1 left-padded by 37
+  m->allocate_cache(2, p + steps + 1);
+  std::vector<torch::Tensor> feed, plain, fused;
+  m->set_fused(false);
+  m->reset_cache();
+  torch::Tensor tok = m->prefill(ids, mask).argmax(-1);
+  for (int i = 0; i < steps; ++i) {
+    feed.push_back(tok.clone());
+    torch::Tensor logits = m->decode_step(tok);  // [2, V]
+    plain.push_back(logits.cpu());
+    tok = logits.argmax(-1);
+  }
+  m->set_fused(true);
+  ASSERT_TRUE(m->fused_active());
+  m->reset_cache();
+  m->prefill(ids, mask);
+  for (const auto& t : feed) fused.push_back(m->decode_step(t).cpu());
+  for (int i = 0; i < steps; ++i) {
+    const double scale = plain[i].abs().max().item<double>();
+    EXPECT_LT((fused[i] - plain[i]).abs().max().item<double>(), 2e-2 * scale) << "step " << i;
+  }
 }
 
 }  // namespace

@@ -41,10 +41,11 @@ std::int64_t eager_tile_rows(std::int64_t b, std::int64_t hq, std::int64_t s, st
 // q [B, Hq, S, D], k/v [B, Hkv, T, D] → [B, Hq, S, D].
 // eager: (Q·Kᵀ)·1/√D, masked to the dtype's lowest value (a fully masked row stays finite, as in HF),
 // softmax in float32, rounded to the dtype, ·V; computed per tile of `tile_rows` query rows (0: from
-// kEagerTileScores) so the scores never exceed a tile. Each tile is a slice of the same rows, so the
-// result is the untiled one. For a causal mask, a tile whose rows all see at least one column reads
-// only the columns up to its last row: the columns after it are masked, weigh exp(lowest − max) = 0
-// and leave every sum unchanged.
+// kEagerTileScores) so the scores never exceed a tile. Each tile is the same formula on a slice of the
+// rows, so the result is the untiled one (bit for bit on CPU; on CUDA up to the summation order of the
+// kernels chosen for a tile's shape). For a causal mask, a tile whose rows all see at least one column
+// reads only the columns up to its last row (rounded up to 64): the columns after it are masked, weigh
+// exp(lowest − max) = 0 and leave every sum unchanged.
 // sdpa: torch's scaled_dot_product_attention; an unpadded causal prefill passes is_causal and no mask
 // (flash / cuDNN kernels; GQA through enable_gqa on torch ≥ 2.5), anything else the same additive mask
 // as eager (lowest value on the masked columns).
