@@ -64,7 +64,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--chat-format", o.chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
   app.add_flag("--no-cuda-graph", f.no_cuda_graph, "Run the decode step eagerly instead of replaying a CUDA graph");
   app.add_flag("--no-fused", f.no_fused, "Use the plain (unfused) ops instead of fused kernels");
-  app.add_flag("--no-gemv", f.no_gemv, "Use torch's matmul instead of the GEMV kernel in the decode step");
+  app.add_flag("--gemv,!--no-gemv", o.gemv,
+               "Use the GEMV kernel in the decode step (default off: experimental, see docs/quantization.md)");
   app.add_option("--fp8-gemm", o.fp8_gemm, "fp8 weights in the prefill: dequant (then bf16 GEMM) or scaled-mm")
       ->capture_default_str();
   app.add_flag("--verify,!--no-verify", o.verify,
@@ -96,7 +97,6 @@ RunOptions finish_run_flags(RunFlags& f) {
   }
   o.cuda_graph = !f.no_cuda_graph;
   o.fused = !f.no_fused;
-  o.gemv = !f.no_gemv;
   validate(o);
   return o;
 }

@@ -16,7 +16,6 @@ struct RunFlags {
   std::string prompt_file;
   bool no_cuda_graph = false;
   bool no_fused = false;
-  bool no_gemv = false;
 };
 
 // Adds --model, the sweep axes and every other run option to `app`.

@@ -274,15 +274,15 @@ models:
   - model: qwen2.5-7b
     weights: fp8
     fp8_gemm: scaled-mm
-    gemv: false
+    gemv: true
 )",
                                           "c.yaml");
   ASSERT_EQ(plan.models.size(), 2u);
   EXPECT_EQ(plan.models[0].weights, (std::vector<std::string>{"bf16", "int8"}));
-  EXPECT_TRUE(plan.models[0].gemv);
+  EXPECT_FALSE(plan.models[0].gemv);  // off unless asked (docs/quantization.md)
   EXPECT_EQ(plan.models[1].weights, (std::vector<std::string>{"fp8"}));
   EXPECT_EQ(plan.models[1].fp8_gemm, "scaled-mm");
-  EXPECT_FALSE(plan.models[1].gemv);
+  EXPECT_TRUE(plan.models[1].gemv);
   const auto points = expand(plan.models[0]);
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(points[1].weights, "int8");
