@@ -204,8 +204,10 @@ expect out_logits_no_dir "/nonexistent-dir-llmbench/l.json" generate --model tin
 
 # ---- a real allocation failure mid-sweep (address space capped with ulimit -v, below the estimate's view
 # of free memory): the point fails with the estimate and what is free, the next point still runs, exit 1.
+# Batch 1024 × 512 (~3.8 GiB estimated): the eager prefill's scores are tiled (attention.h), so it is the
+# activations and the KV cache of that many tokens that pass the cap.
 cases=$((cases + 1))
-(ulimit -v 2500000 && exec "$bin" run --model tiny --device cpu --batch 256,1 --prompt-len 512 --max-new-tokens 2 \
+(ulimit -v 2500000 && exec "$bin" run --model tiny --device cpu --batch 1024,1 --prompt-len 512 --max-new-tokens 2 \
   --warmup 0 --runs 3 --trim 0 --no-roofline --output "$out/oom.json") >/dev/null 2>"$tmp/stderr"
 rc=$?
 if [ $rc -ne 1 ] || ! python3 - "$out/oom.json" <<'PY'; then
