@@ -62,3 +62,41 @@ TEST(DecodePaths, FusedAndGraphMatchThePlainPath) {
     }
   }
 }
+
+// The fused prefill (RMSNorm, add + RMSNorm, RoPE split, SiLU·mul kernels around the same GEMMs and
+// attention) against the plain prefill on a left-padded batch of a longer prompt: the logits of every
+// row and the K/V it leaves in the cache, in each attention implementation.
+TEST(DecodePaths, FusedPrefillMatchesThePlainPrefill) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (const char* name : {"qwen2_bias", "llama3_tied"}) {
+    for (const char* attn : {"eager", "sdpa"}) {
+      SCOPED_TRACE(std::string(name) + " " + attn);
+      auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", attn, 0});
+      const std::int64_t b = 3, p = 96;
+      torch::Tensor ids = torch::randint(3, 250, {b, p}, torch::kInt64);  // [B, P]
+      torch::Tensor mask = torch::ones({b, p}, torch::kInt64);            // [B, P] left-padded rows 1, 2
+      mask[1].narrow(0, 0, 20).zero_();
+      mask[2].narrow(0, 0, 90).zero_();
+      ids = ids.to(torch::kCUDA);
+      mask = mask.to(torch::kCUDA);
+      m->allocate_cache(b, p + 4);
+      m->set_fused(false);
+      m->reset_cache();
+      torch::Tensor plain = m->prefill(ids, mask).cpu();                   // [B, V]
+      torch::Tensor plain_cache = m->cache().keys(0).narrow(2, 0, p).to(torch::kFloat32).cpu();
+      m->set_fused(true);
+      m->reset_cache();
+      torch::Tensor fused = m->prefill(ids, mask).cpu();
+      torch::Tensor fused_cache = m->cache().keys(0).narrow(2, 0, p).to(torch::kFloat32).cpu();
+      // Layer 0's keys: one RMSNorm (its float sum in another order: a bf16 step apart at most, rarely),
+      // the same GEMM and the bit-exact RoPE. The logits pass every layer's fused norms: bf16 tolerance.
+      EXPECT_LT(rel_diff(fused_cache, plain_cache), 1e-2);
+      EXPECT_GT(fused_cache.eq(plain_cache).to(torch::kFloat64).mean().item<double>(), 0.95);
+      for (std::int64_t r = 0; r < b; ++r) {
+        SCOPED_TRACE(r);
+        EXPECT_LT(rel_diff(fused[r], plain[r]), 2e-2);
+        EXPECT_EQ(fused[r].argmax().item<std::int64_t>(), plain[r].argmax().item<std::int64_t>());
+      }
+    }
+  }
+}

@@ -100,6 +100,10 @@ class Decoder {
   torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                              const torch::Tensor& b = {}) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
+  // Every layer over x [B, P, H] (prefill) with the fused kernels; positions [B, P] int64. → [B, P, H].
+  template <class Attend>
+  torch::Tensor prefill_layers_fused(const torch::Tensor& x, const torch::Tensor& positions, const Rope& rope,
+                                     Attend&& attend) const;
 
   const ModelConfig& config_;
   const Weights& weights_;
