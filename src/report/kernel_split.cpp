@@ -111,6 +111,22 @@ std::string short_kernel_name(const std::string& name) {
   return hint.empty() ? leaf : leaf + " [" + hint + "]";
 }
 
+std::vector<KernelActivity> after_lead_in(std::vector<KernelActivity> activities, double gap_us) {
+  for (const auto& a : activities)
+    if (a.start_us < 0) throw Error(cat("GPU activity '", a.name, "' has no start time: the lead-in cannot be told apart"));
+  std::stable_sort(activities.begin(), activities.end(),
+                   [](const KernelActivity& a, const KernelActivity& b) { return a.start_us < b.start_us; });
+  double busy_until = 0;  // the latest end among the activities before i
+  for (std::size_t i = 0; i < activities.size(); ++i) {
+    if (i > 0 && activities[i].start_us - busy_until >= gap_us)
+      return std::vector<KernelActivity>(activities.begin() + static_cast<std::ptrdiff_t>(i), activities.end());
+    busy_until = std::max(busy_until, activities[i].start_us + activities[i].us);
+  }
+  throw Error(cat("the profiler recorded ", activities.size(), " GPU activities but no idle pause of ", gap_us / 1e3,
+                  " ms between the lead-in and the recorded work (it dropped the lead-in's activities, or its "
+                  "timestamps are not usable)"));
+}
+
 KernelSplit split_kernels(const std::vector<KernelActivity>& activities, int steps, double wall_us, bool full_names) {
   if (steps < 1) throw Error(cat("kernel split over ", steps, " steps"));
   std::map<std::string, std::pair<int, double>> by_name;  // name → (calls, µs) over all steps

@@ -85,6 +85,25 @@ TEST(KernelSplit, GroupsPerStepAndSharesOfTheWallTime) {
   EXPECT_TRUE(split_kernels({}, 3, 50.0).rows.empty());
 }
 
+TEST(KernelSplit, LeadInEndsAtTheFirstIdlePause) {
+  // Lead-in: a (0–10 µs), b (5–30, overlapping a: the pause is measured from the latest end). Pause: 30 → 20030.
+  // Work: c, d with small gaps (2 µs), given out of order as a profiler may return them.
+  const std::vector<KernelActivity> acts = {{"d", 3, 20040}, {"a", 10, 0}, {"c", 8, 20030}, {"b", 25, 5}};
+  const auto work = after_lead_in(acts, 10000);
+  ASSERT_EQ(work.size(), 2u);
+  EXPECT_EQ(work[0].name, "c");
+  EXPECT_EQ(work[1].name, "d");
+  // A long kernel in the lead-in that ends late leaves no pause of 10 ms before c: not cut there.
+  const std::vector<KernelActivity> long_lead = {{"a", 15000, 0}, {"c", 8, 20030}, {"d", 3, 30100}};
+  const auto w2 = after_lead_in(long_lead, 10000);
+  ASSERT_EQ(w2.size(), 1u);
+  EXPECT_EQ(w2[0].name, "d");  // the first start 10 ms after everything before it had ended
+  // No pause (the lead-in was dropped, or all work): an error, never a silent guess.
+  EXPECT_THROW(after_lead_in({{"c", 8, 100}, {"d", 3, 110}}, 10000), Error);
+  EXPECT_THROW(after_lead_in({}, 10000), Error);
+  EXPECT_THROW(after_lead_in({{"a", 1, 0}, {"c", 8}}, 10000), Error);  // c's start unknown
+}
+
 TEST(KernelSplit, TableHasOneLinePerKernelTotalsAndTheWallTime) {
   const std::vector<KernelActivity> acts = {{"k_a", 30}, {"k_b", 10}, {"k_c", 4}, {"k_d", 1}};
   KernelSplit s = split_kernels(acts, 1, 100.0);

@@ -9,8 +9,9 @@ namespace llmbench {
 
 // One GPU activity: a kernel, a memcpy or a memset, with its device duration.
 struct KernelActivity {
-  std::string name;  // as the profiler reports it (demangled C++ for kernels)
-  double us = 0;
+  std::string name;     // as the profiler reports it (demangled C++ for kernels)
+  double us = 0;        // device duration
+  double start_us = -1; // start on the profiler's clock (only differences matter); < 0: unknown
 };
 
 struct KernelSplitRow {
@@ -37,6 +38,13 @@ struct KernelSplit {
 // template argument of generic names ("Kernel2 [cutlass_80_tensorop_bf16_s16816gemm_...]"). Names that
 // are not C++ signatures (cuBLAS "nvjet_…", "Memcpy DtoD (Device -> Device)") are kept whole.
 std::string short_kernel_name(const std::string& name);
+
+// The recorded work's activities out of a window that ran a lead-in first (which absorbs what a profiler
+// drops at the start of a session), then paused with the GPU idle for at least `gap_us`, then the work:
+// those from the first activity that starts `gap_us` or more after every earlier one has ended, in start
+// order. Throws Error when an activity's start is unknown or no such pause is found (the lead-in's
+// activities were all dropped, or the timestamps are not usable).
+std::vector<KernelActivity> after_lead_in(std::vector<KernelActivity> activities, double gap_us);
 
 // Groups `activities` recorded over `steps` steps by name (short_kernel_name unless `full_names`) and
 // fills rows, totals and shares against `wall_us` (one step's wall time). Throws Error for steps < 1.
