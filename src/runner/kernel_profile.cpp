@@ -22,6 +22,7 @@ namespace {
 
 constexpr int kMaxSteps = 10000;
 constexpr int kPrefillTimings = 3;  // the prefill's wall time: median of this many
+constexpr int kLeadInSteps = 2;     // decode steps run in the profiler's window before the recorded ones
 
 double since_us(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -50,8 +51,9 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
                          " is ", device_name, ")"));
   std::string why;
   if (!kernel_profiler_available(&why)) throw Error(cat("llmbench profile: ", why));
-  // Each mode prefills again, then runs warm-ups and the steps twice (timed, then recorded).
-  const std::int64_t columns = static_cast<std::int64_t>(o.prompt_len) + o.warmup + 2 * static_cast<std::int64_t>(o.steps);
+  // Each mode prefills again, then runs warm-ups, the timed steps, the lead-in and the recorded steps.
+  const std::int64_t columns =
+      static_cast<std::int64_t>(o.prompt_len) + o.warmup + kLeadInSteps + 2 * static_cast<std::int64_t>(o.steps);
   check_context(resolve_model(o.model).config, columns);
 
   torch::NoGradGuard no_grad;
@@ -79,8 +81,10 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
                               env.torch_version));
   report.header.push_back(cat("batch ", o.batch, ", prompt ", o.prompt_len, " tokens, prefill attention ", o.attn,
                               ", fused decode kernels ", model->fused_active() ? "on" : "off", ", GEMV kernel ",
-                              model->gemv_active(o.batch) ? "on" : "off", "; decode over ", o.prompt_len + o.warmup,
-                              " to ", o.prompt_len + o.warmup + o.steps, " cached columns"));
+                              model->gemv_active(o.batch) ? "on" : "off", "; decode steps timed over ", o.prompt_len + o.warmup,
+                              " to ", o.prompt_len + o.warmup + o.steps, " cached columns, recorded (after ",
+                              kLeadInSteps, " lead-in steps in the profiler's window) over ",
+                              o.prompt_len + o.warmup + o.steps + kLeadInSteps, " to ", columns));
   auto sync = [&] { synchronize_device(device); };
   auto title_shape = cat("batch ", o.batch, ", prompt ", o.prompt_len);
 
@@ -100,15 +104,22 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
       walls.push_back(since_us(t0));
     }
     std::sort(walls.begin(), walls.end());
-    model->reset_cache();
-    sync();
     double profiled = 0;
-    auto acts = record_gpu_activity([&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      prefill();
-      sync();
-      profiled = since_us(t0);
-    });
+    auto acts = record_gpu_activity(
+        [&] {
+          const auto t0 = std::chrono::steady_clock::now();
+          prefill();
+          sync();
+          profiled = since_us(t0);
+        },
+        [&] {  // lead-in: one prefill, and the cache reset for the recorded one (its kernels stay out)
+          model->reset_cache();
+          prefill();
+          model->reset_cache();
+        });
+    if (acts.empty())
+      throw Error("the profiler recorded no CUDA kernel in the prefill: this libtorch lacks Kineto/CUPTI support (or "
+                  "CUPTI could not be loaded), so no per-kernel split can be made");
     KernelSplit s = split_kernels(acts, 1, walls[walls.size() / 2], o.full_names);
     s.title = cat("prefill, ", o.attn, " attention (", title_shape, ")");
     s.unit = "prefill";
@@ -134,12 +145,16 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
     sync();
     Recorded r;
     r.wall_us = since_us(t0) / o.steps;
-    r.acts = record_gpu_activity([&] {
-      const auto t1 = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.steps; ++i) step();
-      sync();
-      r.profiled_us = since_us(t1) / o.steps;
-    });
+    r.acts = record_gpu_activity(
+        [&] {
+          const auto t1 = std::chrono::steady_clock::now();
+          for (int i = 0; i < o.steps; ++i) step();
+          sync();
+          r.profiled_us = since_us(t1) / o.steps;
+        },
+        [&] {
+          for (int i = 0; i < kLeadInSteps; ++i) step();
+        });
     return r;
   };
   auto decode_split = [&](const Recorded& r, const std::string& title) {
@@ -152,8 +167,10 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
   log::info(cat("profile: ", o.steps, " eager decode steps"));
   const Recorded eager = record_decode(nullptr);
   if (eager.acts.empty())
-    throw Error("the profiler recorded no CUDA kernel: this libtorch lacks Kineto/CUPTI support (or CUPTI could not "
-                "be loaded), so no per-kernel split can be made");
+    throw Error(o.prefill ? "the profiler recorded the prefill's kernels but none in the eager decode steps (a second "
+                            "profiler session in this process recorded nothing); --no-prefill records the decode only"
+                          : "the profiler recorded no CUDA kernel: this libtorch lacks Kineto/CUPTI support (or CUPTI "
+                            "could not be loaded), so no per-kernel split can be made");
   KernelSplit eager_split = decode_split(eager, cat("decode, eager launches (", title_shape, ")"));
 
   if (o.cuda_graph && DecodeGraph::available(device)) {

@@ -13,9 +13,16 @@ namespace llmbench {
 // `why` is given, a one-line reason. Whether CUPTI is really there shows only once something is recorded.
 bool kernel_profiler_available(std::string* why = nullptr);
 
+// Idle pause between the lead-in and the work (after_lead_in tells them apart by it).
+constexpr double kLeadInPauseMs = 20;
+
 // Runs `work` while the profiler records CUDA activity only (no CPU ops: little host overhead), waits for
 // the device, and returns every GPU activity of that window (in no set order): kernels, memcpys and
-// memsets, each with its device duration. Throws Error where kernel_profiler_available() is false.
-std::vector<KernelActivity> record_gpu_activity(const std::function<void()>& work);
+// memsets, each with its device duration and start. With `lead_in`: inside the same window it first runs
+// the lead-in, waits for the device and pauses kLeadInPauseMs, then runs `work`, and returns the work's
+// activities only (after_lead_in): CUPTI may drop activities at the start of a session, and the lead-in
+// absorbs that. Throws Error where kernel_profiler_available() is false.
+std::vector<KernelActivity> record_gpu_activity(const std::function<void()>& work,
+                                                const std::function<void()>& lead_in = {});
 
 }  // namespace llmbench
