@@ -131,8 +131,11 @@ torch::Tensor Decoder::prefill_layers_fused(const torch::Tensor& x, const torch:
   return residual;
 }
 
+// Any --attn: it selects the prefill's attention. A decode step has one query row per sequence over the
+// cache, where eager and sdpa compute the same softmax(q·Kᵀ/√D + mask)·V; the fused kernel computes it
+// with eager's rounding (tests/gpu/test_decode_paths.cpp holds both models to their plain path).
 bool Decoder::fused_active(const torch::Tensor& x, const Rope& rope) const {
-  return fused_ && attn_ == AttnImpl::eager && rope.has_tables() && fused::uses_kernels(x);
+  return fused_ && rope.has_tables() && fused::uses_kernels(x);
 }
 
 // The same step as decode_step with the small ops fused: per layer two GEMMs around the attention

@@ -78,8 +78,8 @@ class Decoder {
                            KvCache& cache, DecodeState& state) const;
 
   void set_attn(AttnImpl attn) { attn_ = attn; }
-  // Fused CUDA kernels in decode_step (add+RMSNorm, RoPE+KV write, SiLU·mul, split-T attention) where
-  // they apply (CUDA tensors, table RoPE, eager attention); the plain ops otherwise.
+  // Fused CUDA kernels in decode_step (add+RMSNorm, RoPE+KV write, SiLU·mul, decode attention) where
+  // they apply (CUDA tensors, table RoPE), whichever prefill attention was chosen; the plain ops otherwise.
   void set_fused(bool fused) { fused_ = fused; }
   // True when decode_step takes the fused path for tensors like `x`.
   bool fused_active(const torch::Tensor& x, const Rope& rope) const;
