@@ -115,12 +115,12 @@ TEST(Format, TableHasOneAlignedRowPerPoint) {
 TEST(Format, CsvAndJsonCarryRawNumbers) {
   auto csv = lines(format_results(two_models(), Format::csv));
   ASSERT_EQ(csv.size(), 6u);
-  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,weights,ttft_ms,output_tok_s,"
+  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,weights,kv_dtype,ttft_ms,output_tok_s,"
                     "peak_memory_bytes,tpot_ms,e2e_ms,max_cv,verified,top1_agreement,logits_rel_err,"
                     "kl_divergence_mean,status,error");
   // Not verified: an empty cell (null in json).
-  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,bf16,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
-  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,bf16,,,,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
+  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,bf16,bf16,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
+  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,bf16,bf16,,,,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
   json j = json::parse(format_results(two_models(), Format::json));
   ASSERT_EQ(j.size(), 5u);
   EXPECT_EQ(j[3]["output_tok_s"], 2 * 8 / 0.04);
