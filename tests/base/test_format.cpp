@@ -276,3 +276,24 @@ TEST(Format, InterruptedBeforeAnyRunIsOneLineNotAnEmptyTable) {
   r.points.back().status = "interrupted";
   EXPECT_EQ(lines(format_results(r, Format::table)).size(), 4u);
 }
+
+// The quality line names what was quantized: weights, the KV cache, or both.
+TEST(Format, QualitySummaryNamesWeightsAndKvCache) {
+  PointResult p;
+  EXPECT_EQ(quality_summary(p), "");
+  Quality q;
+  q.reference = "bfloat16";
+  q.top1_agreement = 0.984;
+  q.logits_rel_err = 0.0123;
+  q.kl_divergence_mean = 4.56e-4;
+  q.positions = 256;
+  p.quality = q;
+  p.params.weights = "int8";
+  EXPECT_EQ(quality_summary(p), "int8 vs bfloat16 weights: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256 positions)");
+  p.params.weights = "bf16";
+  p.params.kv_dtype = "fp8";
+  EXPECT_EQ(quality_summary(p), "fp8 KV vs bfloat16: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256 positions)");
+  p.params.weights = "fp8";
+  EXPECT_EQ(quality_summary(p),
+            "fp8 weights + fp8 KV vs bfloat16: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256 positions)");
+}
