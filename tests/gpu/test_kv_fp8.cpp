@@ -264,5 +264,8 @@ TEST(KvFp8Gpu, DecodePathsMatchTheBf16Cache) {
     }
     // The prefill reads no cache: its logits are the bf16 cache's exactly.
     EXPECT_TRUE(torch::equal(plain[0], ref[0]));
+    // Chunked prefill (the serving engine's mixed step) has no whole prompt to take scales from: an error.
+    m->reset_cache();
+    EXPECT_THROW(m->mixed_slots(2, 7 + steps + 1, {1, 2, 3}, {ChunkSpan{0, 0, 1, true}}), Error);
   }
 }
