@@ -71,15 +71,21 @@ std::uint64_t weight_bytes(const ModelShape& s, std::int64_t elem_bytes, std::in
          static_cast<std::uint64_t>(m.matmul_params) * matmul_elem_bytes + static_cast<std::uint64_t>(m.matmul_rows) * 4;
 }
 
-std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes) {
-  return 2ULL * s.layers * batch * s.kv_heads * positions * s.head_dim * elem_bytes;
+int kv_elem_bytes(const std::string& kv_dtype) { return kv_dtype == "fp8" ? 1 : 0; }
+
+std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes,
+                             std::int64_t kv_elem_bytes) {
+  const std::uint64_t heads = 2ULL * s.layers * batch * s.kv_heads;  // (layer, K/V, row, kv head)
+  if (kv_elem_bytes <= 0) return heads * positions * s.head_dim * elem_bytes;
+  return heads * positions * s.head_dim * kv_elem_bytes + (kv_elem_bytes == 1 ? heads * 4 : 0);
 }
 
 MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,
-                               std::int64_t max_new_tokens, std::int64_t elem_bytes, std::int64_t matmul_elem_bytes) {
+                               std::int64_t max_new_tokens, std::int64_t elem_bytes, std::int64_t matmul_elem_bytes,
+                               std::int64_t kv_elem_bytes) {
   MemoryEstimate e;
   e.weights = weight_bytes(s, elem_bytes, matmul_elem_bytes);
-  e.kv_cache = kv_cache_bytes(s, batch, prompt_len + max_new_tokens, elem_bytes);
+  e.kv_cache = kv_cache_bytes(s, batch, prompt_len + max_new_tokens, elem_bytes, kv_elem_bytes);
   const std::uint64_t tokens = static_cast<std::uint64_t>(batch) * prompt_len;
   // Eager attention materialises one query tile of [B, H, rows, P] scores at a time (attention.h): in the
   // dtype twice (masked and as probs) and in fp32 (softmax).
@@ -93,7 +99,12 @@ MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int
   const std::uint64_t logits = static_cast<std::uint64_t>(batch) * s.vocab * (4 + elem_bytes);
   // Dequantize-then-GEMM materialises the largest weight (gate_up, [2 I, H]) in the model dtype.
   const std::uint64_t dequantized = matmul_elem_bytes > 0 ? 2ULL * s.intermediate * s.hidden * elem_bytes : 0;
-  e.activations = scores + layer_acts + logits + dequantized;
+  // fp8 KV: the prefill quantizes one layer's k (then v) through a float32 copy and its quotient; the plain
+  // decode path reads one layer's K and V dequantized to the model dtype.
+  const std::uint64_t kv_head_elems = static_cast<std::uint64_t>(batch) * s.kv_heads * s.head_dim;
+  const std::uint64_t kv_fp8 =
+      kv_elem_bytes == 1 ? kv_head_elems * (2 * 4 * prompt_len + 2 * elem_bytes * (prompt_len + max_new_tokens)) : 0;
+  e.activations = scores + layer_acts + logits + dequantized + kv_fp8;
   return e;
 }
 

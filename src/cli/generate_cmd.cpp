@@ -74,6 +74,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
     std::string device = "auto";
     std::string dtype = "auto";
     std::string attn = "eager";
+    std::string kv_dtype = "bf16";
     bool ignore_eos = false;
     bool json = false;
     std::string dump_logits;
@@ -97,6 +98,8 @@ void add_generate_command(CLI::App& root, Commands& out) {
   app->add_option("--device", opt->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app->add_option("--dtype", opt->dtype, "auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16, float16")->capture_default_str();
   app->add_option("--attn", opt->attn, "eager or sdpa")->capture_default_str();
+  app->add_option("--kv-dtype", opt->kv_dtype, "KV cache: bf16 (the --dtype) or fp8 (e4m3, per-head scales; CUDA only)")
+      ->capture_default_str();
   app->add_flag("--ignore-eos", opt->ignore_eos, "Always generate --max-new-tokens (do not stop at EOS)");
   app->add_flag("--json", opt->json, "Print {\"token_ids\": [[...], ...], ...} on stdout");
   app->add_option("--tp", opt->tp, "Tensor-parallel ranks: one process per rank (docs/distributed.md)")
@@ -118,6 +121,8 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    if (!opt->dump_logits.empty() && dist::process_rank() == 0) check_writable(opt->dump_logits);
                    if (opt->tp > 1) dist::check_tp(resolve_model(opt->model).config, opt->tp);
                    const std::string device = resolve_device(opt->device);
+                   const KvFormat kv_format = parse_kv_format(opt->kv_dtype);
+                   if (kv_format == KvFormat::fp8) check_kv_fp8_supported(torch::Device(device));
                    std::string dtype = opt->dtype;
                    if (dtype == "auto") dtype = device == "cpu" ? "float32" : "bfloat16";
                    SamplingParams sampling{opt->temperature, opt->top_k, opt->top_p, opt->seed};
@@ -133,6 +138,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    const dist::TpSession tp = dist::start_tensor_parallel(
                        opt->tp, opt->device, std::chrono::milliseconds(static_cast<std::int64_t>(opt->dist_timeout_s * 1000)));
                    auto model = Model::load({opt->model, dtype, tp.device, opt->attn, opt->seed, "bf16", tp.group});
+                   model->set_kv_format(kv_format);
                    std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(model->info());
                    if (opt->prompt) {
                      const ChatFormat format = opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format);
@@ -178,6 +184,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                                       {"generate_ms", gen_ms},
                                       {"weight_bytes", info.weight_bytes},
                                       {"kv_cache_bytes", model->cache().bytes()},
+                                      {"kv_dtype", to_string(model->kv_format())},
                                       {"config", to_json(info.config)},
                                       {"tp", info.tp}};
                      if (tp.group) j["tp_backend"] = tp.group->backend();

@@ -53,6 +53,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--weights", f.weights,
                  "Matmul weights: bf16 (the --dtype, unquantized), int8 or fp8 (CUDA sm_89+); comma list sweeps")
       ->capture_default_str();
+  app.add_option("--kv-dtype", f.kv_dtype,
+                 "KV cache: bf16 (the --dtype) or fp8 (e4m3, per-head scales; CUDA only); comma list sweeps")
+      ->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed generate loops before the timed ones")->capture_default_str();
   app.add_option("--runs", o.runs, "Timed generate loops")->capture_default_str();
   app.add_option("--trim", o.trim, "Values dropped from each end for the trimmed median")->capture_default_str();
@@ -89,6 +92,7 @@ RunOptions finish_run_flags(RunFlags& f) {
   o.attn = split_commas(f.attn, "--attn");
   o.dtype = split_commas(f.dtype, "--dtype");
   o.weights = split_commas(f.weights, "--weights");
+  o.kv_dtype = split_commas(f.kv_dtype, "--kv-dtype");
   if (!f.prompt_file.empty()) {
     if (o.prompt) throw UsageError("give --prompt or --prompt-file, not both");
     o.prompt = read_file(f.prompt_file);

@@ -12,7 +12,7 @@ namespace llmbench::cli {
 struct RunFlags {
   RunOptions options;
   std::string batch = "4", prompt_len = "512", max_new_tokens = "64", temperature = "0";
-  std::string attn = "eager", dtype = "bfloat16", weights = "bf16";
+  std::string attn = "eager", dtype = "bfloat16", weights = "bf16", kv_dtype = "bf16";
   std::string prompt_file;
   bool no_cuda_graph = false;
   bool no_fused = false;

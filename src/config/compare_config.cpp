@@ -121,6 +121,9 @@ const std::map<std::string, Setter>& option_setters() {
       {"weights", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.weights = axis<std::string>(c, n, p, "bf16, int8 or fp8");
        }},
+      {"kv_dtype", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.kv_dtype = axis<std::string>(c, n, p, "bf16 or fp8");
+       }},
       {"gemv", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.gemv = scalar<bool>(c, n, p, "true or false");
        }},
@@ -248,7 +251,8 @@ const std::map<std::string, LoadSetter>& load_setters() {
   return setters;
 }
 
-const std::vector<std::string> kMatrixAxes = {"batch", "prompt_len", "max_new_tokens", "temperature", "attn", "dtype", "weights"};
+const std::vector<std::string> kMatrixAxes = {"batch", "prompt_len", "max_new_tokens", "temperature", "attn", "dtype", "weights",
+                                            "kv_dtype"};
 const std::vector<std::string> kTopLevel = {"models", "defaults", "matrix", "baseline"};
 
 template <class Map>

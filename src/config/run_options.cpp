@@ -43,6 +43,7 @@ void validate(const RunOptions& o) {
   require_one_of(o.attn, "attn", {"eager", "sdpa"});
   require_one_of(o.dtype, "dtype", {"bfloat16", "float16", "float32"});
   require_one_of(o.weights, "weights", {"bf16", "int8", "fp8"});
+  require_one_of(o.kv_dtype, "kv-dtype", {"bf16", "fp8"});
   if (o.fp8_gemm != "dequant" && o.fp8_gemm != "scaled-mm")
     throw UsageError(cat("--fp8-gemm: unknown value '", o.fp8_gemm, "' (expected one of: dequant, scaled-mm)"));
   if (o.warmup < 0) throw UsageError(cat("--warmup: ", o.warmup, " is not allowed (must be >= 0)"));
@@ -65,6 +66,7 @@ std::vector<PointParams> expand(const RunOptions& o) {
   std::vector<PointParams> points;
   for (const auto& dtype : o.dtype)
    for (const auto& weights : o.weights)
+    for (const auto& kv_dtype : o.kv_dtype)
     for (const auto& attn : o.attn)
       for (int batch : o.batch)
         for (int prompt_len : o.prompt_len)
@@ -80,6 +82,7 @@ std::vector<PointParams> expand(const RunOptions& o) {
               p.attn = attn;
               p.dtype = dtype;
               p.weights = weights;
+              p.kv_dtype = kv_dtype;
               p.top_k = o.top_k;
               p.top_p = o.top_p;
               p.seed = o.seed;

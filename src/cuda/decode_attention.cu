@@ -1,3 +1,5 @@
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -15,6 +17,8 @@
 //      per piece of columns in shared memory, and Σ probs·V over the split's columns in float: a
 //      column's V row is read once by D/16-byte lanes for all query heads of the group.
 //   3. combine: Σ over splits, rounded to the dtype (skipped when there is a single split).
+// An fp8 cache (TKV = e4m3) is read with the same lanes and columns, 8 bytes per load instead of 16
+// (as many elements per load as the dtype's 16 bytes); its scales multiply each score and each ·V sum.
 namespace llmbench::cuda {
 namespace {
 using namespace detail;
@@ -84,12 +88,50 @@ __device__ __forceinline__ Coords coords(const DecodeAttnArgs& a, std::int64_t c
   return c;
 }
 
-// 16 bytes of T (kVec elements) as floats.
-template <class T, int kVec>
-__device__ __forceinline__ void to_floats(const uint4& raw, float (&out)[kVec]) {
-  const T* e = reinterpret_cast<const T*>(&raw);
+template <int kBytes>
+struct RawOf;
+template <>
+struct RawOf<16> {
+  using type = uint4;
+};
+template <>
+struct RawOf<8> {
+  using type = uint2;
+};
+template <>
+struct RawOf<4> {
+  using type = unsigned int;
+};
+// kVec cache elements (TKV: the dtype or e4m3) in one aligned load.
+template <class TKV, int kVec>
+using KvRaw = typename RawOf<kVec * static_cast<int>(sizeof(TKV))>::type;
+
+template <class TKV>
+constexpr bool kIsFp8 = std::is_same_v<TKV, __nv_fp8_e4m3>;
+
+// kVec cache elements as floats (e4m3 pairs through the paired conversion).
+template <class TKV, int kVec>
+__device__ __forceinline__ void to_floats(const KvRaw<TKV, kVec>& raw, float (&out)[kVec]) {
+  if constexpr (kIsFp8<TKV>) {
+    const auto* pairs = reinterpret_cast<const __nv_fp8x2_e4m3*>(&raw);
 #pragma unroll
-  for (int j = 0; j < kVec; ++j) out[j] = to_f(e[j]);
+    for (int j = 0; j < kVec / 2; ++j) {
+      const float2 f = static_cast<float2>(pairs[j]);
+      out[2 * j] = f.x;
+      out[2 * j + 1] = f.y;
+    }
+  } else {
+    const TKV* e = reinterpret_cast<const TKV*>(&raw);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) out[j] = to_f(e[j]);
+  }
+}
+
+// The row's scale of kv head `kvh` (1 for a cache in the dtype).
+template <class TKV>
+__device__ __forceinline__ float kv_scale(const float* scales, const DecodeAttnArgs& a, int b, int kvh) {
+  if constexpr (kIsFp8<TKV>) return scales[b * a.scale_stride_b + kvh];
+  return 1.0f;
 }
 
 // Running (max, Σexp): one more score.
@@ -110,10 +152,12 @@ __device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
   m = mm;
 }
 
-template <class T, int NG>
+template <class T, class TKV, int NG>
 __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                           int group_size, Work w, int splits) {
   constexpr int kVec = 16 / sizeof(T);
+  constexpr int kLoads = kBuf * sizeof(T) / sizeof(TKV);  // loads in flight per column: 128 bytes either way
+  using Raw = KvRaw<TKV, kVec>;
   const Coords c = coords(a, chunk, groups, group_size);
   const int d = a.head_dim, steps = d / kVec;
   const std::int64_t t_max = a.max_len;
@@ -124,7 +168,8 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
   for (int i = threadIdx.x; i < NG * d; i += kThreads) qs[i] = i / d < c.ng ? to_f(qrow[i]) : 0.0f;
   __syncthreads();
 
-  const T* kb = static_cast<const T*>(a.k) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
+  const TKV* kb = static_cast<const TKV*>(a.k) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
+  const float k_scale = kv_scale<TKV>(a.k_scale, a, c.b, c.kvh);
   const std::uint8_t* valid = a.valid + c.b * a.valid_stride_b;
   T* srow = static_cast<T*>(w.scores) + (static_cast<std::int64_t>(c.b) * a.heads_q + c.h0) * t_max;
   float m[NG], l[NG];
@@ -135,12 +180,12 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
   }
   for (std::int64_t base = c.t0 + threadIdx.x; base < c.t1; base += kThreads * kCols) {
     bool in[kCols], ok[kCols];
-    const uint4* row[kCols];
+    const Raw* row[kCols];
 #pragma unroll
     for (int u = 0; u < kCols; ++u) {
       const std::int64_t t = base + u * kThreads;
       in[u] = t < c.t1;
-      row[u] = reinterpret_cast<const uint4*>(kb + (in[u] ? t : c.t0) * a.kv_stride_t);
+      row[u] = reinterpret_cast<const Raw*>(kb + (in[u] ? t : c.t0) * a.kv_stride_t);
       ok[u] = in[u] && valid[in[u] ? t : c.t0] != 0;
     }
     float dot[kCols][NG];
@@ -148,19 +193,19 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
     for (int u = 0; u < kCols; ++u)
 #pragma unroll
       for (int g = 0; g < NG; ++g) dot[u][g] = 0.0f;
-    for (int s0 = 0; s0 < steps; s0 += kBuf) {
-      uint4 raw[kCols][kBuf];  // all loads of this step issued before any math
+    for (int s0 = 0; s0 < steps; s0 += kLoads) {
+      Raw raw[kCols][kLoads];  // all loads of this step issued before any math
 #pragma unroll
       for (int u = 0; u < kCols; ++u)
 #pragma unroll
-        for (int i = 0; i < kBuf; ++i)
+        for (int i = 0; i < kLoads; ++i)
           if (in[u] && s0 + i < steps) raw[u][i] = __ldg(row[u] + s0 + i);
 #pragma unroll
-      for (int i = 0; i < kBuf; ++i) {
+      for (int i = 0; i < kLoads; ++i) {
         if (s0 + i >= steps) break;
         float kf[kCols][kVec];
 #pragma unroll
-        for (int u = 0; u < kCols; ++u) to_floats<T, kVec>(raw[u][i], kf[u]);
+        for (int u = 0; u < kCols; ++u) to_floats<TKV, kVec>(raw[u][i], kf[u]);
 #pragma unroll
         for (int g = 0; g < NG; ++g) {
           const float4* qv = reinterpret_cast<const float4*>(qs + g * d + (s0 + i) * kVec);
@@ -186,7 +231,8 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
 #pragma unroll
       for (int g = 0; g < NG; ++g) {
         if (g >= c.ng) continue;
-        const float sc = ok[u] ? round_f<T>(round_f<T>(dot[u][g]) * a.scale) : Num<T>::lowest();
+        const float qk = kIsFp8<TKV> ? dot[u][g] * k_scale : dot[u][g];  // Σ q·k (fp8: Σ q·k8 · scale)
+        const float sc = ok[u] ? round_f<T>(round_f<T>(qk) * a.scale) : Num<T>::lowest();
         srow[g * t_max + t] = from_f<T>(sc);
         push(m[g], l[g], sc);
       }
@@ -217,10 +263,11 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
   }
 }
 
-template <class T, int NG>
+template <class T, class TKV, int NG>
 __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                       int group_size, Work w, int splits) {
   constexpr int kVec = 16 / sizeof(T);
+  using Raw = KvRaw<TKV, kVec>;
   constexpr int kNgp = (NG + 3) / 4 * 4;  // probs row stride (float4 reads)
   const Coords c = coords(a, chunk, groups, group_size);
   const int d = a.head_dim, lanes = d / kVec, sub = threadIdx.x % lanes, cg = threadIdx.x / lanes;
@@ -252,15 +299,15 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
   for (int g = 0; g < NG; ++g)
 #pragma unroll
     for (int j = 0; j < kVec; ++j) acc[g][j] = 0.0f;
-  const T* vb = static_cast<const T*>(a.v) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
+  const TKV* vb = static_cast<const TKV*>(a.v) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
   const T* srow = static_cast<const T*>(w.scores) + row0 * t_max;
   for (std::int64_t p0 = c.t0; p0 < c.t1; p0 += piece) {
     const int np = static_cast<int>(min(static_cast<std::int64_t>(piece), c.t1 - p0));
-    uint4 raw[kPerThread];  // this thread's V slices of the piece, in flight while probs are computed
+    Raw raw[kPerThread];  // this thread's V slices of the piece, in flight while probs are computed
 #pragma unroll
     for (int u = 0; u < kPerThread; ++u) {
       const int col = cg + u * ncg;
-      if (u < per && col < np) raw[u] = __ldg(reinterpret_cast<const uint4*>(vb + (p0 + col) * a.kv_stride_t) + sub);
+      if (u < per && col < np) raw[u] = __ldg(reinterpret_cast<const Raw*>(vb + (p0 + col) * a.kv_stride_t) + sub);
     }
     for (int i = threadIdx.x; i < np * NG; i += kThreads) {
       const int g = i / np, col = i % np;
@@ -286,7 +333,7 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
       for (int g = 0; g < NG; ++g) any |= p[g] != 0.0f;
       if (!any) continue;  // masked columns weigh exactly 0 (and unwritten V may hold anything)
       float vf[kVec];
-      to_floats<T, kVec>(raw[u], vf);
+      to_floats<TKV, kVec>(raw[u], vf);
 #pragma unroll
       for (int g = 0; g < NG; ++g)
 #pragma unroll
@@ -310,9 +357,11 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
         for (int j = 0; j < kVec; ++j) red[(warp * c.ng + g) * d + sub * kVec + j] = acc[g][j];
   }
   __syncthreads();
+  const float v_scale = kv_scale<TKV>(a.v_scale, a, c.b, c.kvh);
   for (int idx = threadIdx.x; idx < c.ng * d; idx += kThreads) {
     float s = 0.0f;
     for (int wi = 0; wi < kWarps; ++wi) s += red[wi * c.ng * d + idx];
+    if constexpr (kIsFp8<TKV>) s *= v_scale;  // Σ p · v8 · scale
     const int g = idx / d, k = idx % d;
     if (splits == 1)
       static_cast<T*>(a.out)[(row0 + g) * d + k] = from_f<T>(s);
@@ -341,7 +390,7 @@ void with_group(int group_size, F&& f) {
   f(std::integral_constant<int, kMaxGroup>{});
 }
 
-template <class T>
+template <class T, class TKV>
 void check_args(const DecodeAttnArgs& a) {
   constexpr int kVec = 16 / sizeof(T);
   const int lanes = a.head_dim / kVec;
@@ -352,9 +401,21 @@ void check_args(const DecodeAttnArgs& a) {
     throw Error(cat("decode_attention kernel: ", a.heads_q, " query heads are not a multiple of ", a.heads_kv,
                     " kv heads"));
   if (!a.q || !a.k || !a.v || !a.valid || !a.out) throw Error("decode_attention kernel: null pointer argument");
-  if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v) || a.kv_stride_b % kVec != 0 ||
-      a.kv_stride_h % kVec != 0 || a.kv_stride_t % kVec != 0)
-    throw Error("decode_attention kernel: q/k/v must be 16-byte aligned with strides a multiple of 16 bytes");
+  if (kIsFp8<TKV> != (a.k_scale && a.v_scale))
+    throw Error("decode_attention kernel: an fp8 cache needs k and v scales (and only an fp8 cache takes them)");
+  const std::size_t load = kVec * sizeof(TKV);  // bytes per K/V load
+  auto aligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % load == 0; };
+  if (!aligned16(a.q) || !aligned(a.k) || !aligned(a.v) || a.kv_stride_b % kVec != 0 || a.kv_stride_h % kVec != 0 ||
+      a.kv_stride_t % kVec != 0)
+    throw Error(cat("decode_attention kernel: q must be 16-byte aligned, k/v ", load,
+                    "-byte aligned with strides a multiple of ", kVec, " elements"));
+}
+
+// Calls f(Tag<TKV>{}) with TKV the cache's element type for activations T.
+template <class T, class F>
+void dispatch_kv(KvType kv, F&& f) {
+  if (kv == KvType::fp8_e4m3) return f(Tag<__nv_fp8_e4m3>{});
+  f(Tag<T>{});
 }
 
 }  // namespace
@@ -393,15 +454,19 @@ void decode_attention(const DecodeAttnArgs& a, const DecodeAttnPlan& plan, void*
   const std::size_t red_bytes = static_cast<std::size_t>(kWarps) * l.group_size * a.head_dim * sizeof(float);
   dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    check_args<T>(a);
     if (red_bytes > 32 * 1024) throw Error(cat("decode_attention kernel: head_dim ", a.head_dim, " is too large"));
-    with_group(l.group_size, [&](auto ng) {
-      constexpr int NG = decltype(ng)::value;
-      const std::size_t q_bytes = static_cast<std::size_t>(NG) * a.head_dim * sizeof(float);
-      scores_kernel<T, NG><<<grid, kThreads, q_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
-      check_launch("decode_attention scores kernel");
-      pv_kernel<T, NG><<<grid, kThreads, red_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
-      check_launch("decode_attention pv kernel");
+    dispatch_kv<T>(a.kv, [&](auto kv_tag) {
+      using TKV = typename decltype(kv_tag)::type;
+      check_args<T, TKV>(a);
+      with_group(l.group_size, [&](auto ng) {
+        constexpr int NG = decltype(ng)::value;
+        const std::size_t q_bytes = static_cast<std::size_t>(NG) * a.head_dim * sizeof(float);
+        scores_kernel<T, TKV, NG>
+            <<<grid, kThreads, q_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
+        check_launch("decode_attention scores kernel");
+        pv_kernel<T, TKV, NG><<<grid, kThreads, red_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
+        check_launch("decode_attention pv kernel");
+      });
     });
     if (plan.splits > 1) {
       combine_kernel<T><<<dim3(a.heads_q, a.batch), std::min(a.head_dim, 1024), 0, stream>>>(a, w, plan.splits);

@@ -1,5 +1,6 @@
 #include "llmbench/model/decoder.h"
 
+#include "llmbench/base/error.h"
 #include "llmbench/model/fused_ops.h"
 #include "llmbench/model/fused_prefill.h"
 #include "llmbench/model/linear.h"
@@ -150,11 +151,12 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
   torch::Tensor h = fused::rms_norm(residual, weights_.layers[0].input_norm, config_.rms_norm_eps);  // [B, 1, H]
   for (std::int64_t i = 0; i < n; ++i) {
     const LayerWeights& w = weights_.layers[i];
-    torch::Tensor keys = cache.keys(i), values = cache.values(i);                     // [B, Hkv, T_max, D]
+    torch::Tensor keys = cache.keys(i), values = cache.values(i);                     // [B, Hkv, T_max, D] dtype or fp8
+    torch::Tensor k_scale = cache.key_scales(i), v_scale = cache.value_scales(i);     // [B, Hkv] float32 (fp8 only)
     torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);  // [B, 1, (Hq + 2 Hkv) D]; bias here rounds as eager does
     torch::Tensor q = fused::rope_qkv_cache(qkv, {}, rope.cos_table(), rope.sin_table(), state.positions,
-                                            state.column, keys, values, hq, hkv);     // [B, Hq, D]
-    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid);          // [B, Hq, D]
+                                            state.column, keys, values, hq, hkv, k_scale, v_scale);  // [B, Hq, D]
+    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale);     // [B, Hq, D]
     torch::Tensor o = row_parallel(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias);  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
     torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, 1, I]
@@ -181,7 +183,7 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
   torch::Tensor x = torch::embedding(weights_.embed, tokens.view({b, 1}));            // [B, 1, H]
   auto attend = [&](std::int64_t i, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     cache.write_column(i, state.column, k, v);
-    return attention(attn_, q, cache.keys(i), cache.values(i), allowed);  // the whole preallocated cache
+    return attention(attn_, q, cache.read_keys(i), cache.read_values(i), allowed);  // the whole cache (fp8: dequantized)
   };
   for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, attend);
 
@@ -193,6 +195,9 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
 torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<ChunkSpan>& chunks, const Rope& rope,
                                   KvCache& cache, DecodeState& state) const {
   torch::NoGradGuard no_grad;
+  // An fp8 cache takes its per-head scales from a whole prompt (write_prefix): a prompt in chunks has none
+  // to give, so chunked prefill keeps to the model-dtype cache (the serving engine never sets fp8).
+  if (cache.fp8()) throw Error("chunked prefill (mixed_step) needs a bf16 KV cache; --kv-dtype fp8 is not supported there");
   const auto r = cache.batch(), n = ids.size(0);
   const auto i64 = ids.options();
   // Positions of the packed tokens: each decode row's own, then each chunk's columns (host → device).

@@ -7,6 +7,8 @@
 #include "llmbench/base/error.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/decoder.h"
+#include "llmbench/model/kv_cache.h"
+#include "llmbench/model/quantize.h"
 #include "llmbench/model/rope.h"
 
 #ifdef LLMBENCH_WITH_CUDA
@@ -53,6 +55,41 @@ cuda::DType kernel_dtype(const torch::Tensor& t) {
 }
 cuda::Stream stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 #endif
+
+bool is_fp8(const torch::Tensor& t) {
+#ifdef LLMBENCH_TORCH_FP8
+  return t.scalar_type() == torch::kFloat8_e4m3fn;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+// keys/values in the input's dtype with no scales, or float8 e4m3 with k/v scales [B, Hkv] float32.
+// Returns whether the cache is fp8.
+bool check_cache(const char* op, const torch::Tensor& x, const torch::Tensor& keys, const torch::Tensor& values,
+                 const torch::Tensor& k_scale, const torch::Tensor& v_scale) {
+  const bool fp8 = is_fp8(keys);
+  expect(keys.scalar_type() == values.scalar_type(), op,
+         cat("keys are ", keys.scalar_type(), " but values are ", values.scalar_type()));
+  expect(fp8 == (k_scale.defined() && v_scale.defined()), op,
+         fp8 ? "an fp8 cache needs its k and v scales" : "scales are given but the cache is not fp8");
+  if (!fp8) {
+    same_dtype(op, x, keys, "keys");
+    return false;
+  }
+  for (const torch::Tensor* s : {&k_scale, &v_scale}) {
+    expect(s->dim() == 2 && s->size(0) == keys.size(0) && s->size(1) == keys.size(1) &&
+               s->scalar_type() == torch::kFloat32 && s->stride(1) == 1,
+           op, cat("scales ", shape(*s), " must be [", keys.size(0), ", ", keys.size(1), "] float32, heads contiguous"));
+    same_device(op, x, *s, "scales");
+  }
+  expect(k_scale.stride(0) == v_scale.stride(0), op, "k and v scales must share strides");
+  return true;
+}
+
+// Bytes of an fp8 tensor (index ops are not implemented for float8 everywhere); other tensors as they are.
+torch::Tensor as_bytes(const torch::Tensor& t) { return is_fp8(t) ? t.view(torch::kUInt8) : t; }
 
 }  // namespace
 
@@ -137,7 +174,8 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up) {
 torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias, const torch::Tensor& cos_table,
                              const torch::Tensor& sin_table, const torch::Tensor& positions,
                              const torch::Tensor& column, torch::Tensor& keys, torch::Tensor& values,
-                             std::int64_t heads_q, std::int64_t heads_kv) {
+                             std::int64_t heads_q, std::int64_t heads_kv, const torch::Tensor& k_scale,
+                             const torch::Tensor& v_scale) {
   const char* op = "fused rope_qkv_cache";
   expect(keys.dim() == 4 && values.sizes() == keys.sizes(), op,
          cat("keys ", shape(keys), " and values ", shape(values), " must both be [B, Hkv, T_max, D]"));
@@ -152,8 +190,9 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
          cat("positions ", shape(positions), " must be [", b, "] int64"));
   expect(column.dim() == 1 && (column.size(0) == 1 || column.size(0) == b) && column.scalar_type() == torch::kInt64, op,
          cat("column ", shape(column), " must be [1] or [", b, "] int64"));
-  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&bias, &cos_table, &sin_table, &keys, &values})
-    if (t->defined()) same_dtype(op, qkv, *t, "bias/cos/sin/keys/values");
+  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&bias, &cos_table, &sin_table})
+    if (t->defined()) same_dtype(op, qkv, *t, "bias/cos/sin");
+  const bool fp8 = check_cache(op, qkv, keys, values, k_scale, v_scale);
   for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&bias, &cos_table, &sin_table, &positions, &column, &keys, &values})
     if (t->defined()) same_device(op, qkv, *t, "bias/cos/sin/positions/column/keys/values");
 
@@ -166,12 +205,18 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
     torch::Tensor sin = sin_table.index_select(0, pos).view({b, 1, 1, d});          // [B, 1, 1, D]
     torch::Tensor q = apply_rope(parts[0].reshape({b, heads_q, 1, d}), cos, sin);    // [B, Hq, 1, D]
     torch::Tensor k = apply_rope(parts[1].reshape({b, heads_kv, 1, d}), cos, sin);   // [B, Hkv, 1, D]
+    torch::Tensor v = parts[2].reshape({b, heads_kv, 1, d});                         // [B, Hkv, 1, D]
+    if (fp8) {
+      k = quantize_kv(k, k_scale);  // [B, Hkv, 1, D] float8 e4m3
+      v = quantize_kv(v, v_scale);
+    }
     // Rows whose column is outside the cache write nothing, as in the kernel.
     torch::Tensor inside = (column >= 0).logical_and(column < keys.size(2)).expand({b});  // [B] bool
     torch::Tensor index = column.clamp(0, keys.size(2) - 1).expand({b}).view({b, 1, 1, 1}).expand({b, heads_kv, 1, d});
     torch::Tensor keep = inside.view({b, 1, 1, 1});                                   // [B, 1, 1, 1]
-    keys.scatter_(2, index, torch::where(keep, k, keys.gather(2, index)));
-    values.scatter_(2, index, torch::where(keep, parts[2].reshape({b, heads_kv, 1, d}), values.gather(2, index)));
+    torch::Tensor kb = as_bytes(keys), vb = as_bytes(values);                         // [B, Hkv, T_max, D]
+    kb.scatter_(2, index, torch::where(keep, as_bytes(k), kb.gather(2, index)));
+    vb.scatter_(2, index, torch::where(keep, as_bytes(v), vb.gather(2, index)));
     return q.view({b, heads_q, d});
   }
 #ifdef LLMBENCH_WITH_CUDA
@@ -199,6 +244,12 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
   a.q_out = q.data_ptr();
   a.k_cache = keys.data_ptr();
   a.v_cache = values.data_ptr();
+  if (fp8) {
+    a.kv = cuda::KvType::fp8_e4m3;
+    a.k_scale = k_scale.data_ptr<float>();
+    a.v_scale = v_scale.data_ptr<float>();
+    a.scale_stride_b = k_scale.stride(0);
+  }
   a.cache_stride_b = keys.stride(0);
   a.cache_stride_h = keys.stride(1);
   a.cache_stride_t = keys.stride(2);
@@ -215,7 +266,7 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 }
 
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                               const torch::Tensor& valid) {
+                               const torch::Tensor& valid, const torch::Tensor& k_scale, const torch::Tensor& v_scale) {
   const char* op = "fused decode_attention";
   expect(q.dim() == 3 && keys.dim() == 4 && values.sizes() == keys.sizes(), op,
          cat("q ", shape(q), " / keys ", shape(keys), " / values ", shape(values),
@@ -226,14 +277,16 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
   expect(valid.dim() == 2 && valid.size(0) == b && valid.size(1) == t_max &&
              (valid.scalar_type() == torch::kBool || valid.scalar_type() == torch::kUInt8),
          op, cat("valid ", shape(valid), " must be [", b, ", ", t_max, "] bool or uint8"));
-  same_dtype(op, q, keys, "keys");
-  same_dtype(op, q, values, "values");
+  const bool fp8 = check_cache(op, q, keys, values, k_scale, v_scale);
   same_device(op, q, keys, "keys");
   same_device(op, q, values, "values");
   same_device(op, q, valid, "valid");
   if (!uses_kernels(q)) {
     torch::Tensor mask = valid.to(torch::kBool).view({b, 1, 1, t_max});              // [B, 1, 1, T_max]
-    return attention(AttnImpl::eager, q.unsqueeze(2), keys, values, mask).view({b, hq, d});
+    const auto dtype = q.scalar_type();
+    return attention(AttnImpl::eager, q.unsqueeze(2), fp8 ? dequantize_kv(keys, k_scale, dtype) : keys,
+                     fp8 ? dequantize_kv(values, v_scale, dtype) : values, mask)
+        .view({b, hq, d});
   }
 #ifdef LLMBENCH_WITH_CUDA
   contiguous(op, q, "q");
@@ -251,6 +304,12 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
   a.q = q.data_ptr();
   a.k = keys.data_ptr();
   a.v = values.data_ptr();
+  if (fp8) {
+    a.kv = cuda::KvType::fp8_e4m3;
+    a.k_scale = k_scale.data_ptr<float>();
+    a.v_scale = v_scale.data_ptr<float>();
+    a.scale_stride_b = k_scale.stride(0);
+  }
   a.kv_stride_b = keys.stride(0);
   a.kv_stride_h = keys.stride(1);
   a.kv_stride_t = keys.stride(2);

@@ -98,11 +98,17 @@ void Model::set_attn(AttnImpl attn) {
   info_.attn = to_string(attn);
 }
 
+void Model::set_kv_format(KvFormat format) {
+  if (format == KvFormat::fp8) check_kv_fp8_supported(device_);
+  kv_format_ = format;
+}
+
 std::int64_t Model::allocate_cache(std::int64_t batch, std::int64_t max_len) {
   check_context(config(), max_len);
-  if (cache_.allocated() && cache_.batch() == batch && cache_.max_len() == max_len) return cache_.bytes();
+  if (cache_.allocated() && cache_.batch() == batch && cache_.max_len() == max_len && cache_.format() == kv_format_)
+    return cache_.bytes();
   cache_ = KvCache();  // free the old one first: peak memory holds one cache, not two
-  cache_ = KvCache(rank_config_, batch, max_len, dtype_, device_);
+  cache_ = KvCache(rank_config_, batch, max_len, dtype_, device_, kv_format_);
   rope_ = Rope(rank_config_, max_len, dtype_, device_);
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device_);
   state_.positions = torch::zeros({batch}, i64);

@@ -37,10 +37,14 @@ std::string format_bytes(std::uint64_t bytes) {
 std::string quality_summary(const PointResult& p) {
   if (!p.quality) return "";
   const Quality& q = *p.quality;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s vs %s weights: top-1 %.1f %%, logits rel err %.2e, KL %.2e (%lld positions)",
-                p.params.weights.c_str(), q.reference.c_str(), 100 * q.top1_agreement, q.logits_rel_err,
-                q.kl_divergence_mean, static_cast<long long>(q.positions));
+  // "int8 vs bfloat16 weights", "fp8 KV vs bfloat16", "int8 weights + fp8 KV vs bfloat16"
+  const std::string what = p.params.kv_dtype == "bf16"
+                               ? p.params.weights + " vs " + q.reference + " weights"
+                               : (p.params.weights != "bf16" ? p.params.weights + " weights + " : std::string()) +
+                                     p.params.kv_dtype + " KV vs " + q.reference;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s: top-1 %.1f %%, logits rel err %.2e, KL %.2e (%lld positions)", what.c_str(),
+                100 * q.top1_agreement, q.logits_rel_err, q.kl_divergence_mean, static_cast<long long>(q.positions));
   return buf;
 }
 
@@ -145,6 +149,7 @@ std::vector<Column> result_columns() {
   c.push_back({"attn", "attn", false, [](const PointResult& p) { return Cell{p.params.attn, p.params.attn}; }});
   c.push_back({"dtype", "dtype", false, [](const PointResult& p) { return Cell{p.params.dtype, p.params.dtype}; }});
   c.push_back({"weights", "weights", false, [](const PointResult& p) { return Cell{p.params.weights, p.params.weights}; }});
+  c.push_back({"kv_dtype", "KV", false, [](const PointResult& p) { return Cell{p.params.kv_dtype, p.params.kv_dtype}; }});
   c.push_back({"ttft_ms", "TTFT ms", true, median_of("ttft_ms", 2)});
   c.push_back({"output_tok_s", "out tok/s", true, median_of("output_tok_s", 1)});
   c.push_back({"peak_memory_bytes", "peak mem", true, [](const PointResult& p) {

@@ -38,6 +38,7 @@ Axes axes_of(const std::vector<const PointResult*>& all) {
   a.dtype = varies<std::string>(pts, [](const PointParams& p) { return p.dtype; });
   a.attn = varies<std::string>(pts, [](const PointParams& p) { return p.attn; });
   a.weights = varies<std::string>(pts, [](const PointParams& p) { return p.weights; });
+  a.kv_dtype = varies<std::string>(pts, [](const PointParams& p) { return p.kv_dtype; });
   a.batch = varies<int>(pts, [](const PointParams& p) { return p.batch; });
   a.prompt_len = varies<int>(pts, [](const PointParams& p) { return p.prompt_len; });
   a.max_new_tokens = varies<int>(pts, [](const PointParams& p) { return p.max_new_tokens; });
@@ -71,6 +72,7 @@ std::string point_label(const PointParams& p, const Axes& axes, bool with_model)
   if (axes.temperature) s += " T=" + fmt_num(p.temperature);
   if (axes.dtype) s += " " + p.dtype;
   if (axes.weights) s += " " + p.weights;
+  if (axes.kv_dtype) s += " kv " + p.kv_dtype;
   if (axes.attn) s += " " + p.attn;
   if (axes.device) s += " " + p.device;
   return s;
@@ -88,7 +90,8 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
 
 std::string point_key(const PointParams& p) {
   return cat(model_label(p), "|", p.device, "|", p.dtype, "|", p.attn, "|", p.batch, "|", p.prompt_len, "|",
-             p.max_new_tokens, "|", p.temperature, p.weights == "bf16" ? "" : "|" + p.weights);
+             p.max_new_tokens, "|", p.temperature, p.weights == "bf16" ? "" : "|" + p.weights,
+             p.kv_dtype == "bf16" ? "" : "|kv " + p.kv_dtype);
 }
 
 std::string point_key(const PointResult& p) {
@@ -226,7 +229,7 @@ Table env_table(const ReportInput& in) {
 
 Table config_table(const ReportInput& in, const Axes& axes) {
   Table t{"Configuration: " + in.name,
-          {"point", "model", "weights", "device", "dtype", "attn", "batch", "prompt len", "new tokens",
+          {"point", "model", "weights", "device", "dtype", "KV cache", "attn", "batch", "prompt len", "new tokens",
            "temperature", "top-k", "top-p", "seed", "warm-up", "runs", "trim", "prompt", "tokenizer", "paths"},
           {},
           {}};
@@ -236,7 +239,7 @@ Table config_table(const ReportInput& in, const Axes& axes) {
     std::string paths;
     for (const auto& [name, on] : p.paths) paths += (paths.empty() ? "" : ", ") + name + (on ? "" : " off");
     t.rows.push_back({point_label(q, axes), q.model, p.weights == "checkpoint" ? p.checkpoint : p.weights, q.device,
-                      q.dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_num(q.temperature),
+                      q.dtype, q.kv_dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_num(q.temperature),
                       cat(q.top_k), fmt_num(q.top_p), cat(q.seed), cat(p.warmup), cat(p.runs.size()), cat(p.trim),
                       p.prompt_source, p.tokenizer, paths.empty() ? "–" : paths});
   }

@@ -11,7 +11,8 @@ namespace llmbench::report_detail {
 // all `llmbench load` points.
 struct Axes {
   bool model = false, dtype = false, attn = false, batch = false, prompt_len = false,
-       max_new_tokens = false, temperature = false, device = false, weights = false;
+       max_new_tokens = false, temperature = false, device = false, weights = false,
+       kv_dtype = false;
   bool load_lengths = false, load_api = false;
 };
 

@@ -82,6 +82,7 @@ json to_json(const PointParams& p) {
           {"cuda_graph", p.cuda_graph},
           {"fused", p.fused},
           {"weights", p.weights},
+          {"kv_dtype", p.kv_dtype},
           {"gemv", p.gemv},
           {"fp8_gemm", p.fp8_gemm},
           {"tp", p.tp}};
@@ -291,6 +292,7 @@ PointParams params_from(const Node& n) {
   n.opt("cuda_graph", p.cuda_graph);
   n.opt("fused", p.fused);
   n.opt("weights", p.weights);
+  n.opt("kv_dtype", p.kv_dtype);
   n.opt("gemv", p.gemv);
   n.opt("fp8_gemm", p.fp8_gemm);
   n.opt("tp", p.tp);

@@ -45,7 +45,9 @@ std::vector<PointParams> feasible(const ModelShape& shape, const std::vector<Poi
   std::vector<PointParams> out;
   for (const auto& p : points) {
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
-    if (estimate_memory(shape, p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights)).total() <= available)
+    if (estimate_memory(shape, p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights),
+                        kv_elem_bytes(p.kv_dtype))
+            .total() <= available)
       out.push_back(p);
   }
   return out;
@@ -69,7 +71,7 @@ DurationEstimate estimate_duration(const ModelShape& shape, const std::vector<Po
   for (const auto& p : points) {
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
     const double step_s = decode_bytes_per_step(shape, p.batch, p.prompt_len, p.max_new_tokens, elem,
-                                                matmul_elem_bytes(p.weights)) /
+                                                matmul_elem_bytes(p.weights), kv_elem_bytes(p.kv_dtype)) /
                           (ceilings.copy_gb_s * 1e9);
     const double prefill_s = prefill_flops(shape, p.batch, p.prompt_len) / (ceilings.matmul_tflop_s * 1e12);
     const long long steps = generates * (p.max_new_tokens - 1);

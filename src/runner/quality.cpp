@@ -62,6 +62,26 @@ Quality measure_quality(Model& model, Model& reference, const torch::Tensor& pro
   for (std::int64_t r = 0; r < b; ++r) gen[r].copy_(torch::tensor(g.tokens[r], torch::kInt64));
   torch::Tensor ids = torch::cat({host, gen.narrow(1, 0, n - 1)}, 1);  // [B, P + N − 1]
 
+  if (model.kv_format() == KvFormat::fp8) {
+    // The prefill pass attends over its own fresh K/V and never reads the cache: only decode steps show
+    // what the fp8 cache costs. Both models: prefill, then N − 1 decode steps fed the reference's tokens,
+    // compared step by step (each holds its own cache, so no logits are kept).
+    if (reference.kv_format() != KvFormat::plain) throw Error("measure_quality: the reference's KV cache must be unquantized");
+    model.allocate_cache(b, p + n);
+    reference.allocate_cache(b, p + n);
+    model.reset_cache();
+    reference.reset_cache();
+    Sums s;
+    s.add(model.prefill(host), reference.prefill(host).to(model.device()));  // [B, V] float32 each
+    for (std::int64_t i = 0; i + 1 < n; ++i) {
+      const torch::Tensor tok = gen.select(1, i);                             // [B] int64
+      s.add(model.decode_step(tok), reference.decode_step(tok).to(model.device()));
+    }
+    Quality q = s.result();
+    q.reference = reference.info().dtype;
+    return q;
+  }
+
   model.allocate_cache(b, p + n);
   auto hidden = [&](Model& m) {  // [B·N, H] model dtype, after the final norm
     torch::Tensor h = m.forward_normed(ids).narrow(1, p - 1, n);

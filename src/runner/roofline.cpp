@@ -3,13 +3,14 @@
 namespace llmbench {
 
 double decode_bytes_per_step(const ModelShape& s, int batch, int prompt_len, int max_new_tokens, int elem_bytes,
-                             int matmul_elem_bytes) {
+                             int matmul_elem_bytes, int kv_elem_bytes) {
   ModelSize m = model_size(s);
   double weights = static_cast<double>(weight_bytes(s, elem_bytes, matmul_elem_bytes)) -
                    static_cast<double>(m.embedding_params) * elem_bytes;
   if (s.tied_embeddings) weights += static_cast<double>(m.embedding_params) * elem_bytes;  // read as lm_head
   double mean_context = prompt_len + max_new_tokens / 2.0;
-  double kv = 2.0 * s.layers * batch * s.kv_heads * s.head_dim * elem_bytes * mean_context;
+  const int kv_elem = kv_elem_bytes > 0 ? kv_elem_bytes : elem_bytes;
+  double kv = 2.0 * s.layers * batch * s.kv_heads * s.head_dim * kv_elem * mean_context;
   return weights + kv;
 }
 

@@ -198,6 +198,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     check_context(planned, p.prompt_len + p.max_new_tokens);
     parse_attn(p.attn);
     if (p.weights == "fp8") check_fp8_supported(device);
+    if (p.kv_dtype == "fp8") check_kv_fp8_supported(device);
   }
   if (options.prompt) {
     if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
@@ -208,7 +209,8 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     const auto& p = points[0];
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
     check_fits(device,
-               estimate_memory(shape_of(planned_rank), p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights))
+               estimate_memory(shape_of(planned_rank), p.batch, p.prompt_len, p.max_new_tokens, elem,
+                               matmul_elem_bytes(p.weights), kv_elem_bytes(p.kv_dtype))
                    .total(),
                cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
   }
@@ -263,9 +265,11 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         model->set_fused(pp.fused);
         model->set_gemv(pp.gemv);
         model->set_fp8_gemm(parse_fp8_gemm(pp.fp8_gemm));
+        model->set_kv_format(parse_kv_format(pp.kv_dtype));
         const int elem = static_cast<int>(c10::elementSize(parse_dtype(pp.dtype)));
-        const int matmul_elem = matmul_elem_bytes(pp.weights);
-        MemoryEstimate est = estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem);
+        const int matmul_elem = matmul_elem_bytes(pp.weights), kv_elem = kv_elem_bytes(pp.kv_dtype);
+        MemoryEstimate est =
+            estimate_memory(shape_of(cfg), pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem, kv_elem);
         needed = est.kv_cache + est.activations;
         check_fits(device, needed,
                    cat("batch ", pp.batch, " x ", pp.prompt_len + pp.max_new_tokens, " positions"));
@@ -347,9 +351,9 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
             if (points.size() > 1) log::warn(cat("point ", i + 1, " failed: ", pr.error));
           }
         }
-        if (pr.status == "ok" && pp.weights != "bf16" && !pr.runs.empty()) {
-          // The reference: the same model with unquantized weights, loaded after the timed runs so that it
-          // never counts in their peak memory, and freed at once.
+        if (pr.status == "ok" && (pp.weights != "bf16" || pp.kv_dtype != "bf16") && !pr.runs.empty()) {
+          // The reference: the same model with unquantized weights and KV cache, loaded after the timed runs
+          // so that it never counts in their peak memory, and freed at once.
           graph.reset();
           ModelLoadOptions ref_options = load_options;
           ref_options.quant = "bf16";
@@ -360,7 +364,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         if (pr.status == "ok") {
           const ModelShape shape = shape_of(cfg);
           pr.roofline.decode_bytes_per_step =
-              decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem);
+              decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem, kv_elem);
           pr.roofline.prefill_flops = prefill_flops(shape, pp.batch, pp.prompt_len);
           if (pp.max_new_tokens > 1)
             pr.roofline.mbu = mbu(pr.roofline.decode_bytes_per_step, pr.summary.at("tpot_ms").trimmed_median, results.env.ceilings);

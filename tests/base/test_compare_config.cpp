@@ -288,3 +288,31 @@ models:
   EXPECT_EQ(points[1].weights, "int8");
   EXPECT_THROW(parse_compare_config("models:\n  - model: tiny\n    weights: int4\n", "c.yaml"), UsageError);
 }
+
+// kv_dtype: a matrix axis and a per-model option, crossed with weights; bad values are UsageErrors.
+TEST(CompareConfig, KvDtypeAxis) {
+  ComparePlan plan = parse_compare_config(R"(
+defaults:
+  device: cuda
+matrix:
+  kv_dtype: [bf16, fp8]
+  weights: [bf16, int8]
+models:
+  - tiny
+  - model: qwen2.5-7b
+    kv_dtype: fp8
+)",
+                                          "c.yaml");
+  ASSERT_EQ(plan.models.size(), 2u);
+  EXPECT_EQ(plan.models[0].kv_dtype, (std::vector<std::string>{"bf16", "fp8"}));
+  EXPECT_EQ(plan.models[1].kv_dtype, (std::vector<std::string>{"fp8"}));
+  const auto points = expand(plan.models[0]);
+  ASSERT_EQ(points.size(), 4u);  // weights outer, kv_dtype inner
+  EXPECT_EQ(points[0].weights, "bf16");
+  EXPECT_EQ(points[0].kv_dtype, "bf16");
+  EXPECT_EQ(points[1].kv_dtype, "fp8");
+  EXPECT_EQ(points[3].weights, "int8");
+  EXPECT_EQ(points[3].kv_dtype, "fp8");
+  EXPECT_THROW(parse_compare_config("models:\n  - model: tiny\n    kv_dtype: int8\n", "c.yaml"), UsageError);
+  EXPECT_THROW(parse_compare_config("matrix:\n  kv_dtype: fp16\nmodels:\n  - tiny\n", "c.yaml"), UsageError);
+}

@@ -115,12 +115,12 @@ TEST(Format, TableHasOneAlignedRowPerPoint) {
 TEST(Format, CsvAndJsonCarryRawNumbers) {
   auto csv = lines(format_results(two_models(), Format::csv));
   ASSERT_EQ(csv.size(), 6u);
-  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,weights,ttft_ms,output_tok_s,"
+  EXPECT_EQ(csv[0], "model,batch,prompt_len,max_new_tokens,temperature,attn,dtype,weights,kv_dtype,ttft_ms,output_tok_s,"
                     "peak_memory_bytes,tpot_ms,e2e_ms,max_cv,verified,top1_agreement,logits_rel_err,"
                     "kl_divergence_mean,status,error");
   // Not verified: an empty cell (null in json).
-  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,bf16,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
-  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,bf16,,,,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
+  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,bf16,bf16,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
+  EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,bf16,bf16,,,,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
   json j = json::parse(format_results(two_models(), Format::json));
   ASSERT_EQ(j.size(), 5u);
   EXPECT_EQ(j[3]["output_tok_s"], 2 * 8 / 0.04);
@@ -275,4 +275,25 @@ TEST(Format, InterruptedBeforeAnyRunIsOneLineNotAnEmptyTable) {
   r.points.push_back(point("base", 2, 10, 5, 50, 1));
   r.points.back().status = "interrupted";
   EXPECT_EQ(lines(format_results(r, Format::table)).size(), 4u);
+}
+
+// The quality line names what was quantized: weights, the KV cache, or both.
+TEST(Format, QualitySummaryNamesWeightsAndKvCache) {
+  PointResult p;
+  EXPECT_EQ(quality_summary(p), "");
+  Quality q;
+  q.reference = "bfloat16";
+  q.top1_agreement = 0.984;
+  q.logits_rel_err = 0.0123;
+  q.kl_divergence_mean = 4.56e-4;
+  q.positions = 256;
+  p.quality = q;
+  p.params.weights = "int8";
+  EXPECT_EQ(quality_summary(p), "int8 vs bfloat16 weights: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256 positions)");
+  p.params.weights = "bf16";
+  p.params.kv_dtype = "fp8";
+  EXPECT_EQ(quality_summary(p), "fp8 KV vs bfloat16: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256 positions)");
+  p.params.weights = "fp8";
+  EXPECT_EQ(quality_summary(p),
+            "fp8 weights + fp8 KV vs bfloat16: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256 positions)");
 }

@@ -36,4 +36,18 @@ grep -q 'fp8 weights need a CUDA GPU with FP8 (sm_89+) and libtorch >= 2.1' "$tm
 [ ! -e "$tmp/f.json" ] || fail "fp8 failure wrote a results file"
 if "$bin" run "${small[@]}" --weights int4 >/dev/null 2>"$tmp/err.txt"; then fail "int4 accepted"; fi
 grep -q "unknown value 'int4'" "$tmp/err.txt" || fail "int4 error: $(cat "$tmp/err.txt")"
+# --kv-dtype fp8 likewise, on run and generate; an unknown KV dtype names the option.
+if "$bin" run "${small[@]}" --kv-dtype fp8 --output "$tmp/k.json" >/dev/null 2>"$tmp/err.txt"; then fail "fp8 KV on cpu succeeded"; fi
+[ "$(wc -l <"$tmp/err.txt")" -eq 1 ] || fail "fp8 KV error is not one line: $(cat "$tmp/err.txt")"
+grep -q -- '--kv-dtype fp8 needs a CUDA GPU with FP8 (sm_89+)' "$tmp/err.txt" || fail "fp8 KV error: $(cat "$tmp/err.txt")"
+[ ! -e "$tmp/k.json" ] || fail "fp8 KV failure wrote a results file"
+if "$bin" generate --model tiny --device cpu --prompt-ids "1,2,3" --max-new-tokens 2 --kv-dtype fp8 >/dev/null 2>"$tmp/err.txt"; then
+  fail "generate with fp8 KV on cpu succeeded"
+fi
+grep -q -- '--kv-dtype fp8 needs a CUDA GPU' "$tmp/err.txt" || fail "generate fp8 KV error: $(cat "$tmp/err.txt")"
+if "$bin" run "${small[@]}" --kv-dtype int8 >/dev/null 2>"$tmp/err.txt"; then fail "kv int8 accepted"; fi
+grep -q "kv-dtype" "$tmp/err.txt" || fail "kv int8 error: $(cat "$tmp/err.txt")"
+"$bin" run "${small[@]}" --kv-dtype bf16 --output "$tmp/b.json" >/dev/null 2>"$tmp/err.txt" || fail "kv bf16: $(cat "$tmp/err.txt")"
+python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points'][0]; assert p['params']['kv_dtype']=='bf16' and p['quality'] is None, p['params']" "$tmp/b.json" \
+  || fail "kv_dtype not in params"
 echo ok

@@ -38,8 +38,12 @@ int matmul_elem_bytes(const std::string& weights);
 // per row when quantized (matmul_elem_bytes > 0), the rest at elem_bytes.
 std::uint64_t weight_bytes(const ModelShape& s, std::int64_t elem_bytes, std::int64_t matmul_elem_bytes = 0);
 
-// 2 (K and V) x layers x batch x kv_heads x positions x head_dim x element size.
-std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes);
+// Bytes per element of the KV cache for --kv-dtype: 0 for "bf16" (the model dtype), 1 for fp8.
+int kv_elem_bytes(const std::string& kv_dtype);
+// 2 (K and V) x layers x batch x kv_heads x positions x head_dim x element size (kv_elem_bytes when > 0,
+// else elem_bytes); an fp8 cache (kv_elem_bytes 1) adds its float32 scales, 2 x layers x batch x kv_heads.
+std::uint64_t kv_cache_bytes(const ModelShape& s, std::int64_t batch, std::int64_t positions, std::int64_t elem_bytes,
+                             std::int64_t kv_elem_bytes = 0);
 
 // Upper estimate for one point: weights + KV cache + prefill activations (eager attention scores in fp32,
 // MLP intermediates, last-position logits in fp32).
@@ -49,10 +53,12 @@ struct MemoryEstimate {
   std::uint64_t activations = 0;
   std::uint64_t total() const { return weights + kv_cache + activations; }
 };
-// Quantized weights (matmul_elem_bytes > 0) add the prefill's dequantized copy of the largest weight.
+// Quantized weights (matmul_elem_bytes > 0) add the prefill's dequantized copy of the largest weight; an
+// fp8 KV cache (kv_elem_bytes 1) is counted at 1 byte per element plus scales, and adds one layer's float32
+// k/v copy of the prefill's quantization and one layer's dequantized K and V of the plain decode path.
 MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,
                                std::int64_t max_new_tokens, std::int64_t elem_bytes,
-                               std::int64_t matmul_elem_bytes = 0);
+                               std::int64_t matmul_elem_bytes = 0, std::int64_t kv_elem_bytes = 0);
 
 // Bytes the device can still give: cudaMemGetInfo free (+ what the caching allocator holds unused) on GPU,
 // MemAvailable on CPU.

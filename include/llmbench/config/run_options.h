@@ -18,6 +18,7 @@ struct RunOptions {
   std::vector<std::string> attn{"eager"};      // eager | sdpa
   std::vector<std::string> dtype{"bfloat16"};  // bfloat16 | float16 | float32
   std::vector<std::string> weights{"bf16"};    // bf16 (the dtype, unquantized) | int8 | fp8 (docs/quantization.md)
+  std::vector<std::string> kv_dtype{"bf16"};   // KV cache: bf16 (the dtype) | fp8 (e4m3, per-head scales; CUDA only)
   int warmup = 3;
   int runs = 20;
   int trim = 2;
@@ -51,6 +52,7 @@ struct PointParams {
   std::string attn = "eager";
   std::string dtype = "bfloat16";
   std::string weights = "bf16";         // bf16 | int8 | fp8
+  std::string kv_dtype = "bf16";        // bf16 (the dtype) | fp8
   int top_k = 0;
   double top_p = 1.0;
   std::uint64_t seed = 0;
@@ -63,11 +65,11 @@ struct PointParams {
 };
 
 // Throws UsageError naming the option: empty axis, batch/prompt_len/max_new_tokens < 1, runs <= 2*trim,
-// warmup < 0, temperature < 0, top_p outside (0, 1], unknown attn or dtype, max_minutes < 0.
+// warmup < 0, temperature < 0, top_p outside (0, 1], unknown attn, dtype, weights or kv_dtype, max_minutes < 0.
 void validate(const RunOptions& options);
 
-// The factorial product of the axes, in a fixed nesting order (dtype, weights, attn, batch, prompt_len,
-// max_new_tokens, temperature; the last varies fastest). `device` is stored as given.
+// The factorial product of the axes, in a fixed nesting order (dtype, weights, kv_dtype, attn, batch,
+// prompt_len, max_new_tokens, temperature; the last varies fastest). `device` is stored as given.
 std::vector<PointParams> expand(const RunOptions& options);
 
 }  // namespace llmbench

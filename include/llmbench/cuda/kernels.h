@@ -16,6 +16,10 @@ using Stream = CUstream_st*;  // the same type as cudaStream_t
 
 enum class DType { f32, f16, bf16 };
 
+// KV cache storage: the activation dtype, or float8 e4m3 with a float32 scale per (batch row, kv head):
+// stored q = e4m3(clamp(x / scale, ±448)) (round to nearest even), read x ≈ float(q) · scale.
+enum class KvType { act, fp8_e4m3 };
+
 // out [N, H] = rms_norm(x [N, H]) · weight [H]: x in float, · rsqrt(mean(x²) + eps), rounded to the
 // dtype, then · weight rounded again (HF's order). Rows contiguous; out may alias x.
 void rms_norm(DType dtype, void* out, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
@@ -46,6 +50,10 @@ struct RopeQkvArgs {
   void* k_cache = nullptr;            // [B, Hkv, T_max, D], strides below, D contiguous
   void* v_cache = nullptr;            // [B, Hkv, T_max, D], same strides as k_cache
   std::int64_t cache_stride_b = 0, cache_stride_h = 0, cache_stride_t = 0;
+  KvType kv = KvType::act;            // fp8: k (rounded to the dtype after RoPE) and v (after the bias) quantized
+  const float* k_scale = nullptr;     // fp8: [B, Hkv] float32, rows scale_stride_b apart, heads contiguous
+  const float* v_scale = nullptr;     // fp8: [B, Hkv] float32, same strides
+  std::int64_t scale_stride_b = 0;
   std::int64_t max_len = 0;           // T_max
   int batch = 0, heads_q = 0, heads_kv = 0, head_dim = 0;
 };
@@ -53,15 +61,22 @@ void rope_qkv_cache(const RopeQkvArgs& args, Stream stream);
 
 // Decode attention (S = 1) over the whole preallocated cache (any length), split along T (flash-decoding)
 // so that a batch of 1 still fills the GPU; K and V are each read once per kv head for all its query
-// heads (up to 8 per block), 16 bytes per load. Same numbers as the eager path: scores rounded to the dtype after
+// heads (up to 8 per block), 16 bytes per load (8 for an fp8 cache). Same numbers as the eager path: scores rounded to the dtype after
 // Q·Kᵀ and after · scale, invalid columns set to the dtype's lowest value, softmax in float, probs
 // rounded to the dtype, ·V accumulated in float. GQA: query head h reads kv head h / (Hq / Hkv).
+// An fp8 cache: Q·Kᵀ is Σ q · float(k8) times the row's k scale, ·V is Σ p · float(v8) times its v scale
+// (the eager path on the dequantized cache rounds every k and v to the dtype first: that rounding is
+// the only difference).
 struct DecodeAttnArgs {
   DType dtype = DType::bf16;
   const void* q = nullptr;            // [B, Hq, D] contiguous
   const void* k = nullptr;            // [B, Hkv, T_max, D], strides below, D contiguous
   const void* v = nullptr;            // [B, Hkv, T_max, D], same strides as k
   std::int64_t kv_stride_b = 0, kv_stride_h = 0, kv_stride_t = 0;
+  KvType kv = KvType::act;
+  const float* k_scale = nullptr;     // fp8: [B, Hkv] float32, rows scale_stride_b apart, heads contiguous
+  const float* v_scale = nullptr;     // fp8: [B, Hkv] float32, same strides
+  std::int64_t scale_stride_b = 0;
   const std::uint8_t* valid = nullptr;  // [B, T_max] bool/uint8, rows valid_stride_b apart (1: attend)
   std::int64_t valid_stride_b = 0;
   void* out = nullptr;                // [B, Hq, D] contiguous

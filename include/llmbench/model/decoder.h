@@ -74,6 +74,7 @@ class Decoder {
   // chunk. The matmuls run once over all tokens. → logits [R, V] float32: an active row's next-token logits,
   // a chunk row's logits after its chunk's last token (garbage for other inactive rows).
   // Needs start + length ≤ the cache view's columns and every row's column < them.
+  // A model-dtype cache only: an fp8 cache (whose scales come from a whole prompt) throws Error.
   torch::Tensor mixed_step(const torch::Tensor& ids, const std::vector<ChunkSpan>& chunks, const Rope& rope,
                            KvCache& cache, DecodeState& state) const;
 

@@ -28,15 +28,23 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up);
 // (device); writes rotated k and raw v into keys/values [B, Hkv, T_max, D] (cache views, D contiguous)
 // at column (device int64: [1] for every row, or [B] one per row; a row whose column is outside
 // [0, T_max) writes nothing). Returns rotated q [B, Hq, D].
+// An fp8 cache (keys/values float8 e4m3) takes its scales k_scale/v_scale [B, Hkv] float32: k and v are
+// rounded to the dtype first, then stored as quantize_kv (llmbench/model/kv_cache.h) does, bit for bit.
 torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias, const torch::Tensor& cos_table,
                              const torch::Tensor& sin_table, const torch::Tensor& positions,
                              const torch::Tensor& column, torch::Tensor& keys, torch::Tensor& values,
-                             std::int64_t heads_q, std::int64_t heads_kv);
+                             std::int64_t heads_q, std::int64_t heads_kv, const torch::Tensor& k_scale = {},
+                             const torch::Tensor& v_scale = {});
 
 // Decode attention over the whole cache: q [B, Hq, D], keys/values [B, Hkv, T_max, D], valid [B, T_max]
 // bool or uint8 (true: attend) → [B, Hq, D]. Same numbers as attention(AttnImpl::eager, ...) with the
 // mask valid.view({B, 1, 1, T_max}).
+// An fp8 cache takes its scales k_scale/v_scale [B, Hkv] float32. The plain ops then attend over
+// dequantize_kv(keys/values) (each element rounded to the dtype); the kernel multiplies the scale into
+// each score and into the ·V sum instead (the same value without that per-element rounding: within bf16
+// rounding noise of the plain ops, not float-order noise).
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                               const torch::Tensor& valid);
+                               const torch::Tensor& valid, const torch::Tensor& k_scale = {},
+                               const torch::Tensor& v_scale = {});
 
 }  // namespace llmbench::fused

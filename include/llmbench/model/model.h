@@ -99,8 +99,14 @@ class Model {
   // How fp8 weights multiply beyond the GEMV's rows (prefill): dequantize-then-GEMM or _scaled_mm.
   void set_fp8_gemm(Fp8Gemm gemm);
 
+  // The KV cache's storage from the next allocate_cache on (llmbench/model/kv_cache.h): the model dtype
+  // (default) or fp8 with per-head scales. fp8 throws UsageError off CUDA or on a libtorch without fp8.
+  void set_kv_format(KvFormat format);
+  KvFormat kv_format() const { return kv_format_; }
+
   // Allocates the KV cache, rope tables and decode state for (batch, max_len); a no-op when the shape
-  // is unchanged. Throws UsageError when max_len exceeds the model's positions. Returns cache bytes.
+  // and format are unchanged. Throws UsageError when max_len exceeds the model's positions. Returns
+  // cache bytes (storage and fp8 scales).
   std::int64_t allocate_cache(std::int64_t batch, std::int64_t max_len);
   // Zeroes the cache and the decode state in place.
   void reset_cache();
@@ -159,6 +165,7 @@ class Model {
   Weights weights_;
   std::unique_ptr<Decoder> decoder_;
   KvCache cache_;
+  KvFormat kv_format_ = KvFormat::plain;
   Rope rope_;
   DecodeState state_;
   std::int64_t next_column_ = 0;  // host mirror of state_.column, to refuse writes past T_max

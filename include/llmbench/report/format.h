@@ -33,7 +33,7 @@ std::string format_comparison(const Results& results, Format format, const std::
 std::string verification_summary(const PointResult& point);
 
 // Quantized points: "int8 vs bfloat16 weights: top-1 98.4 %, logits rel err 1.23e-02, KL 4.56e-04 (256
-// positions)"; "" without quality figures.
+// positions)" ("fp8 KV vs bfloat16: ..." with an fp8 KV cache); "" without quality figures.
 std::string quality_summary(const PointResult& point);
 
 // "1.50 GiB", "12.0 MiB", "512 B".

@@ -12,6 +12,10 @@ namespace llmbench {
 // after them (EOS ignored), then both models run the plain prefill pass over prompt + the first N − 1 of
 // those tokens and their float32 logits at the N generated positions are compared. Overwrites both
 // models' caches (reallocating them for [B, P + N] when needed): reset before the next generate.
+// A model with an fp8 KV cache is compared through its decode path instead (the prefill pass never reads
+// the cache): both models prefill the prompts and take N − 1 decode steps fed the reference's tokens, and
+// the logits of the prefill and of every step are compared (the lm_head in the model dtype on both sides).
+// The reference's cache must then be unquantized.
 Quality measure_quality(Model& model, Model& reference, const torch::Tensor& prompts, std::int64_t max_new_tokens);
 
 // The figures of Quality for logits [M, V] against reference logits [M, V] (float32, same device).
