@@ -189,8 +189,13 @@ void Session::route(const http::request<http::string_body>& req, std::string_vie
   };
   if (path == "/health") {
     if (!get) return method_not_allowed("GET");
+    if (auto failure = ctx_.engine.failure())
+      return respond(503, nlohmann::json{{"status", "failed"}, {"error", *failure}}.dump(), "application/json");
     if (ctx_.draining) return respond(503, "{\"status\":\"shutting down\"}", "application/json");
-    return respond(200, "{\"status\":\"ok\"}", "application/json");
+    const EngineStats stats = ctx_.engine.stats();
+    nlohmann::json health{{"status", "ok"}, {"tp", stats.tp}};
+    if (stats.tp > 1) health["tp_backend"] = stats.tp_backend;
+    return respond(200, health.dump(), "application/json");
   }
   if (path == "/metrics") {
     if (!get) return method_not_allowed("GET");
