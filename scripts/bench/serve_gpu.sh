@@ -8,6 +8,7 @@
 #   TOKENIZER=path   the served model's tokenizer (default .cache/tokenizers/qwen3: random weights have none)
 #   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN, DEVICE, DTYPE, TIMEOUT_S (per request) override the defaults above
 #   MAX_PREFILL_TOKENS  the server's --max-prefill-tokens (default 8192)
+#   SERVE_ARGS       more `llmbench serve` flags, e.g. "--chunked-prefill --max-step-tokens 512"
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 quick=0
@@ -30,7 +31,7 @@ echo "serve_gpu: $(date -u '+%Y-%m-%d %H:%M UTC'), $model, concurrency $conc, pr
 
 "$bin" serve --model "$model" --tokenizer "$tok" --device "$device" --dtype "$dtype" --port 0 \
   --max-batch "$max_batch" --max-context $((in_len + out_len + 64)) --max-queue 1024 \
-  --max-prefill-tokens "${MAX_PREFILL_TOKENS:-8192}" \
+  --max-prefill-tokens "${MAX_PREFILL_TOKENS:-8192}" ${SERVE_ARGS:-} \
   >"$out/serve.stdout" 2>"$out/serve.log" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT

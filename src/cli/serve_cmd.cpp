@@ -57,6 +57,12 @@ void add_serve_command(CLI::App& root, Commands& out) {
   app->add_option("--max-prefill-tokens", opt->engine.max_prefill_tokens,
                   "Tokens (requests x longest prompt) of one batched prefill pass; a longer prompt runs alone")
       ->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  app->add_flag("--chunked-prefill", opt->engine.chunked_prefill,
+               "Continuous batching: feed prompts in chunks inside the decode steps instead of batched prefill passes "
+               "that pause decoding");
+  app->add_option("--max-step-tokens", opt->engine.max_step_tokens,
+                  "Chunked prefill: tokens of one step (running rows + prompt chunk tokens; at least 64 prompt tokens)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 24));
   app->add_option("--max-queue", opt->engine.max_queue, "Waiting requests beyond this get 503")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app->add_flag("!--no-cuda-graph", opt->engine.cuda_graph, "Plain decode step instead of CUDA graphs");

@@ -34,6 +34,13 @@ void wait_stream_politely() {
 }
 #endif
 
+// Token ids the Model would refuse, refused before any rank is told (a usage error must not end the group).
+void check_ids(const ModelConfig& config, const std::vector<std::int64_t>& ids) {
+  for (auto id : ids)
+    if (id < 0 || id >= config.vocab_size)
+      throw UsageError(cat("token id ", id, " is outside the vocabulary [0, ", config.vocab_size, ")"));
+}
+
 }  // namespace
 
 const char* to_string(MirrorOp op) {
@@ -48,6 +55,7 @@ const char* to_string(MirrorOp op) {
     case MirrorOp::free_slot: return "free_slot";
     case MirrorOp::capture_graph: return "capture_graph";
     case MirrorOp::graph_step: return "graph_step";
+    case MirrorOp::mixed_slots: return "mixed_slots";
     case MirrorOp::count_: break;
   }
   return "unknown";
@@ -93,10 +101,13 @@ void ModelMirror::reset_cache() {
 torch::Tensor ModelMirror::prefill_slots(std::int64_t first, const torch::Tensor& ids, const std::vector<std::int64_t>& lengths) {
   if (ids.dim() != 2 || ids.size(0) != static_cast<std::int64_t>(lengths.size()))
     throw Error(cat("prefill_slots: ids ", ids.sizes(), " for ", lengths.size(), " lengths"));
+  torch::Tensor flat_ids = ids.to(torch::kCPU, torch::kInt64).contiguous().reshape({-1});  // [k P]
+  check_ids(model_.config(), std::vector<std::int64_t>(flat_ids.data_ptr<std::int64_t>(),
+                                                      flat_ids.data_ptr<std::int64_t>() + flat_ids.numel()));
   Command c;
   c.op = MirrorOp::prefill_slots;
   c.args = {first, ids.size(0), ids.size(1)};
-  c.payload = torch::cat({torch::tensor(lengths, torch::kInt64), ids.to(torch::kCPU, torch::kInt64).reshape({-1})});  // [k + k P]
+  c.payload = torch::cat({torch::tensor(lengths, torch::kInt64), flat_ids});  // [k + k P]
   return call(c);
 }
 
@@ -105,6 +116,19 @@ torch::Tensor ModelMirror::decode_slots(const torch::Tensor& tokens, std::int64_
   c.op = MirrorOp::decode_slots;
   c.args = {columns};
   c.payload = tokens;  // [R] int64
+  return call(c);
+}
+
+torch::Tensor ModelMirror::mixed_slots(std::int64_t rows, std::int64_t columns, const std::vector<std::int64_t>& ids,
+                                       const std::vector<ChunkSpan>& chunks) {
+  check_ids(model_.config(), ids);
+  const auto n = static_cast<std::int64_t>(ids.size()), k = static_cast<std::int64_t>(chunks.size());
+  Command c;
+  c.op = MirrorOp::mixed_slots;
+  c.args = {rows, columns, k, n};
+  std::vector<std::int64_t> flat = ids;  // [n + 4 k]
+  for (const ChunkSpan& s : chunks) flat.insert(flat.end(), {s.row, s.start, s.length, s.last ? 1 : 0});
+  c.payload = torch::tensor(flat, torch::kInt64);
   return call(c);
 }
 
@@ -140,7 +164,12 @@ torch::Tensor ModelMirror::graph_step(std::int64_t rows, std::int64_t columns, c
 torch::Tensor ModelMirror::call(const Command& c) {
   if (!group_) return execute(c);
   std::lock_guard<std::mutex> lock(call_mu_);
-  if (auto f = failure()) throw Error(*f);
+  if (auto f = failure()) {
+    // The group is not used again, but the engine still frees its rows: the calls that only change this
+    // rank's slot bookkeeping run here alone; those that need the other ranks throw.
+    if (c.op == MirrorOp::free_slot || c.op == MirrorOp::move_slot || c.op == MirrorOp::reset_cache) return execute(c);
+    throw Error(*f);
+  }
   if (stopped_) throw Error(cat("tensor-parallel ", to_string(c.op), " after the other ranks were stopped"));
   try {
     send(c);
@@ -194,6 +223,19 @@ torch::Tensor ModelMirror::execute(const Command& c) {
     case MirrorOp::capture_graph:
       graphs_[{a[0], a[1]}] = std::make_unique<DecodeGraph>(model_, a[0], a[1]);
       return {};
+    case MirrorOp::mixed_slots: {
+      const std::int64_t k = a[2], ids = a[3];
+      if (k < 0 || ids < 1) throw Error(cat("mixed_slots: ", k, " chunks, ", ids, " ids"));
+      need(ids + 4 * k);
+      torch::Tensor flat = c.payload.cpu();  // [n + 4 k] int64
+      const auto* f = flat.data_ptr<std::int64_t>();
+      std::vector<ChunkSpan> chunks(k);
+      for (std::int64_t j = 0; j < k; ++j) {
+        const auto* s = f + ids + 4 * j;
+        chunks[j] = ChunkSpan{s[0], s[1], s[2], s[3] != 0};
+      }
+      return model_.mixed_slots(a[0], a[1], std::vector<std::int64_t>(f, f + ids), chunks);
+    }
     case MirrorOp::graph_step: {
       auto it = graphs_.find({a[0], a[1]});
       if (it == graphs_.end()) throw Error(cat("graph_step: no graph of ", a[0], " rows × ", a[1], " columns"));

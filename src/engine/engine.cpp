@@ -42,6 +42,9 @@ namespace {
 
 // Default context per slot when EngineOptions::max_context is 0.
 constexpr int kDefaultMaxContext = 4096;
+// Chunked prefill: prompt tokens a step carries even when the running rows use up max_step_tokens, so that
+// waiting prompts always make progress.
+constexpr std::int64_t kMinChunkTokens = 64;
 
 // The engine's model, loaded alike on every tensor-parallel rank (rank 0's start(), the others' follow()).
 std::unique_ptr<Model> load_engine_model(const EngineOptions& o) {
@@ -64,6 +67,8 @@ struct Running {
   int generated = 0;
   std::int64_t last = 0;              // the last sampled token: the next step's input
   std::optional<at::Generator> generator;  // sampled requests only: seeded with the request's seed
+  std::size_t prefilled = 0;          // chunked prefill: prompt tokens in the cache so far
+  std::uint64_t order = 0;            // admission order (chunks go to the oldest prompt first)
 };
 
 class EngineImpl final : public Engine {
@@ -75,6 +80,9 @@ class EngineImpl final : public Engine {
     if (o.max_context < 0) throw UsageError(cat("engine max_context must be >= 0, got ", o.max_context));
     if (o.max_prefill_tokens < 1)
       throw UsageError(cat("engine max_prefill_tokens must be >= 1, got ", o.max_prefill_tokens));
+    if (o.max_step_tokens < 1) throw UsageError(cat("engine max_step_tokens must be >= 1, got ", o.max_step_tokens));
+    if (o.chunked_prefill && o.batching != Batching::continuous)
+      throw UsageError("chunked prefill needs continuous batching");
     model_ = load_engine_model(o);
     const ModelConfig& c = model_->config();
     max_context_ = o.max_context > 0 ? o.max_context
@@ -90,7 +98,8 @@ class EngineImpl final : public Engine {
     stats_.tp = model_->info().tp;
     if (o.group) stats_.tp_backend = o.group->backend();
     log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
-                  o.batching == Batching::continuous ? "continuous" : "static", " batching, fused ",
+                  o.batching == Batching::continuous ? "continuous" : "static", " batching, ",
+                  o.chunked_prefill ? cat("chunked prefill (", o.max_step_tokens, " tokens per step)") : "batched prefill", ", fused ",
                   model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off"));
     thread_ = std::thread([this] {
       ::pthread_setname_np(::pthread_self(), "llmbench-engine");  // per-thread CPU time in /proc
@@ -169,6 +178,7 @@ class EngineImpl final : public Engine {
         if (i < size() && rows_[i].request->cancelled) finish(i, FinishReason::cancelled);
       publish();  // before waiting: an idle engine must not keep reporting the rows it just freed
       std::vector<std::vector<Waiting>> passes;  // requests to prefill, one batched pass each
+      std::vector<Waiting> admitted;             // chunked prefill: requests that take a row now
       std::vector<Waiting> dropped;
       bool cancel_running = false;
       {
@@ -191,7 +201,16 @@ class EngineImpl final : public Engine {
           // Continuous: one prefill pass per step boundary, so that running rows wait for at most one pass
           // between their tokens. Static: the whole batch, in as many passes as the token budget needs.
           std::int64_t free = batch_->slots() - batch_->size();
-          if (options_.batching == Batching::continuous) {
+          if (options_.chunked_prefill) {
+            // Admit while this step's prompt budget lasts (after the prompts already being prefilled).
+            std::int64_t budget = chunk_budget() - unprefilled();
+            while (budget > 0 && free > 0 && !queue_.empty()) {
+              budget -= static_cast<std::int64_t>(queue_.front().request->prompt.size());
+              admitted.push_back(std::move(queue_.front()));
+              queue_.pop_front();
+              --free;
+            }
+          } else if (options_.batching == Batching::continuous) {
             if (free > 0 && !queue_.empty()) passes.push_back(take_pass(free));
           } else if (batch_->size() == 0) {
             while (free > 0 && !queue_.empty()) {
@@ -204,11 +223,66 @@ class EngineImpl final : public Engine {
       for (auto& w : dropped) finish_waiting(w, FinishReason::cancelled);
       if (cancel_running) end_all(FinishReason::cancelled);
       for (auto& pass : passes) start_requests(pass);
+      for (auto& w : admitted) reserve(w);
       if (size() > 0) decode();
       publish();
     }
     end_all(FinishReason::cancelled);
     publish();
+  }
+
+  // Chunked prefill: prompt tokens this step may carry.
+  std::int64_t chunk_budget() const {
+    std::int64_t decoding = 0;
+    for (std::int64_t i = 0; i < size(); ++i) decoding += batch_->active(i) ? 1 : 0;
+    return std::max<std::int64_t>(options_.max_step_tokens - decoding,
+                                  std::min<std::int64_t>(kMinChunkTokens, options_.max_step_tokens));
+  }
+
+  // Prompt tokens of the rows still being prefilled that are not in the cache yet.
+  std::int64_t unprefilled() const {
+    std::int64_t n = 0;
+    for (const auto& run : rows_) n += static_cast<std::int64_t>(run.request->prompt.size() - run.prefilled);
+    return n;
+  }
+
+  // Chunked prefill: `w` takes a row whose prompt the next steps feed in chunks.
+  void reserve(Waiting& w) {
+    if (w.request->cancelled) return finish_waiting(w, FinishReason::cancelled);
+    Running run;
+    run.request = w.request;
+    run.times.enqueued = w.enqueued;
+    run.times.admitted = Clock::now();
+    run.order = ++admissions_;
+    try {
+      if (w.request->temperature > 0) run.generator = make_generator(model_->device(), w.request->seed);
+      batch_->reserve();
+    } catch (const std::exception& e) {
+      const std::string what = first_line(e.what());
+      log::warn(cat("engine: admitting a request failed: ", what));
+      return finish_waiting(w, FinishReason::error, what, run.times.admitted);
+    }
+    rows_.push_back(std::move(run));
+  }
+
+  // The chunks of this step: the oldest prompts first, within chunk_budget().
+  std::vector<SlotBatch::Chunk> take_chunks() {
+    std::vector<std::int64_t> waiting;  // rows still prefilling, oldest first
+    for (std::int64_t i = 0; i < size(); ++i)
+      if (!batch_->active(i)) waiting.push_back(i);
+    std::sort(waiting.begin(), waiting.end(), [&](auto a, auto b) { return rows_[a].order < rows_[b].order; });
+    std::vector<SlotBatch::Chunk> chunks;
+    std::int64_t budget = chunk_budget();
+    for (std::int64_t i : waiting) {
+      if (budget <= 0) break;
+      const auto& prompt = rows_[i].request->prompt;
+      const std::size_t from = rows_[i].prefilled;
+      const std::size_t take = std::min<std::size_t>(prompt.size() - from, static_cast<std::size_t>(budget));
+      chunks.push_back({i, std::vector<std::int64_t>(prompt.begin() + from, prompt.begin() + from + take),
+                        from + take == prompt.size()});
+      budget -= static_cast<std::int64_t>(take);
+    }
+    return chunks;
   }
 
   // Pops the requests of one prefill pass off the queue (mu_ held): the oldest ones, in order, while they
@@ -328,31 +402,60 @@ class EngineImpl final : public Engine {
     return std::vector<std::int64_t>(p, p + ids.size(0));
   }
 
-  // One decode step of every running row, its tokens handed out, finished rows freed.
+  // One decode step of every running row (with chunked prefill: plus this step's prompt chunks, in one
+  // forward), its tokens handed out, finished rows freed.
   void decode() {
     const auto n = batch_->size();
-    std::vector<std::int64_t> tokens(n);
-    for (std::int64_t i = 0; i < n; ++i) tokens[i] = rows_[i].last;
+    std::vector<std::int64_t> tokens(n, 0);
+    std::vector<std::int64_t> emitting;  // rows that get a token: the decoding ones, the prompts completed now
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!batch_->active(i)) continue;
+      tokens[i] = rows_[i].last;
+      emitting.push_back(i);
+    }
+    const std::vector<SlotBatch::Chunk> chunks = options_.chunked_prefill ? take_chunks() : std::vector<SlotBatch::Chunk>{};
+    const auto decoding = static_cast<int>(emitting.size());
+    std::size_t chunk_tokens = 0, completed = 0;
+    for (const auto& c : chunks) {
+      chunk_tokens += c.ids.size();
+      if (c.last) {
+        emitting.push_back(c.row);
+        ++completed;
+      }
+    }
+    std::sort(emitting.begin(), emitting.end());
     std::vector<std::int64_t> next;
     try {
-      torch::Tensor logits = batch_->step(tokens);  // [n, V] float32
+      torch::Tensor logits = chunks.empty() ? batch_->step(tokens) : batch_->mixed(tokens, chunks);  // [n, V] float32
       std::vector<Running*> rows;
-      for (auto& run : rows_) rows.push_back(&run);
-      next = sample(rows, logits);
+      for (auto i : emitting) rows.push_back(&rows_[i]);
+      if (!rows.empty()) {
+        const bool all = static_cast<std::int64_t>(emitting.size()) == n;
+        next = sample(rows, all ? logits : logits.index_select(0, torch::tensor(emitting, torch::kInt64).to(logits.device())));
+      }
     } catch (const std::exception& e) {
       const std::string what = first_line(e.what());
-      log::warn(cat("engine: decode step of ", n, " rows failed: ", what));
+      log::warn(cat("engine: ", chunks.empty() ? "decode" : "mixed", " step of ", n, " rows failed: ", what));
       end_all(FinishReason::error, what);
       return;
     }
+    for (const auto& c : chunks) rows_[c.row].prefilled += c.ids.size();
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.steps;
-      stats_.last_batch_size = static_cast<int>(n);
+      stats_.last_batch_size = decoding;
+      if (!chunks.empty()) {
+        ++stats_.prefill_passes;
+        stats_.prefill_chunks += chunks.size();
+        stats_.prefill_requests += completed;
+        stats_.prefill_tokens += chunk_tokens;
+        stats_.prefill_padded_tokens += chunk_tokens;
+        stats_.last_prefill_batch = static_cast<int>(chunks.size());
+      }
     }
     // Backwards, so that compaction (the last row moving into a freed one) never moves an unvisited row.
-    for (std::int64_t i = n - 1; i >= 0; --i)
-      if (i < size()) emit_token(i, next[i]);
+    for (auto k = static_cast<std::int64_t>(emitting.size()) - 1; k >= 0; --k)
+      if (emitting[k] < size()) emit_token(emitting[k], next[k]);
   }
 
   // Hands row i its new token; frees the row when that token ends the request.
@@ -458,6 +561,7 @@ class EngineImpl final : public Engine {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<SlotBatch> batch_;  // engine thread only
   std::vector<Running> rows_;         // engine thread only; rows_[i] holds batch_ row i
+  std::uint64_t admissions_ = 0;      // engine thread only
 
   mutable std::mutex mu_;             // guards queue_, stopping_, deadline_, stats_
   std::condition_variable cv_;

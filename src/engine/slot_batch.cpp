@@ -66,6 +66,7 @@ torch::Tensor SlotBatch::add(const std::vector<std::vector<std::int64_t>>& promp
   try {
     torch::Tensor logits = mirror_.prefill_slots(first, ids, lengths);  // [k, V]
     lengths_.insert(lengths_.end(), lengths.begin(), lengths.end());
+    active_.insert(active_.end(), lengths.size(), true);
     return logits;
   } catch (...) {
     for (std::int64_t i = 0; i < k; ++i) mirror_.free_slot(first + i);
@@ -79,7 +80,7 @@ torch::Tensor SlotBatch::step(const std::vector<std::int64_t>& tokens) {
   if (static_cast<std::int64_t>(tokens.size()) != n)
     throw Error(cat("decode step: ", tokens.size(), " tokens for ", n, " running rows"));
   const std::int64_t longest = *std::max_element(lengths_.begin(), lengths_.end());
-  if (longest >= max_context_) throw Error(cat("KV cache full: a row holds all ", max_context_, " columns"));
+  check_room();
   const std::int64_t rows = bucket(row_buckets_, n), columns = bucket(column_buckets_, longest + 1);
   torch::Tensor input = torch::tensor(tokens, torch::kInt64);  // [n] on the host
   torch::Tensor logits;                                      // [n, V]
@@ -91,7 +92,48 @@ torch::Tensor SlotBatch::step(const std::vector<std::int64_t>& tokens) {
     padded.narrow(0, 0, n).copy_(input);
     logits = mirror_.decode_slots(padded, columns).narrow(0, 0, n);
   }
-  for (auto& l : lengths_) ++l;
+  for (std::int64_t i = 0; i < n; ++i) lengths_[i] += active_[i] ? 1 : 0;
+  return logits;
+}
+
+void SlotBatch::check_room() const {
+  for (std::int64_t i = 0; i < size(); ++i)
+    if (active_[i] && lengths_[i] >= max_context_) throw Error(cat("KV cache full: row ", i, " holds all ", max_context_, " columns"));
+}
+
+std::int64_t SlotBatch::reserve() {
+  if (full()) throw Error(cat("no free row (", slots_, " slots in use)"));
+  const std::int64_t row = size();
+  mirror_.free_slot(row);  // column 0, position 0, inactive
+  lengths_.push_back(0);
+  active_.push_back(false);
+  return row;
+}
+
+torch::Tensor SlotBatch::mixed(const std::vector<std::int64_t>& tokens, const std::vector<Chunk>& chunks) {
+  const auto n = size();
+  if (static_cast<std::int64_t>(tokens.size()) != n)
+    throw Error(cat("mixed step: ", tokens.size(), " tokens for ", n, " rows"));
+  check_room();
+  std::int64_t longest = *std::max_element(lengths_.begin(), lengths_.end()) + 1;
+  std::vector<std::int64_t> ids = tokens;
+  std::vector<ChunkSpan> spans;
+  for (const Chunk& c : chunks) {
+    if (c.row < 0 || c.row >= n || active_[c.row] || c.ids.empty())
+      throw Error(cat("mixed step: row ", c.row, " is not a prefilling row, or its chunk is empty"));
+    const auto len = static_cast<std::int64_t>(c.ids.size());
+    if (lengths_[c.row] + len > max_context_)
+      throw Error(cat("mixed step: a prompt of ", lengths_[c.row] + len, " tokens does not fit ", max_context_, " columns"));
+    spans.push_back({c.row, lengths_[c.row], len, c.last});
+    ids.insert(ids.end(), c.ids.begin(), c.ids.end());
+    longest = std::max(longest, lengths_[c.row] + len);
+  }
+  torch::Tensor logits = mirror_.mixed_slots(n, bucket(column_buckets_, longest), ids, spans);  // [n, V]
+  for (std::int64_t i = 0; i < n; ++i) lengths_[i] += active_[i] ? 1 : 0;
+  for (const ChunkSpan& c : spans) {
+    lengths_[c.row] += c.length;
+    active_[c.row] = c.last;
+  }
   return logits;
 }
 
@@ -101,15 +143,18 @@ std::int64_t SlotBatch::remove(std::int64_t row) {
   if (row != last) {
     mirror_.move_slot(last, row, lengths_[last]);
     lengths_[row] = lengths_[last];
+    active_[row] = active_[last];
   }
   mirror_.free_slot(last);
   lengths_.pop_back();
+  active_.pop_back();
   return row == last ? -1 : last;
 }
 
 void SlotBatch::clear() {
   for (std::int64_t r = 0; r < size(); ++r) mirror_.free_slot(r);
   lengths_.clear();
+  active_.clear();
 }
 
 }  // namespace llmbench

@@ -32,9 +32,9 @@ torch::Tensor Decoder::row_parallel(const torch::Tensor& x, const torch::Tensor&
   return b.defined() ? y + b : y;
 }
 
-template <class Write>
+template <class Attend>
 torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos,
-                             const torch::Tensor& sin, const AttnMask& mask, Write&& write) const {
+                             const torch::Tensor& sin, Attend&& attend) const {
   const LayerWeights& w = weights_.layers[i];
   const auto b = x.size(0), s = x.size(1), d = config_.head_dim;
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads;
@@ -47,8 +47,7 @@ torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch
   torch::Tensor v = parts[2].view({b, s, hkv, d}).transpose(1, 2);             // [B, Hkv, S, D]
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
-  auto [keys, values] = write(i, k, v);                                        // [B, Hkv, T, D] each
-  torch::Tensor a = attention(attn_, q, keys, values, mask);                   // [B, Hq, S, D]
+  torch::Tensor a = attend(i, q, k, v);                                        // [B, Hq, S, D]
   a = a.transpose(1, 2).reshape({b, s, hq * d});                               // [B, S, Hq D]
   torch::Tensor out = x + row_parallel(a, w.o, w.o_scale, w.o_bias);        // [B, S, H]
 
@@ -82,11 +81,11 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   const AttnMask allowed = prefill_mask(mask);                                        // [B, 1, P, P] + facts
 
   torch::Tensor x = torch::embedding(weights_.embed, ids);                            // [B, P, H]
-  auto write = [&](std::int64_t i, const torch::Tensor& k, const torch::Tensor& v) {
+  auto attend = [&](std::int64_t i, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     cache.write_prefix(i, k, v);
-    return std::make_pair(k, v);  // prefill attends over its own P columns
+    return attention(attn_, q, k, v, allowed);  // prefill attends over its own P columns
   };
-  for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, allowed, write);
+  for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, attend);
 
   // The next column is one past each row's last real token: P with left padding, the row's length with
   // right padding (the slot engine's batched prefill), where the pad columns are overwritten by decode.
@@ -144,15 +143,100 @@ torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope
   allowed.allowed = state.valid.view({b, 1, 1, t});                                   // [B, 1, 1, T_max]
 
   torch::Tensor x = torch::embedding(weights_.embed, tokens.view({b, 1}));            // [B, 1, H]
-  auto write = [&](std::int64_t i, const torch::Tensor& k, const torch::Tensor& v) {
+  auto attend = [&](std::int64_t i, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     cache.write_column(i, state.column, k, v);
-    return std::make_pair(cache.keys(i), cache.values(i));  // the whole preallocated cache
+    return attention(attn_, q, cache.keys(i), cache.values(i), allowed);  // the whole preallocated cache
   };
-  for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, allowed, write);
+  for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, attend);
 
   state.positions.add_(state.active);
   state.column.add_(state.active);
   return logits(x.select(1, 0));
+}
+
+torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<ChunkSpan>& chunks, const Rope& rope,
+                                  KvCache& cache, DecodeState& state) const {
+  torch::NoGradGuard no_grad;
+  const auto r = cache.batch(), n = ids.size(0);
+  const auto i64 = ids.options();
+  // Positions of the packed tokens: each decode row's own, then each chunk's columns (host → device).
+  std::vector<std::int64_t> chunk_positions, last_token(r);  // last_token[row]: the packed token whose hidden
+  for (std::int64_t row = 0; row < r; ++row) last_token[row] = row;  // state gives row's logits
+  std::int64_t offset = r;
+  for (const ChunkSpan& c : chunks) {
+    for (std::int64_t j = 0; j < c.length; ++j) chunk_positions.push_back(c.start + j);
+    offset += c.length;
+    last_token[c.row] = offset - 1;
+  }
+  torch::Tensor positions = torch::cat({state.positions, torch::tensor(chunk_positions, torch::kInt64).to(ids.device())})
+                                .view({1, n});                                        // [1, N]
+  auto [cos, sin] = rope.cos_sin(positions);                                          // [1, 1, N, D]
+  state.valid.scatter_(1, state.column.view({r, 1}), true);                           // decode rows' new token
+  // Each chunk sees columns [0, start + j] from its token j: [1, 1, length, start + length] bool.
+  std::vector<AttnMask> chunk_masks;
+  for (const ChunkSpan& c : chunks) {
+    torch::Tensor cols = torch::arange(c.start + c.length, i64).view({1, -1});        // [1, start + length]
+    torch::Tensor last = torch::arange(c.start, c.start + c.length, i64).view({-1, 1});  // [length, 1]
+    AttnMask m;
+    m.allowed = (cols <= last).view({1, 1, c.length, c.start + c.length});
+    chunk_masks.push_back(m);
+  }
+
+  auto attend = [&](std::int64_t i, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+    torch::Tensor keys = cache.keys(i), values = cache.values(i);                    // [R, Hkv, T, D]
+    // Decode rows first: every row's token goes to its column (an inactive chunk row's lands on the column
+    // its chunk overwrites just below), then one query per row over the cache.
+    torch::Tensor qd = q.narrow(2, 0, r).transpose(0, 2);                             // [R, Hq, 1, D]
+    cache.write_column(i, state.column, k.narrow(2, 0, r).transpose(0, 2), v.narrow(2, 0, r).transpose(0, 2));
+    torch::Tensor a = torch::empty_like(q);                                           // [1, Hq, N, D]
+    a.narrow(2, 0, r).copy_(
+        fused::decode_attention(qd.squeeze(2).contiguous(), keys, values, state.valid).transpose(0, 1).unsqueeze(0));
+    std::int64_t o = r;
+    for (std::size_t j = 0; j < chunks.size(); ++j) {
+      const ChunkSpan& c = chunks[j];
+      torch::Tensor row_k = keys.narrow(0, c.row, 1), row_v = values.narrow(0, c.row, 1);  // [1, Hkv, T, D]
+      row_k.narrow(2, c.start, c.length).copy_(k.narrow(2, o, c.length));
+      row_v.narrow(2, c.start, c.length).copy_(v.narrow(2, o, c.length));
+      const std::int64_t seen = c.start + c.length;
+      a.narrow(2, o, c.length)
+          .copy_(attention(attn_, q.narrow(2, o, c.length), row_k.narrow(2, 0, seen), row_v.narrow(2, 0, seen),
+                           chunk_masks[j]));                                         // [1, Hq, length, D]
+      o += c.length;
+    }
+    return a;
+  };
+  // The layers as decode_step_fused runs them (residual stream apart, add + norm fused; the plain ops where
+  // the kernels do not apply), over the N packed tokens.
+  const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim, layers = config_.num_layers;
+  torch::Tensor residual = torch::embedding(weights_.embed, ids.view({1, n}));       // [1, N, H]
+  torch::Tensor h = fused::rms_norm(residual, weights_.layers[0].input_norm, config_.rms_norm_eps);  // [1, N, H]
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const LayerWeights& w = weights_.layers[i];
+    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);           // [1, N, (Hq + 2 Hkv) D]
+    auto parts = qkv.split({hq * d, hkv * d, hkv * d}, -1);
+    torch::Tensor q = apply_rope(parts[0].view({1, n, hq, d}).transpose(1, 2), cos, sin);   // [1, Hq, N, D]
+    torch::Tensor k = apply_rope(parts[1].view({1, n, hkv, d}).transpose(1, 2), cos, sin);  // [1, Hkv, N, D]
+    torch::Tensor v = parts[2].view({1, n, hkv, d}).transpose(1, 2);                        // [1, Hkv, N, D]
+    torch::Tensor a = attend(i, q, k, v).transpose(1, 2).reshape({1, n, hq * d});           // [1, N, Hq D]
+    torch::Tensor o = row_parallel(a, w.o, w.o_scale, w.o_bias);                            // [1, N, H]
+    fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);                   // residual += o; norm
+    torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));   // [1, N, I]
+    torch::Tensor down = row_parallel(m, w.down, w.down_scale);                             // [1, N, H]
+    const torch::Tensor& next_norm = i + 1 < layers ? weights_.layers[i + 1].input_norm : weights_.final_norm;
+    fused::add_rms_norm_(down, residual, next_norm, config_.rms_norm_eps);                  // residual += down; norm
+    h = down;
+  }
+
+  state.positions.add_(state.active);
+  state.column.add_(state.active);
+  for (const ChunkSpan& c : chunks) {
+    state.valid.narrow(0, c.row, 1).narrow(1, c.start, c.length).fill_(true);
+    state.column.narrow(0, c.row, 1).fill_(c.start + c.length);
+    state.positions.narrow(0, c.row, 1).fill_(c.start + c.length);
+    state.active.narrow(0, c.row, 1).fill_(c.last ? 1 : 0);
+  }
+  torch::Tensor index = torch::tensor(last_token, torch::kInt64).to(ids.device());  // [R]
+  return dense(h.select(0, 0).index_select(0, index), weights_.lm_head).to(torch::kFloat32);  // [R, V] (h is normed)
 }
 
 }  // namespace llmbench

@@ -196,6 +196,30 @@ torch::Tensor Model::decode_slots(const torch::Tensor& tokens, std::int64_t colu
   return decoder_->decode_step(tokens.to(device_, torch::kInt64), rope_, view, view_state);
 }
 
+torch::Tensor Model::mixed_slots(std::int64_t rows, std::int64_t columns, const std::vector<std::int64_t>& ids,
+                                 const std::vector<ChunkSpan>& chunks) {
+  if (!cache_.allocated()) throw Error("mixed_slots before allocate_cache");
+  if (rows < 1 || rows > cache_.batch() || columns < 1 || columns > cache_.max_len())
+    throw Error(cat("mixed_slots: ", rows, " rows × ", columns, " columns outside the cache of ", cache_.batch(),
+                    " × ", cache_.max_len()));
+  std::int64_t tokens = rows;
+  for (const ChunkSpan& c : chunks) {
+    if (c.row < 0 || c.row >= rows || c.start < 0 || c.length < 1 || c.start + c.length > columns)
+      throw Error(cat("mixed_slots: chunk of row ", c.row, " columns [", c.start, ", ", c.start + c.length,
+                      ") is outside ", rows, " rows × ", columns, " columns"));
+    tokens += c.length;
+  }
+  if (static_cast<std::int64_t>(ids.size()) != tokens)
+    throw Error(cat("mixed_slots: ", ids.size(), " ids for ", tokens, " tokens"));
+  const std::int64_t vocab = config().vocab_size;
+  for (auto id : ids)
+    if (id < 0 || id >= vocab) throw UsageError(cat("token id ", id, " is outside the vocabulary [0, ", vocab, ")"));
+  torch::Tensor d_ids = torch::tensor(ids, torch::kInt64).to(device_);  // [R + Σ length]
+  KvCache view = cache_.view(0, rows, columns);
+  DecodeState view_state = state_.view(0, rows, columns);
+  return decoder_->mixed_step(d_ids, chunks, rope_, view, view_state);
+}
+
 void Model::move_slot(std::int64_t from, std::int64_t to, std::int64_t columns) {
   check_slot(from, "move_slot");
   check_slot(to, "move_slot");

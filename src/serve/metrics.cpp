@@ -92,9 +92,10 @@ std::string Metrics::render(const EngineStats& engine) const {
     out += cat(name, " ", v, "\n");
   };
   counter("llmbench_engine_steps_total", "Decode steps run", engine.steps);
-  counter("llmbench_prefill_passes_total", "Batched prefill passes (one forward pass each)", engine.prefill_passes);
+  counter("llmbench_prefill_passes_total", "Prefill passes: batched passes, or mixed steps carrying prompt chunks", engine.prefill_passes);
   counter("llmbench_prefill_requests_total", "Requests prefilled", engine.prefill_requests);
   counter("llmbench_prefill_tokens_total", "Prompt tokens prefilled", engine.prefill_tokens);
+  counter("llmbench_prefill_chunks_total", "Chunked prefill: prompt chunks fed to mixed steps", engine.prefill_chunks);
   counter("llmbench_prefill_padded_tokens_total", "Tokens computed by prefill passes (requests x longest prompt)",
           engine.prefill_padded_tokens);
   {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `llmbench serve` on the tiny model against the official OpenAI Node client (tests/serve/openai_client.mjs):
 # models.list, completions and chat completions, streamed and not, stop strings, typed errors; greedy text
-# equal to `llmbench generate`; 32 simultaneous streams, each equal to generate's text for its prompt.
+# equal to `llmbench generate`; 32 simultaneous streams, each equal to generate's text for its prompt, with
+# batched and with chunked prefill.
 set -u
 bin=$1
 here=$(cd "$(dirname "$0")/../serve" && pwd)
@@ -42,5 +43,20 @@ assert len(got) == 32
 bad = [i for i in range(32) if got[i] != ref[i]]
 assert not bad, [(i, got[i], ref[i]) for i in bad[:3]]
 PY
+stop_server
+
+# The same 32 streams with chunked prefill: 40 tokens per step, so prompts are split across steps while
+# other streams decode; the texts must not change.
+start_server --max-batch 32 --max-queue 64 --chunked-prefill --max-step-tokens 40
+texts=$(client streams "$tmp/prompts.json" 16) || fail "32 streams (chunked prefill): $texts"
+python3 - "$texts" "$ref" <<'PY' || fail "32 concurrent streams with chunked prefill differ from llmbench generate"
+import json, sys
+got, ref = json.loads(sys.argv[1]), json.loads(sys.argv[2])["text"]
+assert len(got) == 32
+bad = [i for i in range(32) if got[i] != ref[i]]
+assert not bad, [(i, got[i], ref[i]) for i in bad[:3]]
+PY
+chunks=$(curl -s "$base/metrics" | awk '$1 == "llmbench_prefill_chunks_total" {print $2}')
+[ "${chunks:-0}" -gt 32 ] || fail "chunked prefill fed ${chunks:-no} chunks for 32 prompts split across steps"
 stop_server
 echo "serve_openai: ok"

@@ -228,6 +228,75 @@ TEST(EngineSlots, BatchedPrefillMatchesEachPromptAlone) {
   }
 }
 
+// Chunked prefill (SlotBatch::reserve + mixed): prompts fed in chunks inside decode steps, next to rows
+// that decode, through a plain decode step while a prompt is half in, and a compaction that moves a
+// half-prefilled row; every row's logits equal those of its prompt prefilled and decoded alone.
+TEST(EngineSlots, ChunkedPrefillMatchesEachPromptAlone) {
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  auto ref = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  std::mt19937 rng(9);
+  std::vector<std::vector<std::int64_t>> prompts{random_prompt(rng, 6), random_prompt(rng, 23), random_prompt(rng, 5),
+                                                 random_prompt(rng, 11)};
+  SlotBatch batch(*m, 4, 300, false);
+  std::vector<std::vector<torch::Tensor>> got(4);
+  std::vector<int> row_of{0, -1, -1, -1};  // prompt → row
+  got[0].push_back(batch.add(prompts[0]));
+  auto chunk = [&](int p, std::size_t from, std::size_t n) {
+    const bool last = from + n == prompts[p].size();
+    return SlotBatch::Chunk{row_of[p], std::vector<std::int64_t>(prompts[p].begin() + from, prompts[p].begin() + from + n), last};
+  };
+  // Inputs of the active rows (0 for the rows still prefilling); after the step, the logits of every row
+  // that got a token: the active ones and those whose last chunk ran.
+  auto run = [&](const std::vector<SlotBatch::Chunk>& chunks) {
+    std::vector<std::int64_t> t(batch.size(), 0);
+    std::vector<bool> emits(batch.size(), false);
+    for (int p = 0; p < 4; ++p)
+      if (row_of[p] >= 0 && batch.active(row_of[p])) {
+        t[row_of[p]] = got[p].back().argmax(-1).item<std::int64_t>();
+        emits[row_of[p]] = true;
+      }
+    for (const auto& c : chunks) emits[c.row] = c.last;
+    torch::Tensor l = chunks.empty() ? batch.step(t) : batch.mixed(t, chunks);
+    ASSERT_EQ(l.size(0), batch.size());
+    for (int p = 0; p < 4; ++p)
+      if (row_of[p] >= 0 && emits[row_of[p]]) got[p].push_back(l[row_of[p]].clone());
+  };
+  row_of[1] = static_cast<int>(batch.reserve());  // row 1: 23 tokens in chunks of 7, 9, 7
+  EXPECT_FALSE(batch.active(1));
+  run({chunk(1, 0, 7)});
+  EXPECT_EQ(batch.length(1), 7);
+  EXPECT_EQ(batch.length(0), 7);  // prompt 6 + one decode input
+  run({});                         // a plain decode step: row 1 stays put
+  EXPECT_EQ(batch.length(1), 7);
+  row_of[2] = static_cast<int>(batch.reserve());  // row 2: all 5 tokens in one chunk, next to row 1's second
+  run({chunk(1, 7, 9), chunk(2, 0, 5)});
+  EXPECT_TRUE(batch.active(2));
+  EXPECT_FALSE(batch.active(1));
+  row_of[3] = static_cast<int>(batch.reserve());  // row 3: 11 tokens in chunks of 4, 7
+  run({chunk(3, 0, 4)});
+  EXPECT_EQ(batch.remove(0), 3);  // prompt 0 leaves: half-prefilled row 3 moves into row 0
+  row_of = {-1, 1, 2, 0};
+  EXPECT_FALSE(batch.active(0));
+  EXPECT_EQ(batch.length(0), 4);
+  run({chunk(1, 16, 7), chunk(3, 4, 7)});
+  EXPECT_TRUE(batch.active(0));
+  EXPECT_TRUE(batch.active(1));
+  for (int s = 0; s < 3; ++s) run({});
+  for (int p = 0; p < 4; ++p) {
+    SCOPED_TRACE(p);
+    ASSERT_GE(got[p].size(), 2u);
+    ref->allocate_cache(1, 64);
+    ref->reset_cache();
+    std::vector<torch::Tensor> want{ref->prefill(torch::tensor(prompts[p]).view({1, -1}))[0]};
+    while (want.size() < got[p].size()) want.push_back(ref->decode_step(want.back().argmax(-1).view({1}))[0]);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[p][i], want[i], 1e-4, 1e-5)) << "step " << i;
+      EXPECT_EQ(got[p][i].argmax().item<std::int64_t>(), want[i].argmax().item<std::int64_t>()) << "step " << i;
+    }
+  }
+  EXPECT_THROW(batch.mixed(std::vector<std::int64_t>(batch.size(), 0), {{1, {5}, true}}), Error);  // row 1 decodes
+}
+
 // Requests that wait at the same step boundary are prefilled together: one pass per boundary, the oldest
 // first, as many as fit in the free slots and in max_prefill_tokens (requests × longest prompt); a prompt
 // at the budget fills a pass, one over it runs alone. Each request gets the tokens it gets alone. The
@@ -358,6 +427,129 @@ TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {
   EXPECT_EQ(s.slots_total, 8);
   EXPECT_GT(s.steps, 0u);
   engine->stop();
+}
+
+// Chunked prefill with a schedule known in advance: the engine thread is held in the first request's
+// callback while three prompts queue; with 16 tokens per step they are admitted and fed oldest first
+// (15 + 5 / 5 / 5 + 5 tokens per step next to the decoding rows) and each gets its tokens alone.
+TEST(Engine, ChunkedPrefillFeedsTheOldestPromptsWithinTheStepBudget) {
+  EngineOptions o = tiny_options(8);
+  o.chunked_prefill = true;
+  o.max_step_tokens = 16;
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool held = false, open = false;
+  auto engine = Engine::start(o);
+  auto hold_trace = std::make_shared<Trace>();
+  auto hold = make_request({5, 6, 7}, 30, hold_trace);
+  hold->on_event = [&, hold_trace](const EngineEvent& e) {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    held = true;
+    gate_cv.notify_all();
+    gate_cv.wait(lock, [&] { return open; });
+    lock.unlock();
+    hold_trace->on_event(e);
+  };
+  ASSERT_TRUE(engine->submit(hold));
+  {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    ASSERT_TRUE(gate_cv.wait_for(lock, kWait, [&] { return held; }));
+  }
+  std::mt19937 rng(23);
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  std::vector<std::shared_ptr<Trace>> traces;
+  for (int len : {20, 5, 10}) {
+    traces.push_back(std::make_shared<Trace>());
+    reqs.push_back(make_request(random_prompt(rng, len), 8, traces.back()));
+    if (len == 5) {
+      reqs.back()->temperature = 0.8;
+      reqs.back()->seed = 3;
+    }
+    ASSERT_TRUE(engine->submit(reqs.back()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    open = true;
+    gate_cv.notify_all();
+  }
+  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+  ASSERT_TRUE(hold_trace->wait_done());
+  // Steps with chunks: {hold 3}, {A 15}, {A 5, B 5, C 5}, {C 5}.
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.prefill_passes, 4u);
+  EXPECT_EQ(s.prefill_chunks, 6u);
+  EXPECT_EQ(s.prefill_requests, 4u);
+  EXPECT_EQ(s.prefill_tokens, 38u);
+  EXPECT_EQ(s.prefill_padded_tokens, 38u);
+  EXPECT_EQ(s.last_prefill_batch, 1);
+  auto times = [&](int i) { return traces[i]->last().times; };
+  EXPECT_LT(times(0).admitted, times(1).admitted);  // A alone, then B and C one step later
+  EXPECT_LT(times(0).first_token, times(2).first_token);  // A and B complete a step before C
+  EXPECT_LT(times(1).first_token, times(2).first_token);
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(traces[i]->violation, "");
+    EXPECT_EQ(traces[i]->tokens, alone(*m, *reqs[i]));
+    expect_times_ordered(traces[i]->last().times);
+  }
+  EXPECT_EQ(hold_trace->tokens, alone(*m, *hold));
+}
+
+// The 32-request mix of the continuous test with chunked prefill and a step budget small enough that most
+// prompts arrive in several chunks while other rows decode.
+TEST(Engine, ChunkedPrefillGivesEachRequestItsTokensAlone) {
+  EngineOptions o = tiny_options(8);
+  o.chunked_prefill = true;
+  o.max_step_tokens = 12;
+  auto engine = Engine::start(o);
+  std::mt19937 rng(31);
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  std::vector<std::shared_ptr<Trace>> traces;
+  for (int i = 0; i < 32; ++i) {
+    traces.push_back(std::make_shared<Trace>());
+    auto r = make_request(random_prompt(rng, 1 + static_cast<int>(rng() % 40)), 2 + static_cast<int>(rng() % 18),
+                          traces.back(), /*ignore_eos=*/i % 2 == 0);
+    if (i % 4 == 1) {
+      r->temperature = 0.9;
+      r->top_p = 0.9;
+      r->seed = 200 + i;
+    }
+    reqs.push_back(r);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 delay(t);
+      for (int i = t; i < 32; i += 4) {
+        std::this_thread::sleep_for(std::chrono::microseconds(delay() % 3000));
+        EXPECT_TRUE(engine->submit(reqs[i]));
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  std::uint64_t prompt_tokens = 0;
+  for (int i = 0; i < 32; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(traces[i]->violation, "");
+    EXPECT_EQ(traces[i]->tokens, alone(*m, *reqs[i]));
+    expect_times_ordered(traces[i]->last().times);
+    prompt_tokens += reqs[i]->prompt.size();
+  }
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.prefill_requests, 32u);
+  EXPECT_EQ(s.prefill_tokens, prompt_tokens);
+  EXPECT_GT(s.prefill_chunks, 32u);  // some prompts took several chunks
+  EXPECT_EQ(s.running, 0);
+  engine->stop();
+}
+
+TEST(Engine, ChunkedPrefillNeedsContinuousBatching) {
+  EngineOptions o = tiny_options(2);
+  o.chunked_prefill = true;
+  o.batching = Batching::static_batch;
+  EXPECT_THROW(Engine::start(o), UsageError);
 }
 
 TEST(Engine, ShortRequestIsNotHeldByALongerOne) {

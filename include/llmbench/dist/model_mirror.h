@@ -49,6 +49,8 @@ enum class MirrorOp : std::int64_t {
   free_slot,          // args: slot
   capture_graph,      // args: rows, columns (a DecodeGraph of that bucket, on every rank)
   graph_step,         // args: rows, columns; payload: tokens [n] (replay of that bucket's graph)
+  mixed_slots,        // args: rows, columns, chunks c, ids n; payload: ids [n], then 4 values per chunk
+                      // (row, start, length, last)
   count_              // keep last
 };
 const char* to_string(MirrorOp op);
@@ -80,6 +82,8 @@ class ModelMirror {
   void reset_cache();
   torch::Tensor prefill_slots(std::int64_t first, const torch::Tensor& ids, const std::vector<std::int64_t>& lengths);
   torch::Tensor decode_slots(const torch::Tensor& tokens, std::int64_t columns);
+  torch::Tensor mixed_slots(std::int64_t rows, std::int64_t columns, const std::vector<std::int64_t>& ids,
+                            const std::vector<ChunkSpan>& chunks);
   void move_slot(std::int64_t from, std::int64_t to, std::int64_t columns);
   void free_slot(std::int64_t slot);
   // A DecodeGraph per (rows, columns) bucket, held by the mirror on every rank (model/decode_graph.h).
@@ -93,7 +97,8 @@ class ModelMirror {
   void stop();
   // Why the group can no longer be used (thread-safe); nullopt while it can. With a group, any failure of a
   // mirrored call is final: rank 0 cannot know which collective the other ranks are waiting in, so every
-  // later call throws this message.
+  // later call that needs the other ranks throws this message (free_slot, move_slot and reset_cache then run
+  // on rank 0 alone, so that the engine can still release its rows).
   std::optional<std::string> failure() const;
 
  private:

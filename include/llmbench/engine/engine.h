@@ -44,6 +44,12 @@ struct EngineOptions {
   int max_queue = 256;             // waiting requests beyond this are refused
   // Padded tokens (requests × longest prompt) of one batched prefill pass; a longer prompt runs alone.
   int max_prefill_tokens = 8192;
+  // Continuous batching with chunked prefill: prompts enter in chunks that ride along the decode step
+  // (one forward of every running row's next token plus up to max_step_tokens − running rows prompt tokens,
+  // but at least min(64, max_step_tokens)), so decoding never stops for a prefill. Off: each step boundary admits one
+  // batched prefill pass (max_prefill_tokens) before the decode step.
+  bool chunked_prefill = false;
+  int max_step_tokens = 2048;
   bool cuda_graph = true;          // graph per batch-size bucket where CUDA is available
   bool fused = true;
   // Tensor parallelism: this process is rank 0 of `group` and drives the other ranks, which replay the
@@ -104,6 +110,9 @@ struct EngineStats {
   int last_prefill_batch = 0;  // requests of the last prefill pass
   int tp = 1;                  // tensor-parallel ranks the model is split over
   std::string tp_backend;      // "gloo" | "nccl" with tp > 1
+  // Chunked prefill: a pass is a step that carries prompt chunks (mixed with the decode rows); its
+  // requests are the prompts it completed and its tokens the chunks' (no padding).
+  std::uint64_t prefill_chunks = 0;  // chunks fed
 };
 
 class Engine {

@@ -46,7 +46,23 @@ class SlotBatch {
   torch::Tensor add(const std::vector<std::vector<std::int64_t>>& prompts);
   // One decode step of every running row: tokens[i] is row i's input → logits [size(), V] float32 on the
   // device (a graph's static buffer: read it before the next step). Throws when a row's cache is full.
+  // Rows still prefilling (reserve) take no part: their results are garbage and they stay put.
   torch::Tensor step(const std::vector<std::int64_t>& tokens);
+
+  // Chunked prefill. reserve() takes row size() for a prompt that arrives in chunks: the row is inactive
+  // (decode steps leave it alone) until mixed() feeds its last chunk. Returns the row.
+  std::int64_t reserve();
+  // One prompt chunk of an inactive row: `ids` go to the columns after the ones it holds.
+  struct Chunk {
+    std::int64_t row = 0;
+    std::vector<std::int64_t> ids;
+    bool last = false;  // completes the prompt: the row decodes from the next step
+  };
+  // One forward of every active row's decode step and the chunks (Model::mixed_slots) → logits
+  // [size(), V] float32: active rows' next-token logits, a chunk row's after its chunk's last token.
+  torch::Tensor mixed(const std::vector<std::int64_t>& tokens, const std::vector<Chunk>& chunks);
+  // True when row `row` decodes (it has its whole prompt).
+  bool active(std::int64_t row) const { return active_.at(row); }
   // Frees row `row`; the last running row moves into it (compaction). Returns the index of the row that
   // moved into `row` (size() before the call − 1), or −1 when `row` was the last one.
   std::int64_t remove(std::int64_t row);
@@ -59,11 +75,14 @@ class SlotBatch {
 
  private:
   static std::int64_t bucket(const std::vector<std::int64_t>& buckets, std::int64_t at_least);
+  // Throws when an active row's cache is full.
+  void check_room() const;
 
   dist::ModelMirror mirror_;  // the model, and with tensor parallelism the other ranks
   std::int64_t slots_ = 0;
   std::int64_t max_context_ = 0;
   std::vector<std::int64_t> lengths_;  // per running row: cache columns written
+  std::vector<bool> active_;           // per running row: false while its prompt is still being prefilled
   std::vector<std::int64_t> row_buckets_, column_buckets_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -31,6 +32,15 @@ struct DecodeState {
   DecodeState view(std::int64_t row, std::int64_t rows, std::int64_t columns) const;
 };
 
+// One prompt chunk of a mixed step (chunked prefill): `length` prompt tokens of cache row `row` written to
+// columns [start, start + length); `last` when they complete the prompt (the row decodes from the next step).
+struct ChunkSpan {
+  std::int64_t row = 0;
+  std::int64_t start = 0;
+  std::int64_t length = 0;
+  bool last = false;
+};
+
 class Decoder {
  public:
   Decoder(const ModelConfig& config, const Weights& weights, AttnImpl attn)
@@ -56,6 +66,17 @@ class Decoder {
   // be < cache.max_len() for active rows), then advances the active rows.
   torch::Tensor decode_step(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
 
+  // Chunked prefill mixed into a decode step, one forward over R + Σ length tokens. ids [R + Σ length] int64:
+  // the R decode inputs of rows [0, R) (the cache and state views' rows), then each chunk's prompt tokens in
+  // the order of `chunks`. Active rows decode as decode_step does; a chunk's row (inactive until its last
+  // chunk) gets its tokens written to columns [start, start + length) and attends causally over columns
+  // [0, start + length); its column and position become start + length, and it turns active with its last
+  // chunk. The matmuls run once over all tokens. → logits [R, V] float32: an active row's next-token logits,
+  // a chunk row's logits after its chunk's last token (garbage for other inactive rows).
+  // Needs start + length ≤ the cache view's columns and every row's column < them.
+  torch::Tensor mixed_step(const torch::Tensor& ids, const std::vector<ChunkSpan>& chunks, const Rope& rope,
+                           KvCache& cache, DecodeState& state) const;
+
   void set_attn(AttnImpl attn) { attn_ = attn; }
   // Fused CUDA kernels in decode_step (add+RMSNorm, RoPE+KV write, SiLU·mul, split-T attention) where
   // they apply (CUDA tensors, table RoPE, eager attention); the plain ops otherwise.
@@ -70,11 +91,11 @@ class Decoder {
   void set_all_reduce(std::function<void(torch::Tensor&)> reduce) { all_reduce_ = std::move(reduce); }
 
  private:
-  // x [B, S, H] through layer `i`; `write` stores this layer's k/v [B, Hkv, S, D] and returns the
-  // full k/v to attend over.
-  template <class Write>
+  // x [B, S, H] through layer `i`; attend(i, q [B, Hq, S, D], k, v [B, Hkv, S, D]) stores this layer's
+  // k/v in the cache and returns the attention output [B, Hq, S, D].
+  template <class Attend>
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                      const AttnMask& mask, Write&& write) const;
+                      Attend&& attend) const;
   // x [..., K / tp] · w [H, K / tp]ᵀ (quantized: · scale) summed over the ranks (+ b [H]) → [..., H].
   torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                              const torch::Tensor& b = {}) const;

@@ -28,6 +28,7 @@
 //   logits = m->prefill_slot(3, ids);    // [P] → [V] float32: slot 3 holds that prompt alone
 //   logits = m->prefill_slots(3, ids, lens); // [k, P] right-padded → [k, V]: slots 3.. in one pass
 //   logits = m->decode_slots(tokens, C); // [R] → [R, V]: one step of rows [0, R) over columns [0, C)
+//   logits = m->mixed_slots(R, C, ids, chunks);  // decode rows [0, R) + prompt chunks in one forward
 //   m->move_slot(5, 3, len); m->free_slot(5);  // compaction when the request of row 3 leaves
 namespace llmbench {
 
@@ -135,6 +136,12 @@ class Model {
   // → logits [R, V] float32. Every active row among them must have its column < `columns` (not checked:
   // no host sync); inactive rows compute garbage and stay put. Capturable per (R, columns).
   torch::Tensor decode_slots(const torch::Tensor& tokens, std::int64_t columns);
+  // Chunked prefill mixed into a decode step of rows [0, R) over cache columns [0, columns)
+  // (Decoder::mixed_step): ids on the host, the R rows' decode inputs (any value for inactive rows) then
+  // each chunk's prompt tokens in order. Chunk rows must be in [0, R), start + length ≤ columns, and every
+  // row's column < columns. → logits [R, V] float32 on the device.
+  torch::Tensor mixed_slots(std::int64_t rows, std::int64_t columns, const std::vector<std::int64_t>& ids,
+                            const std::vector<ChunkSpan>& chunks);
   // Copies slot `from` (KV columns [0, columns), position, column, valid row, active) into slot `to`.
   void move_slot(std::int64_t from, std::int64_t to, std::int64_t columns);
   // Marks slot `slot` inactive: column 0, position 0, no valid columns.
