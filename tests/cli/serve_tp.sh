@@ -40,6 +40,10 @@ served() {  # label serve-options… → $tmp/<label>.json
     python3 -c 'import json,sys; h=json.loads(sys.argv[1]); assert h["tp"] == 2 and h["tp_backend"] == sys.argv[2], h' "$health" "$backend" \
       || fail "$label: /health $health"
     curl -s "$base/metrics" | grep -q "^llmbench_tensor_parallel_size{backend=\"$backend\"} 2\$" || fail "$label: no tp gauge in /metrics"
+    if [[ " $* " == *" --chunked-prefill "* ]]; then  # the prompts really went in chunks, mixed into steps
+      chunks=$(curl -s "$base/metrics" | awk '$1 == "llmbench_prefill_chunks_total" {print $2}')
+      [ "${chunks:-0}" -gt 12 ] || fail "$label: ${chunks:-no} prompt chunks for 12 prompts, some of 25–60 tokens"
+    fi
     r1=$(rank1) || fail "$label: rank 0 has no child rank"
     stop_server
     sleep 0.3
@@ -97,9 +101,10 @@ ext 0; p0=$ext_pid; ext 1; p1=$ext_pid
 wait_listening
 kill -9 "$p1"
 timeout 20 tail --pid="$p0" -f /dev/null || fail "torchrun-style rank 0 still runs 20 s after rank 1 died"
-rc=0; wait "$p0" || rc=$?
+rc=0; wait "$p0" 2>/dev/null || rc=$?
 [ "$rc" -ne 0 ] || fail "torchrun-style rank 0 exited 0 after rank 1 died"
 grep -q "llmbench: error: tensor-parallel" "$tmp/ext0.err" || fail "torchrun-style rank 0: $(tail -3 "$tmp/ext0.err")"
+echo "torchrun-style rank 1 killed → rank 0: $(grep 'llmbench: error' "$tmp/ext0.err")"
 # ... and rank 0 gone: rank 1 gives up within the timeout.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 : >"$tmp/ext0.out"
@@ -107,8 +112,9 @@ ext 0; p0=$ext_pid; ext 1; p1=$ext_pid
 wait_listening
 kill -9 "$p0"
 timeout 20 tail --pid="$p1" -f /dev/null || fail "torchrun-style rank 1 still runs 20 s after rank 0 died"
-rc=0; wait "$p1" || rc=$?
+rc=0; wait "$p1" 2>/dev/null || rc=$?
 [ "$rc" -ne 0 ] || fail "torchrun-style rank 1 exited 0 after rank 0 died"
-grep -q "llmbench: error: " "$tmp/ext1.err" || fail "torchrun-style rank 1: $(tail -3 "$tmp/ext1.err")"
+grep -q "llmbench: error: rank 1: " "$tmp/ext1.err" || fail "torchrun-style rank 1: $(tail -3 "$tmp/ext1.err")"
+echo "torchrun-style rank 0 killed → rank 1: $(grep 'llmbench: error' "$tmp/ext1.err")"
 p0=""; p1=""
 echo "serve_tp: ok"

@@ -22,9 +22,10 @@ def stream(base, request, out, i):
     if resp.status != 200:
         out[i] = RuntimeError(f"request {i}: HTTP {resp.status}: {resp.read()[:200]!r}")
         return
-    text, finish, done = "", None, False
+    text, finish, done, lines = "", None, False, []
     for raw in resp:
         line = raw.decode().strip()
+        lines.append(line)
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
@@ -40,7 +41,7 @@ def stream(base, request, out, i):
             finish = choice.get("finish_reason") or finish
     conn.close()
     if not done or finish != "length":
-        out[i] = RuntimeError(f"request {i}: stream ended (done {done}, finish {finish})")
+        out[i] = RuntimeError(f"request {i}: stream ended (done {done}, finish {finish}, text {text!r}, last lines {lines[-3:]!r})")
         return
     out[i] = text
 
