@@ -24,11 +24,13 @@ constexpr auto kMaxKeepalive = std::chrono::milliseconds(5000);
 
 #ifdef LLMBENCH_WITH_CUDA
 // Waits for the current stream without spinning a core through a long idle period: busy for the first
-// 2 ms (a decode step's next command comes within that), then polls every 100 µs.
+// 50 ms, then polls every 100 µs. The wait covers this rank's previous step (queued before the broadcast)
+// and rank 0's sampling, so a busy window shorter than a step (Llama-3-70B tp 2: ~20 ms) would add up to
+// a poll interval to every step, delaying the next step's all-reduces on every rank.
 void wait_stream_politely() {
   at::cuda::CUDAEvent done;
   done.record(c10::cuda::getCurrentCUDAStream());
-  const auto busy_until = Clock::now() + std::chrono::milliseconds(2);
+  const auto busy_until = Clock::now() + std::chrono::milliseconds(50);
   while (!done.query())
     if (Clock::now() > busy_until) std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
