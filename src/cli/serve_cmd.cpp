@@ -127,7 +127,10 @@ void add_serve_command(CLI::App& root, Commands& out) {
                    engine.reset();      // before the server: its last requests' callbacks hold connections;
                                         // with --tp it tells the other ranks to stop
                    server.reset();
-                   if (failure) throw Error(*failure);
+                   if (failure) {  // a rank stuck in a collective never exits by itself: end the ranks we launched
+                     (void)dist::wait_for_ranks(std::chrono::seconds(1));
+                     throw Error(*failure);  // main() names a launched rank that died, if one did, instead
+                   }
                    if (auto ranks = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*ranks);
                    return kExitOk;
                  }});
