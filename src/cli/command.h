@@ -28,6 +28,7 @@ void add_run_command(CLI::App& root, Commands& out);
 void add_compare_command(CLI::App& root, Commands& out);
 void add_load_command(CLI::App& root, Commands& out);
 void add_serve_command(CLI::App& root, Commands& out);
+void add_profile_command(CLI::App& root, Commands& out);
 
 // The command line as given (argv[0]'s file name, arguments quoted for a shell where needed), with the
 // values of --api-key and --header masked; what `results.command` records. Set once by main().

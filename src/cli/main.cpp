@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   cli::add_compare_command(app, commands);
   cli::add_load_command(app, commands);
   cli::add_serve_command(app, commands);
+  cli::add_profile_command(app, commands);
 
   cli::set_command_line(argc, argv);
   try {

@@ -46,7 +46,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--max-new-tokens,-n", f.max_new_tokens, "Tokens generated per run (EOS ignored); comma list sweeps")
       ->capture_default_str();
   app.add_option("--temperature", f.temperature, "0 = greedy; comma list sweeps")->capture_default_str();
-  app.add_option("--attn", f.attn, "eager or sdpa; comma list sweeps")->capture_default_str();
+  app.add_option("--attn", f.attn,
+                 "Prefill attention: eager or sdpa; comma list sweeps. Decode on CUDA uses the fused decode kernel "
+                 "either way (the chosen attention with --no-fused)")->capture_default_str();
   app.add_option("--dtype", f.dtype, "bfloat16, float16 or float32; comma list sweeps")->capture_default_str();
   app.add_option("--weights", f.weights,
                  "Matmul weights: bf16 (the --dtype, unquantized), int8 or fp8 (CUDA sm_89+); comma list sweeps")

@@ -44,7 +44,10 @@ void add_serve_command(CLI::App& root, Commands& out) {
   app->add_option("--device", opt->engine.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app->add_option("--dtype", opt->engine.dtype, "auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16, float16")
       ->capture_default_str();
-  app->add_option("--attn", opt->engine.attn, "eager or sdpa")->capture_default_str();
+  app->add_option("--attn", opt->engine.attn,
+                  "Prefill attention: eager or sdpa; decode on CUDA uses the fused decode kernel either way "
+                  "(the chosen attention with --no-fused)")
+      ->capture_default_str();
   app->add_option("--seed", opt->engine.seed, "Random-weights seed")->capture_default_str();
   app->add_option("--max-batch", opt->engine.max_batch, "KV-cache slots (requests decoded together)")
       ->capture_default_str()->check(CLI::Range(1, 4096));

@@ -1,6 +1,7 @@
 #include "llmbench/model/decoder.h"
 
 #include "llmbench/model/fused_ops.h"
+#include "llmbench/model/fused_prefill.h"
 #include "llmbench/model/linear.h"
 
 namespace llmbench {
@@ -85,7 +86,10 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
     cache.write_prefix(i, k, v);
     return attention(attn_, q, k, v, allowed);  // prefill attends over its own P columns
   };
-  for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, attend);
+  if (fused_ && rope.has_tables() && fused::uses_kernels(x))
+    x = prefill_layers_fused(x, positions, rope, attend);
+  else
+    for (std::int64_t i = 0; i < config_.num_layers; ++i) x = layer(i, x, cos, sin, attend);
 
   // The next column is one past each row's last real token: P with left padding, the row's length with
   // right padding (the slot engine's batched prefill), where the pad columns are overwritten by decode.
@@ -98,8 +102,40 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   return x;
 }
 
+// The layers of `layer` with the small ops fused, for S ≥ 1 (prefill): RMSNorm, the residual add folded
+// into the next RMSNorm, RoPE with the q/k/v split and transposes in one kernel, SiLU·mul. The same
+// roundings as the plain ops except where the kernels document otherwise (fused_ops.h).
+template <class Attend>
+torch::Tensor Decoder::prefill_layers_fused(const torch::Tensor& x, const torch::Tensor& positions, const Rope& rope,
+                                            Attend&& attend) const {
+  const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim, n = config_.num_layers;
+  const auto b = x.size(0), s = x.size(1);
+  torch::Tensor residual = x;  // [B, P, H]: the embedding output, updated in place
+  torch::Tensor h = fused::rms_norm(residual, weights_.layers[0].input_norm, config_.rms_norm_eps);  // [B, P, H]
+  for (std::int64_t i = 0; i < n; ++i) {
+    const LayerWeights& w = weights_.layers[i];
+    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);            // [B, P, (Hq + 2 Hkv) D]
+    fused::PrefillQkv p = fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv);
+    torch::Tensor a = attend(i, p.q, p.k, p.v).transpose(1, 2).reshape({b, s, hq * d});  // [B, P, Hq D]
+    torch::Tensor o = row_parallel(a, w.o, w.o_scale, w.o_bias);                       // [B, P, H]
+    fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);              // residual += o; norm
+    torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, P, I]
+    torch::Tensor down = row_parallel(m, w.down, w.down_scale);                        // [B, P, H]
+    if (i + 1 == n) {
+      residual.add_(down);  // the pre-norm hidden states, as layer() returns them
+      break;
+    }
+    fused::add_rms_norm_(down, residual, weights_.layers[i + 1].input_norm, config_.rms_norm_eps);
+    h = down;
+  }
+  return residual;
+}
+
+// Any --attn: it selects the prefill's attention. A decode step has one query row per sequence over the
+// cache, where eager and sdpa compute the same softmax(q·Kᵀ/√D + mask)·V; the fused kernel computes it
+// with eager's rounding (tests/gpu/test_decode_paths.cpp holds both models to their plain path).
 bool Decoder::fused_active(const torch::Tensor& x, const Rope& rope) const {
-  return fused_ && attn_ == AttnImpl::eager && rope.has_tables() && fused::uses_kernels(x);
+  return fused_ && rope.has_tables() && fused::uses_kernels(x);
 }
 
 // The same step as decode_step with the small ops fused: per layer two GEMMs around the attention

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <torch/version.h>
+
+#include <string>
+#include <vector>
 
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
@@ -22,43 +26,97 @@ double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>() / std::max(1e-6, b.abs().max().item<double>());
 }
 
+// The fast paths (fused kernels, CUDA graph replay, both) against the plain ops of the model's attention,
+// teacher-forced with the plain path's greedy tokens so that a near-tie cannot make the paths diverge.
+void check_paths_match(const char* name, const std::string& attn) {
+  SCOPED_TRACE(std::string(name) + " --attn " + attn);
+  auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", attn, 0});
+  torch::Tensor ids = torch::tensor({17, 45, 203, 9, 88, 150, 31, 250, 4, 66, 123, 77, 5, 199}, torch::kInt64)
+                          .view({2, 7}).to(torch::kCUDA);  // [2, 7]
+  const int steps = 12;
+  m->allocate_cache(2, 7 + steps + 1);
+  m->set_fused(false);
+  ASSERT_FALSE(m->fused_active());
+  std::vector<torch::Tensor> feed;
+  {
+    m->reset_cache();
+    torch::Tensor tok = m->prefill(ids).argmax(-1);
+    for (int i = 0; i < steps; ++i) {
+      feed.push_back(tok.clone());
+      tok = m->decode_step(tok).argmax(-1);
+    }
+  }
+  auto plain = run_path(*m, ids, feed, nullptr);
+  m->set_fused(true);
+  ASSERT_TRUE(m->fused_active()) << "the fused decode step must apply to --attn " << attn;
+  auto fused = run_path(*m, ids, feed, nullptr);
+  DecodeGraph graph(*m);
+  auto fused_graph = run_path(*m, ids, feed, &graph);
+  m->set_fused(false);
+  DecodeGraph plain_graph_capture(*m);
+  auto plain_graph = run_path(*m, ids, feed, &plain_graph_capture);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_LT(rel_diff(fused[i], plain[i]), 2e-2);
+    EXPECT_LT(rel_diff(fused_graph[i], plain[i]), 2e-2);
+    EXPECT_LT(rel_diff(plain_graph[i], plain[i]), 1e-6);  // same ops, replayed
+  }
+}
+
 }  // namespace
 
-// The fast paths (fused kernels, CUDA graph replay, both) against the plain eager ops, teacher-forced
-// with the plain path's greedy tokens so that a near-tie cannot make the paths diverge.
 TEST(DecodePaths, FusedAndGraphMatchThePlainPath) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
-  for (const char* name : {"qwen2_bias", "llama3_tied", "llama_bf16"}) {
-    SCOPED_TRACE(name);
-    auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", "eager", 0});
-    torch::Tensor ids = torch::tensor({17, 45, 203, 9, 88, 150, 31, 250, 4, 66, 123, 77, 5, 199}, torch::kInt64)
-                            .view({2, 7}).to(torch::kCUDA);  // [2, 7]
-    const int steps = 12;
-    m->allocate_cache(2, 7 + steps + 1);
-    m->set_fused(false);
-    std::vector<torch::Tensor> feed;
-    {
+  for (const char* name : {"qwen2_bias", "llama3_tied", "llama_bf16"}) check_paths_match(name, "eager");
+}
+
+#if TORCH_VERSION_MAJOR >= 2
+// --attn sdpa selects the prefill's attention; the decode step (one query row per sequence over the cache)
+// takes the same fused kernel and CUDA graph as eager, and matches sdpa's plain decode step (masked sdpa).
+TEST(DecodePaths, SdpaModelDecodesOnTheFusedPath) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (const char* name : {"qwen2_bias", "llama3_tied"}) check_paths_match(name, "sdpa");
+}
+#endif
+
+// The fused prefill (RMSNorm, add + RMSNorm, RoPE split, SiLU·mul kernels around the same GEMMs and
+// attention) against the plain prefill on a left-padded batch of a longer prompt: the logits of every
+// row and the K/V it leaves in the cache, in each attention implementation.
+TEST(DecodePaths, FusedPrefillMatchesThePlainPrefill) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (const char* name : {"qwen2_bias", "llama3_tied"}) {
+#if TORCH_VERSION_MAJOR >= 2
+    for (const char* attn : {"eager", "sdpa"}) {
+#else
+    for (const char* attn : {"eager"}) {
+#endif
+      SCOPED_TRACE(std::string(name) + " " + attn);
+      auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", attn, 0});
+      const std::int64_t b = 3, p = 96;
+      torch::Tensor ids = torch::randint(3, 250, {b, p}, torch::kInt64);  // [B, P]
+      torch::Tensor mask = torch::ones({b, p}, torch::kInt64);            // [B, P] left-padded rows 1, 2
+      mask[1].narrow(0, 0, 20).zero_();
+      mask[2].narrow(0, 0, 90).zero_();
+      ids = ids.to(torch::kCUDA);
+      mask = mask.to(torch::kCUDA);
+      m->allocate_cache(b, p + 4);
+      m->set_fused(false);
       m->reset_cache();
-      torch::Tensor tok = m->prefill(ids).argmax(-1);
-      for (int i = 0; i < steps; ++i) {
-        feed.push_back(tok.clone());
-        tok = m->decode_step(tok).argmax(-1);
+      torch::Tensor plain = m->prefill(ids, mask).cpu();                   // [B, V]
+      torch::Tensor plain_cache = m->cache().keys(0).narrow(2, 0, p).to(torch::kFloat32).cpu();
+      m->set_fused(true);
+      m->reset_cache();
+      torch::Tensor fused = m->prefill(ids, mask).cpu();
+      torch::Tensor fused_cache = m->cache().keys(0).narrow(2, 0, p).to(torch::kFloat32).cpu();
+      // Layer 0's keys: one RMSNorm (its float sum in another order: a bf16 step apart at most, rarely),
+      // the same GEMM and the bit-exact RoPE. The logits pass every layer's fused norms: bf16 tolerance.
+      EXPECT_LT(rel_diff(fused_cache, plain_cache), 1e-2);
+      EXPECT_GT(fused_cache.eq(plain_cache).to(torch::kFloat64).mean().item<double>(), 0.95);
+      for (std::int64_t r = 0; r < b; ++r) {
+        SCOPED_TRACE(r);
+        EXPECT_LT(rel_diff(fused[r], plain[r]), 2e-2);
+        EXPECT_EQ(fused[r].argmax().item<std::int64_t>(), plain[r].argmax().item<std::int64_t>());
       }
-    }
-    auto plain = run_path(*m, ids, feed, nullptr);
-    m->set_fused(true);
-    ASSERT_TRUE(m->fused_active());
-    auto fused = run_path(*m, ids, feed, nullptr);
-    DecodeGraph graph(*m);
-    auto fused_graph = run_path(*m, ids, feed, &graph);
-    m->set_fused(false);
-    DecodeGraph plain_graph_capture(*m);
-    auto plain_graph = run_path(*m, ids, feed, &plain_graph_capture);
-    for (size_t i = 0; i < plain.size(); ++i) {
-      SCOPED_TRACE(i);
-      EXPECT_LT(rel_diff(fused[i], plain[i]), 2e-2);
-      EXPECT_LT(rel_diff(fused_graph[i], plain[i]), 2e-2);
-      EXPECT_LT(rel_diff(plain_graph[i], plain[i]), 1e-6);  // same ops, replayed
     }
   }
 }

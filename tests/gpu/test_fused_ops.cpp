@@ -12,6 +12,7 @@
 #include "llmbench/model/attention.h"
 #include "llmbench/model/decoder.h"
 #include "llmbench/model/fused_ops.h"
+#include "llmbench/model/fused_prefill.h"
 #include "llmbench/model/model_config.h"
 #include "llmbench/model/rope.h"
 
@@ -176,6 +177,38 @@ TEST(FusedOps, RopeQkvCacheMatchesPlain) {
     EXPECT_TRUE(torch::equal(q, want_q)) << what << ": q differs (max " << (q - want_q).abs().max().item<float>() << ")";
     EXPECT_TRUE(torch::equal(cache, want_cache)) << what << ": the cache differs (written column or elsewhere)";
   }
+}
+
+// The prefill kernel is the plain split + transpose + apply_rope, bit for bit, for several tokens per
+// row at their own positions (left-padded rows: pads at position 1, as prefill_hidden gives them).
+TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
+  REQUIRE_CUDA();
+  torch::manual_seed(11);
+  const std::int64_t b = 3, s = 37, hq = 28, hkv = 4, t = 4096, n = (hq + 2 * hkv) * kD;
+  auto [cos_t, sin_t] = rope_tables(t);
+  torch::Tensor mask = torch::ones({b, s}, torch::kInt64);
+  mask[1].narrow(0, 0, 5).zero_();
+  mask[2].narrow(0, 0, 36).zero_();
+  torch::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);
+  positions[0].add_(4000);                                                  // row 0 near the table's end
+  positions = positions.to(torch::kCUDA);                                    // [B, S]
+  torch::Tensor qkv = randn({b, s, n}, 3.0);                                 // [B, S, N]
+  auto parts = qkv.split({hq * kD, hkv * kD, hkv * kD}, -1);
+  torch::Tensor cos = cos_t.index_select(0, positions.reshape({-1})).view({b, 1, s, kD});  // [B, 1, S, D]
+  torch::Tensor sin = sin_t.index_select(0, positions.reshape({-1})).view({b, 1, s, kD});
+  torch::Tensor want_q = apply_rope(parts[0].view({b, s, hq, kD}).transpose(1, 2), cos, sin);   // [B, Hq, S, D]
+  torch::Tensor want_k = apply_rope(parts[1].view({b, s, hkv, kD}).transpose(1, 2), cos, sin);  // [B, Hkv, S, D]
+  torch::Tensor want_v = parts[2].view({b, s, hkv, kD}).transpose(1, 2);                        // [B, Hkv, S, D]
+  fused::PrefillQkv got = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv);
+  ASSERT_EQ(got.q.sizes(), want_q.sizes());
+  ASSERT_EQ(got.k.sizes(), want_k.sizes());
+  ASSERT_EQ(got.v.sizes(), want_v.sizes());
+  EXPECT_TRUE(got.q.is_contiguous() && got.k.is_contiguous() && got.v.is_contiguous());
+  EXPECT_TRUE(torch::equal(got.q, want_q)) << "q: max " << (got.q - want_q).abs().max().item<float>();
+  EXPECT_TRUE(torch::equal(got.k, want_k)) << "k: max " << (got.k - want_k).abs().max().item<float>();
+  EXPECT_TRUE(torch::equal(got.v, want_v)) << "v differs";
+  EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions.narrow(1, 0, s - 1), hq, hkv), Error);
+  EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq + 1, hkv), Error);
 }
 
 TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {

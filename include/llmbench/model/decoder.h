@@ -78,8 +78,8 @@ class Decoder {
                            KvCache& cache, DecodeState& state) const;
 
   void set_attn(AttnImpl attn) { attn_ = attn; }
-  // Fused CUDA kernels in decode_step (add+RMSNorm, RoPE+KV write, SiLU·mul, split-T attention) where
-  // they apply (CUDA tensors, table RoPE, eager attention); the plain ops otherwise.
+  // Fused CUDA kernels in decode_step (add+RMSNorm, RoPE+KV write, SiLU·mul, decode attention) where
+  // they apply (CUDA tensors, table RoPE), whichever prefill attention was chosen; the plain ops otherwise.
   void set_fused(bool fused) { fused_ = fused; }
   // True when decode_step takes the fused path for tensors like `x`.
   bool fused_active(const torch::Tensor& x, const Rope& rope) const;
@@ -100,6 +100,10 @@ class Decoder {
   torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                              const torch::Tensor& b = {}) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
+  // Every layer over x [B, P, H] (prefill) with the fused kernels; positions [B, P] int64. → [B, P, H].
+  template <class Attend>
+  torch::Tensor prefill_layers_fused(const torch::Tensor& x, const torch::Tensor& positions, const Rope& rope,
+                                     Attend&& attend) const;
 
   const ModelConfig& config_;
   const Weights& weights_;

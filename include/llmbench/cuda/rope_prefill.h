@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+
+#include "llmbench/cuda/kernels.h"
+
+// Prefill RoPE (S ≥ 1), torch-free (src/cuda/rope_prefill.cu): splits the fused projection
+// qkv [B, S, (Hq + 2 Hkv) D] into head-major q [B, Hq, S, D], k [B, Hkv, S, D], v [B, Hkv, S, D]
+// (contiguous), rotating q and k at positions [B, S] with the tables cos/sin [T_rope, D]. The same
+// roundings as the plain ops (x·cos and rotate_half(x)·sin each rounded to the dtype, then their sum):
+// bit-identical to apply_rope on split, transposed views. Positions are clamped into the table.
+namespace llmbench::cuda {
+
+struct RopePrefillArgs {
+  DType dtype = DType::bf16;
+  const void* qkv = nullptr;            // [B·S, N] rows qkv_stride elements apart, N = (Hq + 2 Hkv) D contiguous
+  std::int64_t qkv_stride = 0;
+  const void* cos = nullptr;            // [rope_len, D]
+  const void* sin = nullptr;            // [rope_len, D]
+  std::int64_t rope_len = 0;
+  const std::int64_t* positions = nullptr;  // [B·S]
+  void* q = nullptr;                    // [B, Hq, S, D]
+  void* k = nullptr;                    // [B, Hkv, S, D]
+  void* v = nullptr;                    // [B, Hkv, S, D]
+  std::int64_t batch = 0, seq = 0;
+  int heads_q = 0, heads_kv = 0, head_dim = 0;
+};
+// Throws llmbench::Error on bad arguments or a failed launch. No allocation: capturable in a graph.
+void rope_prefill(const RopePrefillArgs& args, Stream stream);
+
+}  // namespace llmbench::cuda

@@ -1,0 +1,62 @@
+#include "common.cuh"
+#include "llmbench/cuda/rope_prefill.h"
+
+namespace llmbench::cuda {
+namespace {
+using namespace detail;
+
+constexpr int kThreads = 256;
+
+// One block per token (b, s); its threads walk the (head, i) pairs of the token, pair i being the
+// rotate_half partners (i, i + D/2) of one head.
+template <class T>
+__global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs a) {
+  const std::int64_t token = blockIdx.x, b = token / a.seq, s = token % a.seq;
+  const int d = a.head_dim, half = d / 2, nq = a.heads_q, nkv = a.heads_kv, heads = nq + 2 * nkv;
+  const T* src = static_cast<const T*>(a.qkv) + token * a.qkv_stride;
+  std::int64_t pos = a.positions[token];
+  pos = pos < 0 ? 0 : (pos >= a.rope_len ? a.rope_len - 1 : pos);
+  const T* c = static_cast<const T*>(a.cos) + pos * d;
+  const T* sn = static_cast<const T*>(a.sin) + pos * d;
+  for (int p = threadIdx.x; p < heads * half; p += kThreads) {
+    const int head = p / half, i = p % half;
+    const float x1 = to_f(src[head * d + i]), x2 = to_f(src[head * d + i + half]);
+    T* dst;
+    float y1 = x1, y2 = x2;
+    if (head < nq + nkv) {
+      // x·cos + rotate_half(x)·sin, each product and the sum rounded to the dtype as torch does.
+      y1 = round_f<T>(x1 * to_f(c[i])) + round_f<T>(-x2 * to_f(sn[i]));
+      y2 = round_f<T>(x2 * to_f(c[i + half])) + round_f<T>(x1 * to_f(sn[i + half]));
+    }
+    if (head < nq) {
+      dst = static_cast<T*>(a.q) + ((b * nq + head) * a.seq + s) * d;
+    } else if (head < nq + nkv) {
+      dst = static_cast<T*>(a.k) + ((b * nkv + head - nq) * a.seq + s) * d;
+    } else {
+      dst = static_cast<T*>(a.v) + ((b * nkv + head - nq - nkv) * a.seq + s) * d;
+    }
+    dst[i] = from_f<T>(y1);
+    dst[i + half] = from_f<T>(y2);
+  }
+}
+
+}  // namespace
+
+void rope_prefill(const RopePrefillArgs& a, Stream stream) {
+  if (a.batch <= 0 || a.seq <= 0) return;
+  if (a.head_dim <= 0 || a.head_dim % 2 != 0)
+    throw Error(cat("rope_prefill kernel: head_dim ", a.head_dim, " must be even and positive"));
+  if (a.heads_q <= 0 || a.heads_kv <= 0 || a.rope_len <= 0)
+    throw Error("rope_prefill kernel: empty heads or rope table");
+  if (!a.qkv || !a.cos || !a.sin || !a.positions || !a.q || !a.k || !a.v)
+    throw Error("rope_prefill kernel: null pointer argument");
+  const std::int64_t tokens = a.batch * a.seq;
+  if (tokens > 0x7fffffffLL) throw Error(cat("rope_prefill kernel: ", tokens, " tokens exceed the grid"));
+  detail::dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    rope_prefill_kernel<T><<<static_cast<unsigned>(tokens), kThreads, 0, stream>>>(a);
+  });
+  detail::check_launch("rope_prefill kernel");
+}
+
+}  // namespace llmbench::cuda

@@ -1,0 +1,86 @@
+#include "llmbench/model/fused_prefill.h"
+
+#include <sstream>
+
+#include "llmbench/base/error.h"
+#include "llmbench/model/fused_ops.h"
+#include "llmbench/model/rope.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "llmbench/cuda/rope_prefill.h"
+#endif
+
+namespace llmbench::fused {
+
+namespace {
+
+std::string shape(const torch::Tensor& t) {
+  std::ostringstream os;
+  os << t.sizes();
+  return os.str();
+}
+
+}  // namespace
+
+PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_table, const torch::Tensor& sin_table,
+                          const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv) {
+  const char* op = "fused rope_split_qkv";
+  if (qkv.dim() != 3 || cos_table.dim() != 2 || sin_table.sizes() != cos_table.sizes())
+    throw Error(cat(op, ": qkv ", shape(qkv), " / cos ", shape(cos_table), " / sin ", shape(sin_table),
+                    " are not [B, S, N] / [T, D] / [T, D]"));
+  const auto b = qkv.size(0), s = qkv.size(1), d = cos_table.size(1);
+  if (qkv.size(2) != (heads_q + 2 * heads_kv) * d)
+    throw Error(cat(op, ": qkv ", shape(qkv), " does not hold ", heads_q, " + 2 × ", heads_kv, " heads of ", d));
+  if (positions.sizes() != torch::IntArrayRef({b, s}) || positions.scalar_type() != torch::kInt64)
+    throw Error(cat(op, ": positions ", shape(positions), " must be [", b, ", ", s, "] int64"));
+  if (cos_table.scalar_type() != qkv.scalar_type() || sin_table.scalar_type() != qkv.scalar_type())
+    throw Error(cat(op, ": the tables are ", cos_table.scalar_type(), " but qkv is ", qkv.scalar_type()));
+  if (cos_table.device() != qkv.device() || sin_table.device() != qkv.device() || positions.device() != qkv.device())
+    throw Error(cat(op, ": tables or positions are not on ", qkv.device()));
+
+  if (!uses_kernels(qkv)) {  // Decoder::layer's ops
+    auto parts = qkv.split({heads_q * d, heads_kv * d, heads_kv * d}, -1);
+    torch::Tensor flat = positions.reshape({-1}).clamp(0, cos_table.size(0) - 1);         // [B·S]
+    torch::Tensor cos = cos_table.index_select(0, flat).view({b, 1, s, d});               // [B, 1, S, D]
+    torch::Tensor sin = sin_table.index_select(0, flat).view({b, 1, s, d});               // [B, 1, S, D]
+    return {apply_rope(parts[0].view({b, s, heads_q, d}).transpose(1, 2), cos, sin),     // [B, Hq, S, D]
+            apply_rope(parts[1].view({b, s, heads_kv, d}).transpose(1, 2), cos, sin),    // [B, Hkv, S, D]
+            parts[2].view({b, s, heads_kv, d}).transpose(1, 2)};                         // [B, Hkv, S, D]
+  }
+#ifdef LLMBENCH_WITH_CUDA
+  torch::Tensor x = qkv.reshape({b * s, qkv.size(2)});                                    // [B·S, N]
+  if (x.stride(1) != 1) x = x.contiguous();
+  const torch::Tensor cos = cos_table.contiguous(), sin = sin_table.contiguous();
+  const torch::Tensor pos = positions.contiguous();
+  c10::cuda::CUDAGuard guard(qkv.device());
+  PrefillQkv out{torch::empty({b, heads_q, s, d}, qkv.options()), torch::empty({b, heads_kv, s, d}, qkv.options()),
+                 torch::empty({b, heads_kv, s, d}, qkv.options())};
+  cuda::RopePrefillArgs a;
+  a.dtype = qkv.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
+            : qkv.scalar_type() == torch::kFloat16 ? cuda::DType::f16
+                                                   : cuda::DType::f32;
+  a.qkv = x.data_ptr();
+  a.qkv_stride = x.stride(0);
+  a.cos = cos.data_ptr();
+  a.sin = sin.data_ptr();
+  a.rope_len = cos.size(0);
+  a.positions = pos.data_ptr<std::int64_t>();
+  a.q = out.q.data_ptr();
+  a.k = out.k.data_ptr();
+  a.v = out.v.data_ptr();
+  a.batch = b;
+  a.seq = s;
+  a.heads_q = static_cast<int>(heads_q);
+  a.heads_kv = static_cast<int>(heads_kv);
+  a.head_dim = static_cast<int>(d);
+  cuda::rope_prefill(a, at::cuda::getCurrentCUDAStream().stream());
+  return out;
+#else
+  throw Error(cat(op, ": built without CUDA"));  // unreachable: uses_kernels() is false
+#endif
+}
+
+}  // namespace llmbench::fused

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `llmbench profile` where it cannot record CUDA kernels (CPU, no CUDA, bad options): one clean line and the
+# usage exit code, never a crash or a table. The recording itself is tested on a GPU (tests/gpu/test_kernel_profile.cpp).
+set -u
+bin=$1
+fail() { echo "FAIL: $*"; exit 1; }
+one_error() {  # one_error EXPECTED_RC PATTERN ARGS...: stderr is one "llmbench: error:" line matching PATTERN
+  local want=$1 pattern=$2; shift 2
+  local err rc out
+  out=$("$bin" "$@" 2>"$tmp/err"); rc=$?
+  err=$(cat "$tmp/err")
+  [ "$rc" -eq "$want" ] || fail "llmbench $*: exit $rc, expected $want: $err"
+  [ -z "$out" ] || fail "llmbench $*: printed on stdout: $out"
+  [ "$(grep -c . <<<"$err")" -eq 1 ] || fail "llmbench $*: error should be one line: $err"
+  grep -q '^llmbench: error: ' <<<"$err" || fail "llmbench $*: error prefix: $err"
+  grep -qE -- "$pattern" <<<"$err" || fail "llmbench $*: expected /$pattern/: $err"
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$bin" profile --help | grep -q -- "--no-cuda-graph" || fail "profile --help lacks --no-cuda-graph"
+"$bin" profile --help | grep -q -- "--prompt-tokens" || fail "profile --help lacks --prompt-tokens"
+one_error 2 "needs a CUDA device \(--device cpu is cpu\)" profile --model tiny --device cpu --steps 2
+one_error 2 "--steps must be in \[1, 10000\], got 0" profile --model tiny --device cpu --steps 0
+one_error 2 "--batch must be >= 1, got 0" profile --model tiny --device cpu --batch 0
+one_error 2 "--max-rows must be >= 1" profile --model tiny --device cpu --max-rows 0
+one_error 2 "records CUDA kernels: invalid device 'tpu'" profile --model tiny --device tpu
+cuda=$("$bin" info --json | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["cuda_available"]))')
+if [ "$cuda" = 0 ]; then
+  # The default device is cuda: without one, the same single line.
+  one_error 2 "records CUDA kernels: device .cuda. requested but CUDA is not available" profile --model tiny
+fi
+echo "profile: all checks passed"
