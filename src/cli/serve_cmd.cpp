@@ -1,6 +1,9 @@
+#include <csignal>
+
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "command.h"
@@ -8,6 +11,9 @@
 #include "llmbench/base/log.h"
 #include "llmbench/bench/device_env.h"
 #include "llmbench/bench/interrupt.h"
+#include "llmbench/dist/launcher.h"
+#include "llmbench/dist/session.h"
+#include "llmbench/dist/shard.h"
 #include "llmbench/engine/engine.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/runner/model_tokenizer.h"
@@ -21,6 +27,8 @@ void add_serve_command(CLI::App& root, Commands& out) {
     serve::ServeOptions server;
     std::string batching = "continuous";
     std::string tokenizer;
+    int tp = 1;
+    double dist_timeout_s = 300;
   };
   auto opt = std::make_shared<Options>();
   opt->engine.device = "auto";
@@ -62,6 +70,11 @@ void add_serve_command(CLI::App& root, Commands& out) {
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app->add_flag("!--no-cuda-graph", opt->engine.cuda_graph, "Plain decode step instead of CUDA graphs");
   app->add_flag("!--no-fused", opt->engine.fused, "Plain ops instead of the fused kernels");
+  app->add_option("--tp", opt->tp, "Tensor-parallel ranks: one process per rank, rank 0 serves (docs/distributed.md)")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  app->add_option("--dist-timeout", opt->dist_timeout_s,
+                  "With --tp: seconds a collective may wait before the server fails (a dead or stuck rank)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app->add_option("--io-threads", opt->server.io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   app->add_option("--read-timeout", opt->server.read_timeout_s, "Seconds to receive a whole request (408 after)")
       ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
@@ -74,22 +87,31 @@ void add_serve_command(CLI::App& root, Commands& out) {
   out.push_back({app, [opt] {
                    EngineOptions e = opt->engine;
                    e.batching = opt->batching == "static" ? Batching::static_batch : Batching::continuous;
-                   e.device = resolve_device(e.device);
-                   if (e.dtype == "auto") e.dtype = e.device == "cpu" ? "float32" : "bfloat16";
+                   const ResolvedModel resolved = resolve_model(e.model);
+                   if (opt->tp > 1) dist::check_tp(resolved.config, opt->tp);
                    // The tokenizer before the weights: refuse in a second, not after loading gigabytes.
                    std::shared_ptr<const Tokenizer> tokenizer;
                    if (!opt->tokenizer.empty()) {
                      tokenizer = load_tokenizer(opt->tokenizer);
                    } else {
-                     const ResolvedModel r = resolve_model(e.model);
                      ModelInfo probe;
-                     probe.preset = r.preset;
-                     probe.checkpoint_dir = r.checkpoint_dir.value_or("");
+                     probe.preset = resolved.preset;
+                     probe.checkpoint_dir = resolved.checkpoint_dir.value_or("");
                      if (!load_model_tokenizer(probe))
                        throw UsageError(cat("model '", e.model, "' has no tokenizer (random weights without a checkpoint): ",
                                             "give --tokenizer PATH (tokenizer.json, tokenizer.model or a model directory)"));
                    }
-                   install_interrupt_handlers();
+                   install_interrupt_handlers();    // every rank: Ctrl-C reaches the whole group, rank 0 stops the rest
+                   std::signal(SIGPIPE, SIG_IGN);   // a peer rank gone is an error to report, not a silent death
+                   const dist::TpSession tp = dist::start_tensor_parallel(
+                       opt->tp, e.device, std::chrono::milliseconds(static_cast<std::int64_t>(opt->dist_timeout_s * 1000)));
+                   e.device = tp.device;
+                   e.group = tp.group;
+                   if (e.dtype == "auto") e.dtype = e.device == "cpu" ? "float32" : "bfloat16";
+                   if (tp.rank() != 0) {  // ranks 1 … N−1: replay rank 0's model calls until it stops
+                     Engine::follow(e);
+                     return kExitOk;
+                   }
                    std::unique_ptr<Engine> engine = Engine::start(e);
                    if (!tokenizer) tokenizer = engine->tokenizer();
                    if (!tokenizer) throw Error(cat("model '", e.model, "' loaded without a tokenizer: give --tokenizer PATH"));
@@ -100,11 +122,19 @@ void add_serve_command(CLI::App& root, Commands& out) {
                    server->start();
                    std::cout << "llmbench serve: listening on http://" << server->host() << ":" << server->port()
                              << std::endl;
-                   while (!interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                   log::info(cat("serve: signal ", interrupt_signal(), ": stopping"));
+                   std::optional<std::string> failure;
+                   while (!interrupted() && !(failure = engine->failure()))
+                     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                   if (!failure) log::info(cat("serve: signal ", interrupt_signal(), ": stopping"));
                    server->shutdown();  // stops the engine too
-                   engine.reset();      // before the server: its last requests' callbacks hold connections
+                   engine.reset();      // before the server: its last requests' callbacks hold connections;
+                                        // with --tp it tells the other ranks to stop
                    server.reset();
+                   if (failure) {  // a rank stuck in a collective never exits by itself: end the ranks we launched
+                     (void)dist::wait_for_ranks(std::chrono::seconds(1));
+                     throw Error(*failure);  // main() names a launched rank that died, if one did, instead
+                   }
+                   if (auto ranks = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*ranks);
                    return kExitOk;
                  }});
 }

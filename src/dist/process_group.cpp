@@ -58,6 +58,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const DistEnv& env, const tor
   g->impl_ = std::make_unique<Impl>();
   g->env_ = env;
   g->device_ = device;
+  g->timeout_ = timeout;
   g->abort_at_ = abort_point(env.rank);
 
   c10d::TCPStoreOptions so;

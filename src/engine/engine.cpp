@@ -14,6 +14,8 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
+#include "llmbench/dist/model_mirror.h"
+#include "llmbench/dist/process_group.h"
 #include "llmbench/engine/slot_batch.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/sampler.h"
@@ -43,6 +45,13 @@ constexpr int kDefaultMaxContext = 4096;
 // Chunked prefill: prompt tokens a step carries even when the running rows use up max_step_tokens, so that
 // waiting prompts always make progress.
 constexpr std::int64_t kMinChunkTokens = 64;
+
+// The engine's model, loaded alike on every tensor-parallel rank (rank 0's start(), the others' follow()).
+std::unique_ptr<Model> load_engine_model(const EngineOptions& o) {
+  std::unique_ptr<Model> model = Model::load({o.model, o.dtype, o.device, o.attn, o.seed, "bf16", o.group});
+  model->set_fused(o.fused);
+  return model;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -74,19 +83,20 @@ class EngineImpl final : public Engine {
     if (o.max_step_tokens < 1) throw UsageError(cat("engine max_step_tokens must be >= 1, got ", o.max_step_tokens));
     if (o.chunked_prefill && o.batching != Batching::continuous)
       throw UsageError("chunked prefill needs continuous batching");
-    model_ = Model::load({o.model, o.dtype, o.device, o.attn, o.seed});
+    model_ = load_engine_model(o);
     const ModelConfig& c = model_->config();
     max_context_ = o.max_context > 0 ? o.max_context
                                      : static_cast<int>(std::min<std::int64_t>(c.max_position_embeddings, kDefaultMaxContext));
     eos_ = c.eos_token_ids;
     tokenizer_ = load_model_tokenizer(model_->info());
-    model_->set_fused(o.fused);
 #ifdef LLMBENCH_WITH_CUDA
     std::optional<c10::cuda::CUDAGuard> guard;
     if (model_->device().is_cuda()) guard.emplace(model_->device());
 #endif
     batch_ = std::make_unique<SlotBatch>(*model_, o.max_batch, max_context_, o.cuda_graph);
     stats_.slots_total = o.max_batch;
+    stats_.tp = model_->info().tp;
+    if (o.group) stats_.tp_backend = o.group->backend();
     log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
                   o.batching == Batching::continuous ? "continuous" : "static", " batching, ",
                   o.chunked_prefill ? cat("chunked prefill (", o.max_step_tokens, " tokens per step)") : "batched prefill", ", fused ",
@@ -121,6 +131,7 @@ class EngineImpl final : public Engine {
   std::vector<std::int64_t> eos_ids() const override { return eos_; }
   std::string model_name() const override { return options_.model; }
   std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
+  std::optional<std::string> failure() const override { return batch_->mirror().failure(); }
 
   void stop(double grace_ms) override {
     {
@@ -566,5 +577,11 @@ class EngineImpl final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> Engine::start(const EngineOptions& options) { return std::make_unique<EngineImpl>(options); }
+
+void Engine::follow(const EngineOptions& options) {
+  if (!options.group) throw Error("Engine::follow needs a tensor-parallel group");
+  std::unique_ptr<Model> model = load_engine_model(options);
+  dist::ModelMirror::follow(*model);
+}
 
 }  // namespace llmbench

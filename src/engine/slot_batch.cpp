@@ -35,20 +35,20 @@ std::int64_t SlotBatch::bucket(const std::vector<std::int64_t>& buckets, std::in
 }
 
 SlotBatch::SlotBatch(Model& model, std::int64_t slots, std::int64_t max_context, bool cuda_graph)
-    : model_(model), slots_(slots), max_context_(max_context) {
+    : mirror_(model), slots_(slots), max_context_(max_context) {
   if (slots < 1) throw UsageError(cat("the engine needs at least 1 slot, got ", slots));
   if (max_context < 2) throw UsageError(cat("the engine's context must be at least 2 tokens, got ", max_context));
   row_buckets_ = row_buckets(slots);
   column_buckets_ = column_buckets(max_context);
-  model_.allocate_cache(slots, max_context);
-  model_.reset_cache();
-  if (cuda_graph && DecodeGraph::available(model_.device()) && max_context >= 4) {
+  mirror_.allocate_cache(slots, max_context);
+  mirror_.reset_cache();
+  if (cuda_graph && DecodeGraph::available(mirror_.device()) && max_context >= 4) {
     for (std::int64_t r : row_buckets_)
-      for (std::int64_t c : column_buckets_) graphs_[{r, c}] = std::make_unique<DecodeGraph>(model_, r, c);
-    log::info(cat("engine: captured ", graphs_.size(), " decode graphs (", row_buckets_.size(), " row × ",
+      for (std::int64_t c : column_buckets_) mirror_.capture_graph(r, c);
+    log::info(cat("engine: captured ", mirror_.graph_count(), " decode graphs (", row_buckets_.size(), " row × ",
                   column_buckets_.size(), " column buckets)"));
   }
-  model_.reset_cache();  // the captures' warm-up steps wrote the cache
+  mirror_.reset_cache();  // the captures' warm-up steps wrote the cache
 }
 
 torch::Tensor SlotBatch::add(const std::vector<std::int64_t>& prompt) { return add(std::vector<std::vector<std::int64_t>>{prompt})[0]; }
@@ -64,12 +64,12 @@ torch::Tensor SlotBatch::add(const std::vector<std::vector<std::int64_t>>& promp
   for (std::int64_t i = 0; i < k; ++i)
     if (lengths[i] > 0) ids[i].narrow(0, 0, lengths[i]).copy_(torch::tensor(prompts[i], torch::kInt64));
   try {
-    torch::Tensor logits = model_.prefill_slots(first, ids, lengths);  // [k, V]
+    torch::Tensor logits = mirror_.prefill_slots(first, ids, lengths);  // [k, V]
     lengths_.insert(lengths_.end(), lengths.begin(), lengths.end());
     active_.insert(active_.end(), lengths.size(), true);
     return logits;
   } catch (...) {
-    for (std::int64_t i = 0; i < k; ++i) model_.free_slot(first + i);
+    for (std::int64_t i = 0; i < k; ++i) mirror_.free_slot(first + i);
     throw;
   }
 }
@@ -84,13 +84,13 @@ torch::Tensor SlotBatch::step(const std::vector<std::int64_t>& tokens) {
   const std::int64_t rows = bucket(row_buckets_, n), columns = bucket(column_buckets_, longest + 1);
   torch::Tensor input = torch::tensor(tokens, torch::kInt64);  // [n] on the host
   torch::Tensor logits;                                      // [n, V]
-  if (auto it = graphs_.find({rows, columns}); it != graphs_.end()) {
-    logits = it->second->step(input.to(model_.device()));
+  if (mirror_.has_graph(rows, columns)) {
+    logits = mirror_.graph_step(rows, columns, input);
   } else {
     // Inactive rows of the bucket are fed token 0; their results are dropped.
     torch::Tensor padded = torch::zeros({rows}, torch::kInt64);  // [R]
     padded.narrow(0, 0, n).copy_(input);
-    logits = model_.decode_slots(padded, columns).narrow(0, 0, n);
+    logits = mirror_.decode_slots(padded, columns).narrow(0, 0, n);
   }
   for (std::int64_t i = 0; i < n; ++i) lengths_[i] += active_[i] ? 1 : 0;
   return logits;
@@ -104,7 +104,7 @@ void SlotBatch::check_room() const {
 std::int64_t SlotBatch::reserve() {
   if (full()) throw Error(cat("no free row (", slots_, " slots in use)"));
   const std::int64_t row = size();
-  model_.free_slot(row);  // column 0, position 0, inactive
+  mirror_.free_slot(row);  // column 0, position 0, inactive
   lengths_.push_back(0);
   active_.push_back(false);
   return row;
@@ -128,7 +128,7 @@ torch::Tensor SlotBatch::mixed(const std::vector<std::int64_t>& tokens, const st
     ids.insert(ids.end(), c.ids.begin(), c.ids.end());
     longest = std::max(longest, lengths_[c.row] + len);
   }
-  torch::Tensor logits = model_.mixed_slots(n, bucket(column_buckets_, longest), ids, spans);  // [n, V]
+  torch::Tensor logits = mirror_.mixed_slots(n, bucket(column_buckets_, longest), ids, spans);  // [n, V]
   for (std::int64_t i = 0; i < n; ++i) lengths_[i] += active_[i] ? 1 : 0;
   for (const ChunkSpan& c : spans) {
     lengths_[c.row] += c.length;
@@ -141,18 +141,18 @@ std::int64_t SlotBatch::remove(std::int64_t row) {
   const auto last = size() - 1;
   if (row < 0 || row > last) throw Error(cat("remove: row ", row, " is not running (", size(), " rows)"));
   if (row != last) {
-    model_.move_slot(last, row, lengths_[last]);
+    mirror_.move_slot(last, row, lengths_[last]);
     lengths_[row] = lengths_[last];
     active_[row] = active_[last];
   }
-  model_.free_slot(last);
+  mirror_.free_slot(last);
   lengths_.pop_back();
   active_.pop_back();
   return row == last ? -1 : last;
 }
 
 void SlotBatch::clear() {
-  for (std::int64_t r = 0; r < size(); ++r) model_.free_slot(r);
+  for (std::int64_t r = 0; r < size(); ++r) mirror_.free_slot(r);
   lengths_.clear();
   active_.clear();
 }

@@ -85,6 +85,8 @@ std::string Metrics::render(const EngineStats& engine) const {
   gauge("llmbench_kv_cache_slots_total", "KV-cache slots", engine.slots_total);
   gauge("llmbench_http_connections", "Open HTTP connections", connections.load());
   gauge("llmbench_prefill_batch_size", "Requests of the last batched prefill pass", engine.last_prefill_batch);
+  header(out, "llmbench_tensor_parallel_size", "gauge", "Tensor-parallel ranks the model is split over");
+  out += cat("llmbench_tensor_parallel_size{backend=\"", engine.tp > 1 ? engine.tp_backend : "none", "\"} ", engine.tp, "\n");
   auto counter = [&](const char* name, const char* help, std::uint64_t v) {
     header(out, name, "counter", help);
     out += cat(name, " ", v, "\n");

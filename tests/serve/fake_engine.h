@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "llmbench/base/error.h"
@@ -62,6 +63,15 @@ class FakeEngine : public Engine {
   std::vector<std::int64_t> eos_ids() const override { return {o_.eos}; }
   std::string model_name() const override { return "fake"; }
   std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
+  std::optional<std::string> failure() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+  // What a tensor-parallel engine reports once a rank has failed.
+  void set_failure(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = why;
+  }
 
   void stop(double grace_ms) override {
     std::deque<Slot> dropped;
@@ -156,6 +166,7 @@ class FakeEngine : public Engine {
   std::vector<std::int64_t> script_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   mutable std::mutex mutex_;
+  std::optional<std::string> failure_;
   std::deque<Slot> waiting_;
   std::vector<Slot> running_;
   bool stopping_ = false;

@@ -1,5 +1,6 @@
 # Sourced by the serve end-to-end tests: start `llmbench serve` on a free loopback port, always stop it.
-# Needs $bin and $tmp; sets $server_pid and $base (http://127.0.0.1:PORT).
+# Needs $bin and $tmp ($serve_device: the server's --device, cpu unless set; $serve_log_level: warn unless
+# set); sets $server_pid and $base (http://127.0.0.1:PORT).
 server_pid=""
 fail() { echo "FAIL: $*"; [ -f "$tmp/serve.err" ] && tail -5 "$tmp/serve.err"; exit 1; }
 cleanup() {
@@ -10,7 +11,7 @@ trap cleanup EXIT
 
 start_server() {  # start_server [serve options…]
   : > "$tmp/serve.out"
-  "$bin" --log-level warn serve --model tiny --device cpu --port 0 "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
+  "$bin" --log-level "${serve_log_level:-warn}" serve --model tiny --device "${serve_device:-cpu}" --port 0 "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
   server_pid=$!
   local line=""
   for _ in $(seq 1 600); do  # the model loads first: up to 60 s

@@ -280,6 +280,11 @@ TEST(Metrics, PrometheusText) {
   EXPECT_TRUE(has("llmbench_prefill_tokens_total 5000"));
   EXPECT_TRUE(has("llmbench_prefill_padded_tokens_total 5120"));
   EXPECT_TRUE(has("llmbench_prefill_batch_size 2"));
+  EXPECT_TRUE(has("llmbench_tensor_parallel_size{backend=\"none\"} 1")) << text;
+  e.tp = 2;
+  e.tp_backend = "nccl";
+  const std::string tp = m.render(e);
+  EXPECT_NE(tp.find("\nllmbench_tensor_parallel_size{backend=\"nccl\"} 2\n"), std::string::npos) << tp;
 }
 
 }  // namespace

@@ -155,11 +155,25 @@ class ServerTest : public ::testing::Test {
   std::string base;
 };
 
+// A tensor-parallel engine whose rank failed: /health says so (503 with the reason) while the server
+// still answers, until `serve` sees Engine::failure() and exits.
+TEST_F(ServerTest, HealthReportsAFailedEngine) {
+  start();
+  EXPECT_EQ(get("/health").status, 200);
+  engine->set_failure("tensor-parallel rank 1 (pid 42) was killed by signal 9 (Killed)");
+  Reply h = get("/health");
+  EXPECT_EQ(h.status, 503);
+  EXPECT_EQ(json::parse(h.body)["status"], "failed");
+  EXPECT_EQ(json::parse(h.body)["error"], "tensor-parallel rank 1 (pid 42) was killed by signal 9 (Killed)");
+}
+
 TEST_F(ServerTest, HealthModelsAndRoutes) {
   start();
   Reply h = get("/health");
   EXPECT_EQ(h.status, 200);
   EXPECT_EQ(json::parse(h.body)["status"], "ok");
+  EXPECT_EQ(json::parse(h.body)["tp"], 1);
+  EXPECT_FALSE(json::parse(h.body).contains("tp_backend"));
   Reply m = get("/v1/models");
   ASSERT_EQ(m.status, 200);
   json models = json::parse(m.body);

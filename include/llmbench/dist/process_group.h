@@ -29,6 +29,8 @@ class ProcessGroup {
   int world() const { return env_.world; }
   const std::string& backend() const { return backend_; }  // "nccl" | "gloo"
   const torch::Device& device() const { return device_; }
+  // How long a collective may wait (--dist-timeout).
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Sums `t` over the ranks, in place. CUDA: queued on the current stream, no host sync.
   void all_reduce_sum_(torch::Tensor& t);
@@ -50,6 +52,7 @@ class ProcessGroup {
   DistEnv env_;
   torch::Device device_{torch::kCPU};
   std::string backend_;
+  std::chrono::milliseconds timeout_{0};
   std::int64_t reduces_ = 0;
   std::int64_t abort_at_ = -1;  // test hook LLMBENCH_TEST_ABORT_RANK=<rank>@<n>: abort at the n-th all-reduce
 };

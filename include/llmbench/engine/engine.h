@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@
 //   req->cancelled = true;                       // freed at the next step boundary
 //   engine->stop();                              // cancels or finishes running work, joins
 namespace llmbench {
+
+namespace dist {
+class ProcessGroup;  // llmbench/dist/process_group.h
+}
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
@@ -47,6 +52,9 @@ struct EngineOptions {
   int max_step_tokens = 2048;
   bool cuda_graph = true;          // graph per batch-size bucket where CUDA is available
   bool fused = true;
+  // Tensor parallelism: this process is rank 0 of `group` and drives the other ranks, which replay the
+  // engine's model calls (dist/model_mirror.h). Null: the whole model on one device.
+  std::shared_ptr<dist::ProcessGroup> group;
 };
 
 enum class FinishReason { none, stop, length, cancelled, error };
@@ -100,6 +108,8 @@ struct EngineStats {
   std::uint64_t prefill_tokens = 0;
   std::uint64_t prefill_padded_tokens = 0;
   int last_prefill_batch = 0;  // requests of the last prefill pass
+  int tp = 1;                  // tensor-parallel ranks the model is split over
+  std::string tp_backend;      // "gloo" | "nccl" with tp > 1
   // Chunked prefill: a pass is a step that carries prompt chunks (mixed with the decode rows); its
   // requests are the prompts it completed and its tokens the chunks' (no padding).
   std::uint64_t prefill_chunks = 0;  // chunks fed
@@ -110,6 +120,10 @@ class Engine {
   virtual ~Engine() = default;
   // Loads the model (Model::load) and starts the engine thread. Throws Error/UsageError.
   static std::unique_ptr<Engine> start(const EngineOptions& options);
+  // Tensor-parallel ranks 1 … N−1 of options.group (the same options as rank 0's start()): loads this
+  // rank's shards the way start() does, then replays rank 0's model calls until rank 0 stops the engine.
+  // Throws Error when a call fails here or rank 0 is gone (dist/model_mirror.h).
+  static void follow(const EngineOptions& options);
 
   // Thread-safe. False when the queue already holds max_queue requests (nothing is called back then).
   // Throws UsageError for a request that can never run (empty prompt, id out of the vocabulary,
@@ -124,6 +138,9 @@ class Engine {
   // The model's own tokenizer (checkpoint files, or the tiny preset's); null for random weights of a
   // preset without a checkpoint. Safe to use from any thread.
   virtual std::shared_ptr<const Tokenizer> tokenizer() const = 0;
+  // Why the engine can no longer run any request (a tensor-parallel rank failed); nullopt while it can.
+  // The server then exits with this error.
+  virtual std::optional<std::string> failure() const { return std::nullopt; }
   // Stops accepting, cancels what is queued, lets running requests finish for up to `grace_ms`, then
   // cancels them; joins the engine thread. Idempotent.
   virtual void stop(double grace_ms = 2000) = 0;

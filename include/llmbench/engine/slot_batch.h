@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "llmbench/model/decode_graph.h"
+#include "llmbench/dist/model_mirror.h"
 #include "llmbench/model/model.h"
 
 // The model's KV cache as `slots` rows of `max_context` columns, one request per row, kept compacted:
@@ -16,6 +16,8 @@
 // smallest row bucket (1, 2, 4, …, slots) ≥ size() and the smallest column bucket (256, 512, …,
 // max_context) longer than the longest row. Rows of the bucket beyond size() are inactive and never
 // advance. With CUDA graphs one graph per (row bucket, column bucket) is captured up front.
+// Every call into the Model goes through a dist::ModelMirror: on a tensor-parallel model (rank 0 of its
+// group) the other ranks replay each call (dist/model_mirror.h); otherwise it is the Model itself.
 // Not thread-safe: the engine thread owns it.
 namespace llmbench {
 
@@ -31,7 +33,9 @@ class SlotBatch {
   bool full() const { return size() == slots_; }
   // Cache columns row `row` holds (prompt + tokens fed to decode steps).
   std::int64_t length(std::int64_t row) const { return lengths_.at(row); }
-  bool graphs() const { return !graphs_.empty(); }
+  bool graphs() const { return mirror_.graph_count() > 0; }
+  // The Model calls' seam; failure() says when a tensor-parallel group can no longer be used.
+  const dist::ModelMirror& mirror() const { return mirror_; }
 
   // Prefills `prompt` into row size() (a new running row) → its last logits [V] float32 on the device.
   // On an exception the row stays free.
@@ -74,13 +78,12 @@ class SlotBatch {
   // Throws when an active row's cache is full.
   void check_room() const;
 
-  Model& model_;
+  dist::ModelMirror mirror_;  // the model, and with tensor parallelism the other ranks
   std::int64_t slots_ = 0;
   std::int64_t max_context_ = 0;
   std::vector<std::int64_t> lengths_;  // per running row: cache columns written
   std::vector<bool> active_;           // per running row: false while its prompt is still being prefilled
   std::vector<std::int64_t> row_buckets_, column_buckets_;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<DecodeGraph>> graphs_;  // (rows, columns)
 };
 
 }  // namespace llmbench
