@@ -18,7 +18,8 @@
 //      column's V row is read once by D/16-byte lanes for all query heads of the group.
 //   3. combine: Σ over splits, rounded to the dtype (skipped when there is a single split).
 // An fp8 cache (TKV = e4m3) is read with the same lanes and columns, 8 bytes per load instead of 16
-// (as many elements per load as the dtype's 16 bytes); its scales multiply each score and each ·V sum.
+// (as many elements per load as the dtype's 16 bytes); each element is dequantized with its head's scale and
+// rounded to the dtype before the math, as KvCache's dequantized read gives the plain path.
 namespace llmbench::cuda {
 namespace {
 using namespace detail;
@@ -109,16 +110,18 @@ using KvRaw = typename RawOf<kVec * static_cast<int>(sizeof(TKV))>::type;
 template <class TKV>
 constexpr bool kIsFp8 = std::is_same_v<TKV, __nv_fp8_e4m3>;
 
-// kVec cache elements as floats (e4m3 pairs through the paired conversion).
-template <class TKV, int kVec>
-__device__ __forceinline__ void to_floats(const KvRaw<TKV, kVec>& raw, float (&out)[kVec]) {
+// kVec cache elements as floats. e4m3 pairs go through the paired conversion, times the head's scale,
+// rounded to the dtype T: the values KvCache::read_keys / read_values hand the plain path, so the fp8
+// cache keeps the dtype cache's contract (the eager formula's numbers up to float summation order).
+template <class T, class TKV, int kVec>
+__device__ __forceinline__ void to_floats(const KvRaw<TKV, kVec>& raw, float scale, float (&out)[kVec]) {
   if constexpr (kIsFp8<TKV>) {
     const auto* pairs = reinterpret_cast<const __nv_fp8x2_e4m3*>(&raw);
 #pragma unroll
     for (int j = 0; j < kVec / 2; ++j) {
       const float2 f = static_cast<float2>(pairs[j]);
-      out[2 * j] = f.x;
-      out[2 * j + 1] = f.y;
+      out[2 * j] = round_f<T>(f.x * scale);
+      out[2 * j + 1] = round_f<T>(f.y * scale);
     }
   } else {
     const TKV* e = reinterpret_cast<const TKV*>(&raw);
@@ -205,7 +208,7 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
         if (s0 + i >= steps) break;
         float kf[kCols][kVec];
 #pragma unroll
-        for (int u = 0; u < kCols; ++u) to_floats<TKV, kVec>(raw[u][i], kf[u]);
+        for (int u = 0; u < kCols; ++u) to_floats<T, TKV, kVec>(raw[u][i], k_scale, kf[u]);
 #pragma unroll
         for (int g = 0; g < NG; ++g) {
           const float4* qv = reinterpret_cast<const float4*>(qs + g * d + (s0 + i) * kVec);
@@ -231,7 +234,7 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
 #pragma unroll
       for (int g = 0; g < NG; ++g) {
         if (g >= c.ng) continue;
-        const float qk = kIsFp8<TKV> ? dot[u][g] * k_scale : dot[u][g];  // Σ q·k (fp8: Σ q·k8 · scale)
+        const float qk = dot[u][g];  // Σ q·k
         const float sc = ok[u] ? round_f<T>(round_f<T>(qk) * a.scale) : Num<T>::lowest();
         srow[g * t_max + t] = from_f<T>(sc);
         push(m[g], l[g], sc);
@@ -300,6 +303,7 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
 #pragma unroll
     for (int j = 0; j < kVec; ++j) acc[g][j] = 0.0f;
   const TKV* vb = static_cast<const TKV*>(a.v) + c.b * a.kv_stride_b + c.kvh * a.kv_stride_h;
+  const float v_scale = kv_scale<TKV>(a.v_scale, a, c.b, c.kvh);
   const T* srow = static_cast<const T*>(w.scores) + row0 * t_max;
   for (std::int64_t p0 = c.t0; p0 < c.t1; p0 += piece) {
     const int np = static_cast<int>(min(static_cast<std::int64_t>(piece), c.t1 - p0));
@@ -333,7 +337,7 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
       for (int g = 0; g < NG; ++g) any |= p[g] != 0.0f;
       if (!any) continue;  // masked columns weigh exactly 0 (and unwritten V may hold anything)
       float vf[kVec];
-      to_floats<TKV, kVec>(raw[u], vf);
+      to_floats<T, TKV, kVec>(raw[u], v_scale, vf);
 #pragma unroll
       for (int g = 0; g < NG; ++g)
 #pragma unroll
@@ -357,11 +361,9 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
         for (int j = 0; j < kVec; ++j) red[(warp * c.ng + g) * d + sub * kVec + j] = acc[g][j];
   }
   __syncthreads();
-  const float v_scale = kv_scale<TKV>(a.v_scale, a, c.b, c.kvh);
   for (int idx = threadIdx.x; idx < c.ng * d; idx += kThreads) {
     float s = 0.0f;
     for (int wi = 0; wi < kWarps; ++wi) s += red[wi * c.ng * d + idx];
-    if constexpr (kIsFp8<TKV>) s *= v_scale;  // Σ p · v8 · scale
     const int g = idx / d, k = idx % d;
     if (splits == 1)
       static_cast<T*>(a.out)[(row0 + g) * d + k] = from_f<T>(s);

@@ -148,11 +148,10 @@ TEST(KvFp8Gpu, RopeQkvKernelWritesQuantizeKvBytes) {
 
 // The decode attention kernel on an fp8 cache against the plain path on it: eager attention over
 // dequantize_kv(…, bf16) (what the plain decode step runs), on random N(0, 1) data as FusedOps'
-// DecodeAttentionMatchesEager*. The two differ by float summation order (as there: an occasional score or
-// prob one bf16 step apart) and by the plain path's rounding of each dequantized k and v to bf16 (relative
-// 2^-9 RMS-ish: it moves a score by ~1e-3, one bf16 step in ~1 of 8 scores, 0.3 % of the output RMS): the
-// same per-element bound as there (1/64 relative + 2e-3), and a mean error of 4e-4 (twice theirs, for
-// that rounding). With one valid column the output is that column's v: bit-equal.
+// DecodeAttentionMatchesEager*. The kernel rounds each dequantized k and v to bf16 as the plain path does,
+// so the two differ by float summation order only (as there: an occasional score or prob one bf16 step
+// apart): the same per-element bound as there (1/64 relative + 2e-3) and a mean error under 4e-4. With
+// one valid column the output is that column's v: bit-equal.
 TEST(KvFp8Gpu, DecodeAttentionKernelMatchesThePlainPath) {
   REQUIRE_KV_FP8();
   torch::manual_seed(13);
@@ -194,19 +193,15 @@ TEST(KvFp8Gpu, DecodeAttentionKernelMatchesThePlainPath) {
 //   the smallest). A score Σ q·k and a ·V sum are random-sign sums of such terms: relative RMS σ8 again.
 //   Through L layers in quadrature: σ8·√L ≈ 5.1e-2 at most (the attention is only part of the residual
 //   stream: the real figure is lower); the max over B·V logits against the max logit within 4σ: 0.20.
-// - fused vs plain on the same fp8 cache: the plain path rounds each dequantized k and v to bf16
-//   (relative RMS 2^-8/√3 ≈ 2.3e-3), the kernel multiplies the scale in float; the same random-sign
-//   argument over 2L reads (K and V per layer), 4σ, in quadrature with the 2e-2 of DecodePaths' shared
-//   bf16 roundings: √(0.02² + (4 · 2.3e-3 · √4)²) ≈ 2.7e-2.
+// - fused vs plain on the same fp8 cache: both round each dequantized k and v to bf16 before the math
+//   (the kernel as KvCache::read_keys does), so only DecodePaths' bf16 summation orders remain: 2e-2.
 // - a CUDA graph replays its path's kernels: 1e-6 (as DecodePaths).
 const double kFp8VsBf16Bound = 4 * std::ldexp(1.0, -4) / std::sqrt(3.0) * std::sqrt(2.0);
-const double kFusedVsPlainBound = [] {
-  const double s = 4 * std::ldexp(1.0, -8) / std::sqrt(3.0) * std::sqrt(4.0);
-  return std::sqrt(0.02 * 0.02 + s * s);
-}();
+const double kFusedVsPlainBound = 2e-2;
 
 // Whole models: the bf16-cache plain path's greedy tokens teacher-force every fp8 path; each path's
-// logits stay within kFp8VsBf16Bound of the bf16 cache's and pick the same greedy tokens; fused and
+// logits stay within kFp8VsBf16Bound of the bf16 cache's and pick the same greedy token wherever the bf16
+// top-2 margin exceeds twice that error (a nearer tie may flip within the bound); fused and
 // plain agree within kFusedVsPlainBound; graphs replay their eager path.
 TEST(KvFp8Gpu, DecodePathsMatchTheBf16Cache) {
   REQUIRE_KV_FP8();
@@ -256,11 +251,14 @@ TEST(KvFp8Gpu, DecodePathsMatchTheBf16Cache) {
       EXPECT_LT(rel_diff(fused[i], plain[i]), kFusedVsPlainBound);
       EXPECT_LT(rel_diff(plain_replay[i], plain[i]), 1e-6);
       EXPECT_LT(rel_diff(fused_replay[i], fused[i]), 1e-6);
-      const torch::Tensor want = ref[i].argmax(-1);
-      torch::Tensor top2 = std::get<0>(ref[i].topk(2, -1));  // [B, 2]: the bf16 margin, for a near-tie diagnosis
+      const torch::Tensor want = ref[i].argmax(-1);                                  // [B]
+      torch::Tensor top2 = std::get<0>(ref[i].topk(2, -1));                          // [B, 2]
+      torch::Tensor margin = top2.select(1, 0) - top2.select(1, 1);                  // [B]
+      const double allowed = kFp8VsBf16Bound * ref[i].abs().max().item<double>();   // absolute logit error
+      torch::Tensor decided = margin > 2 * allowed;                                  // [B]: not a near-tie
       for (const auto* got : {&plain[i], &fused[i], &plain_replay[i], &fused_replay[i]})
-        EXPECT_TRUE(torch::equal(got->argmax(-1), want))
-            << "greedy tokens differ; bf16 top-2 margins " << (top2.select(1, 0) - top2.select(1, 1));
+        EXPECT_TRUE(torch::equal(got->argmax(-1).masked_select(decided), want.masked_select(decided)))
+            << "greedy tokens differ where the bf16 top-2 margin (" << margin << ") exceeds 2 × " << allowed;
     }
     // The prefill reads no cache: its logits are the bf16 cache's exactly.
     EXPECT_TRUE(torch::equal(plain[0], ref[0]));

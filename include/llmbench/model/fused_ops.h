@@ -40,9 +40,8 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 // bool or uint8 (true: attend) → [B, Hq, D]. Same numbers as attention(AttnImpl::eager, ...) with the
 // mask valid.view({B, 1, 1, T_max}).
 // An fp8 cache takes its scales k_scale/v_scale [B, Hkv] float32. The plain ops then attend over
-// dequantize_kv(keys/values) (each element rounded to the dtype); the kernel multiplies the scale into
-// each score and into the ·V sum instead (the same value without that per-element rounding: within bf16
-// rounding noise of the plain ops, not float-order noise).
+// dequantize_kv(keys/values) (each element rounded to the dtype); the kernel dequantizes and rounds each
+// element the same way in registers, so the two differ by float summation order only.
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& valid, const torch::Tensor& k_scale = {},
                                const torch::Tensor& v_scale = {});
