@@ -72,8 +72,9 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 std::string reason_of(const boost::system::error_code& ec) {
   if (ec == beast::error::timeout) return "timeout";
   if (ec == asio::error::operation_aborted) return "cancelled";
-  const auto& http_errors = boost::system::error_code(http::error::partial_message).category();
-  if (ec.category() == http_errors && ec != http::error::partial_message && ec != http::error::end_of_stream)
+  // Beast's HTTP error category (a static object: the pointer outlives the temporary error_code).
+  const boost::system::error_category* http_errors = &boost::system::error_code(http::error::partial_message).category();
+  if (ec.category() == *http_errors && ec != http::error::partial_message && ec != http::error::end_of_stream)
     return "bad_http";
   return "disconnect";  // eof, partial message, reset, broken pipe
 }
