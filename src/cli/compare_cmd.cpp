@@ -8,6 +8,7 @@
 #include "command.h"
 #include "llmbench/dist/dist_env.h"
 #include "llmbench/dist/launcher.h"
+#include "llmbench/dist/session.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/base/log.h"
@@ -72,7 +73,7 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      add(run_benchmark(model, hooks));  // one model in memory at a time
                    }
                    if (dist::process_rank() != 0) return kExitOk;  // rank 0 prints and writes
-                   if (auto failure = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*failure);
+                   if (auto failure = dist::finish_tensor_parallel(std::chrono::seconds(30))) throw Error(*failure);
                    // Endpoints: exactly what `llmbench load` runs. One that cannot be reached is
                    // reported and skipped, keeping what was measured.
                    bool target_failed = false;

@@ -157,7 +157,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
                    const ModelInfo& info = model->info();
                    if (tp.rank() != 0) return 0;  // rank 0 prints and writes
-                   if (auto failure = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*failure);
+                   if (auto failure = dist::finish_tensor_parallel(std::chrono::seconds(30))) throw Error(*failure);
 
                    if (!opt->dump_logits.empty()) {
                      nlohmann::json rows = nlohmann::json::array();

@@ -9,6 +9,7 @@
 #include "llmbench/base/version.h"
 #include "llmbench/dist/dist_env.h"
 #include "llmbench/dist/launcher.h"
+#include "llmbench/dist/session.h"
 
 namespace {
 
@@ -57,12 +58,22 @@ int main(int argc, char** argv) {
     return fail(kExitUsage, e.what());
   }
 
+  // A tensor-parallel group ends here, whatever the outcome, before static destruction (NCCL needs CUDA up).
+  // A failed run aborts the communicators rather than waiting on ranks that may be stuck.
+  struct EndTensorParallel {
+    bool ok = false;
+    ~EndTensorParallel() { dist::end_tensor_parallel(ok); }
+  } end_tp;
   try {
     log::set_level(verbose ? log::Level::debug : log::parse_level(log_level));
     // Tensor-parallel ranks other than 0 keep to warnings unless asked for more.
     if (dist::process_rank() != 0 && log::level() == log::Level::info) log::set_level(log::Level::warn);
     for (auto& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        const int code = c.run();
+        end_tp.ok = code == 0;
+        return code;
+      }
     return fail(kExitUsage, "no subcommand given (see --help)");
   } catch (const UsageError& e) {
     return fail(kExitUsage, e.what());

@@ -12,6 +12,7 @@
 #include "llmbench/bench/interrupt.h"
 #include "llmbench/dist/dist_env.h"
 #include "llmbench/dist/launcher.h"
+#include "llmbench/dist/session.h"
 #include "llmbench/report/format.h"
 #include "llmbench/runner/runner.h"
 #include "run_options_cli.h"
@@ -91,7 +92,7 @@ void add_run_command(CLI::App& root, Commands& out) {
                    Results results = run_benchmark(options, hooks);
                    if (tty) std::fprintf(stderr, "\r\033[K");
                    if (dist::process_rank() != 0) return kExitOk;
-                   if (auto failure = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*failure);
+                   if (auto failure = dist::finish_tensor_parallel(std::chrono::seconds(30))) throw Error(*failure);
                    return finish_results(results, st->output, st->format, "");
                  }});
 }

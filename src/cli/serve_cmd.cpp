@@ -134,7 +134,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
                      (void)dist::wait_for_ranks(std::chrono::seconds(1));
                      throw Error(*failure);  // main() names a launched rank that died, if one did, instead
                    }
-                   if (auto ranks = dist::wait_for_ranks(std::chrono::seconds(30))) throw Error(*ranks);
+                   if (auto ranks = dist::finish_tensor_parallel(std::chrono::seconds(30))) throw Error(*ranks);
                    return kExitOk;
                  }});
 }

@@ -423,7 +423,7 @@ void dispatch_kv(KvType kv, F&& f) {
 }  // namespace
 
 DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int head_dim, std::int64_t max_len,
-                                     int sm_count) {
+                                     int sm_count, int force_splits) {
   if (batch <= 0 || heads_q <= 0 || heads_kv <= 0 || head_dim <= 0 || max_len <= 0 || heads_q % heads_kv != 0)
     throw Error(cat("decode_attention plan: bad shape B=", batch, " Hq=", heads_q, " Hkv=", heads_kv, " D=", head_dim,
                     " T=", max_len));
@@ -434,6 +434,7 @@ DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int h
   const std::int64_t target = kBlocksPerSm * static_cast<std::int64_t>(std::max(sm_count, 1));
   std::int64_t splits = std::max<std::int64_t>(1, target / units);
   splits = std::min(splits, std::max<std::int64_t>(1, (max_len + kMinChunk - 1) / kMinChunk));
+  if (force_splits > 0) splits = std::min<std::int64_t>(force_splits, max_len);
   DecodeAttnPlan p;
   p.chunk = (max_len + splits - 1) / splits;
   p.splits = static_cast<int>((max_len + p.chunk - 1) / p.chunk);  // no empty split

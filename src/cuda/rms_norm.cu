@@ -4,11 +4,12 @@ namespace llmbench::cuda {
 namespace {
 using namespace detail;
 
-constexpr int kMaxIters = 8;  // vectors per thread kept in registers between the two passes
+constexpr int kMaxIters = 8;     // vectors per thread kept in registers between the two passes
+constexpr int kMaxThreads = 512;  // 1024 threads × (8 × 8 floats kept) exceed the registers of one SM (hidden 8192)
 
 // One block per row. Pass 1: (residual += x), sum of squares in float; pass 2: scale and write.
 template <class T, int kVec>
-__global__ void rms_norm_kernel(T* out, T* residual, const T* x, const T* weight, std::int64_t hidden, float eps) {
+__global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residual, const T* x, const T* weight, std::int64_t hidden, float eps) {
   using V = Vec<T, kVec>;
   const std::int64_t row = blockIdx.x;
   const int nvec = static_cast<int>(hidden / kVec);
@@ -55,7 +56,7 @@ template <class T, int kVec>
 void launch(void* out, void* residual, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
             float eps, Stream stream) {
   const std::int64_t nvec = hidden / kVec;
-  const int threads = static_cast<int>(std::min<std::int64_t>(1024, std::max<std::int64_t>(32, (nvec + 31) / 32 * 32)));
+  const int threads = static_cast<int>(std::min<std::int64_t>(kMaxThreads, std::max<std::int64_t>(32, (nvec + 31) / 32 * 32)));
   if (nvec > static_cast<std::int64_t>(threads) * kMaxIters)
     throw Error(cat("rms_norm kernel: hidden size ", hidden, " is too large"));
   rms_norm_kernel<T, kVec><<<static_cast<unsigned>(rows), threads, 0, stream>>>(

@@ -16,6 +16,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
+#include "llmbench/dist/nccl_window.h"
 
 namespace llmbench::dist {
 namespace {
@@ -50,7 +51,29 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<BackendBase> backend;
 };
 
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() { shutdown(false); }
+
+void ProcessGroup::shutdown(bool graceful) {
+  if (!impl_ || !impl_->backend) return;
+#ifdef LLMBENCH_HAVE_NCCL
+  // NCCL communicators are ended while CUDA is still up: left to static destruction at exit, the
+  // process group's destructor meets a CUDA runtime that is shutting down and aborts the rank.
+  if (backend_ == "nccl") {
+    try {
+      if (window_ && !graceful) window_->release_on_failure();
+      window_.reset();  // deregistered while the communicator lives
+      auto& nccl = static_cast<c10d::ProcessGroupNCCL&>(*impl_->backend);
+      if (graceful)
+        nccl.shutdown();
+      else
+        nccl.abort();
+    } catch (const std::exception& e) {
+      log::debug(cat("rank ", env_.rank, ": NCCL shutdown: ", first_line(e.what())));
+    }
+  }
+#endif
+  impl_->backend.reset();
+}
 
 std::shared_ptr<ProcessGroup> ProcessGroup::create(const DistEnv& env, const torch::Device& device,
                                                    std::chrono::milliseconds timeout) {
@@ -83,6 +106,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const DistEnv& env, const tor
     options->timeout = timeout;
     g->impl_->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(g->impl_->store, env.rank, env.world, options);
     g->backend_ = "nccl";
+    g->setup_window();
 #else
     throw Error("tensor parallelism on CUDA needs NCCL, and this build has none (nccl.h was not found at build time)");
 #endif
@@ -102,9 +126,48 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const DistEnv& env, const tor
   return g;
 }
 
+void ProcessGroup::setup_window() {
+#ifdef LLMBENCH_HAVE_NCCL
+  // Opt-in until measured on two GPUs (docs/distributed.md): LLMBENCH_TP_ALLREDUCE=window.
+  if (const char* v = std::getenv("LLMBENCH_TP_ALLREDUCE"); !v || std::string(v) != "window") {
+    window_note_ = "not asked for (LLMBENCH_TP_ALLREDUCE=window)";
+    return;
+  }
+  barrier();  // the communicator exists after a first collective
+  const std::int64_t comm = static_cast<c10d::ProcessGroupNCCL&>(*impl_->backend).getCommPtr();
+  std::string why = comm ? "" : "no NCCL communicator";
+  std::unique_ptr<NcclWindow> w = comm ? NcclWindow::allocate(kWindowBytes, device_.index(), &why) : nullptr;
+  auto everywhere = [&](bool ok) {  // registration is collective: every rank goes on only if every rank can
+    for (double v : all_gather(ok ? 1.0 : 0.0))
+      if (v < 0.5) return false;
+    return true;
+  };
+  bool ok = everywhere(w != nullptr);
+  if (ok) ok = everywhere(w->register_with(comm, &why));
+  if (!ok) {
+    if (w) w->release_on_failure();
+    window_note_ = why.empty() ? "another rank could not register an NCCL window" : why;
+    log::info(cat("rank ", env_.rank, ": all-reduces through ProcessGroupNCCL (no NCCL symmetric window: ", window_note_, ")"));
+    return;
+  }
+  window_ = std::move(w);
+  log::debug(cat("rank ", env_.rank, ": NCCL symmetric window of ", kWindowBytes, " bytes for small all-reduces"));
+#endif
+}
+
+std::string ProcessGroup::allreduce_path(std::int64_t bytes) const {
+  if (backend_ != "nccl") return backend_;
+  return window_ && bytes <= window_->capacity() ? "nccl-window" : "nccl";
+}
+
 void ProcessGroup::all_reduce_sum_(torch::Tensor& t) {
   if (++reduces_ == abort_at_) std::abort();
   if (!t.is_contiguous()) throw Error("all_reduce_sum_: the tensor must be contiguous");
+  if (window_ && t.nbytes() <= static_cast<std::size_t>(window_->capacity()) &&
+      (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf || t.scalar_type() == torch::kFloat32)) {
+    window_->all_reduce_sum_(t);
+    return;
+  }
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
   // Gloo sums float32/float64 everywhere; reduced-precision tensors go through float32.

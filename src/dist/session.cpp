@@ -24,11 +24,22 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
+TpSession session;  // this process's one group (start_tensor_parallel), ended by end_tensor_parallel
+int session_tp = 0;
+
 }  // namespace
 
+void end_tensor_parallel(bool graceful) {
+  if (session.group) session.group->shutdown(graceful);
+  session.group.reset();
+}
+
+std::optional<std::string> finish_tensor_parallel(std::chrono::milliseconds timeout) {
+  end_tensor_parallel(true);  // NCCL's shutdown is collective: the ranks end their groups together
+  return wait_for_ranks(timeout);
+}
+
 TpSession start_tensor_parallel(int tp, const std::string& device, std::chrono::milliseconds timeout) {
-  static TpSession session;
-  static int session_tp = 0;
   if (session_tp) {
     if (tp != session_tp) throw UsageError(cat("--tp ", tp, ": this process already runs with --tp ", session_tp));
     return session;
@@ -58,7 +69,8 @@ double time_step_allreduces(ProcessGroup& group, std::int64_t count, std::vector
   auto step = [&] {
     for (std::int64_t i = 0; i < count; ++i) group.all_reduce_sum_(x);
   };
-  const std::string what = cat(count, " all-reduces of ", shape_text(shape), " ", c10::toString(dtype), " (one decode step's)");
+  const std::string what = cat(count, " all-reduces of ", shape_text(shape), " ", c10::toString(dtype), " (one decode step's, via ",
+                               group.allreduce_path(x.nbytes()), ")");
   step();  // warm-up: communicators and buffers exist before timing (and before any capture)
   group.barrier();
   double ms = 0;

@@ -93,31 +93,41 @@ int main(int argc, char** argv) {
     torch::Tensor v = torch::randn({s.batch, s.heads_kv, s.columns, kD}, opts);       // [B, Hkv, T, D]
     torch::Tensor valid = torch::ones({s.batch, s.columns}, opts.dtype(torch::kUInt8));  // [B, T]
     torch::Tensor out = torch::empty_like(q);                                          // [B, Hq, D]
-    const auto plan = llmbench::cuda::plan_decode_attention(s.batch, s.heads_q, s.heads_kv, kD, s.columns, sms);
-    torch::Tensor ws = torch::empty({static_cast<std::int64_t>(plan.workspace_bytes)}, opts.dtype(torch::kUInt8));
-    torch::cuda::synchronize();
-    DecodeAttnArgs a;
-    a.dtype = llmbench::cuda::DType::bf16;
-    a.q = q.data_ptr();
-    a.k = k.data_ptr();
-    a.v = v.data_ptr();
-    a.kv_stride_b = k.stride(0);
-    a.kv_stride_h = k.stride(1);
-    a.kv_stride_t = k.stride(2);
-    a.valid = valid.data_ptr<std::uint8_t>();
-    a.valid_stride_b = valid.stride(0);
-    a.out = out.data_ptr();
-    a.max_len = s.columns;
-    a.batch = s.batch;
-    a.heads_q = s.heads_q;
-    a.heads_kv = s.heads_kv;
-    a.head_dim = kD;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(kD));
-    const double ms = time_per_call(stream, 20, 20, [&] { llmbench::cuda::decode_attention(a, plan, ws.data_ptr(), stream); });
-    const double kv_bytes = 2.0 * s.batch * s.heads_kv * s.columns * kD * 2;
-    const double gbs = kv_bytes / (ms * 1e-3) / 1e9;
-    std::printf("decode_attention %-10s B=%-2d T=%-5lld splits=%-3d %8.1f us  KV read %6.0f GB/s  %5.1f %% of copy\n",
-                s.model, s.batch, static_cast<long long>(s.columns), plan.splits, ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
+    // LLMBENCH_BENCH_SPLITS=1,2,4,…: also time those plans (0: the planner's choice).
+    std::vector<int> forced{0};
+    if (const char* e = std::getenv("LLMBENCH_BENCH_SPLITS"))
+      for (const char* c = e; *c;) {
+        forced.push_back(std::atoi(c));
+        while (*c && *c != ',') ++c;
+        if (*c) ++c;
+      }
+    for (std::size_t fi = forced.size() > 1 ? 1 : 0; fi < forced.size(); ++fi) {
+      const auto plan = llmbench::cuda::plan_decode_attention(s.batch, s.heads_q, s.heads_kv, kD, s.columns, sms, forced[fi]);
+      torch::Tensor ws = torch::empty({static_cast<std::int64_t>(plan.workspace_bytes)}, opts.dtype(torch::kUInt8));
+      torch::cuda::synchronize();
+      DecodeAttnArgs a;
+      a.dtype = llmbench::cuda::DType::bf16;
+      a.q = q.data_ptr();
+      a.k = k.data_ptr();
+      a.v = v.data_ptr();
+      a.kv_stride_b = k.stride(0);
+      a.kv_stride_h = k.stride(1);
+      a.kv_stride_t = k.stride(2);
+      a.valid = valid.data_ptr<std::uint8_t>();
+      a.valid_stride_b = valid.stride(0);
+      a.out = out.data_ptr();
+      a.max_len = s.columns;
+      a.batch = s.batch;
+      a.heads_q = s.heads_q;
+      a.heads_kv = s.heads_kv;
+      a.head_dim = kD;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(kD));
+      const double ms = time_per_call(stream, 20, 20, [&] { llmbench::cuda::decode_attention(a, plan, ws.data_ptr(), stream); });
+      const double kv_bytes = 2.0 * s.batch * s.heads_kv * s.columns * kD * 2;
+      const double gbs = kv_bytes / (ms * 1e-3) / 1e9;
+      std::printf("decode_attention %-10s B=%-2d T=%-5lld splits=%-3d %8.1f us  KV read %6.0f GB/s  %5.1f %% of copy\n",
+                  s.model, s.batch, static_cast<long long>(s.columns), plan.splits, ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
+    }
   }
   cudaStreamDestroy(stream);
   return 0;

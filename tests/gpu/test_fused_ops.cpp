@@ -104,8 +104,8 @@ torch::Tensor left_padded(const std::vector<std::int64_t>& pads, std::int64_t en
 TEST(FusedOps, RmsNormMatchesPlain) {
   REQUIRE_CUDA();
   torch::manual_seed(1);
-  // 3584/4096: the vector path; 100: the scalar path (not a multiple of 8).
-  for (std::int64_t h : {3584, 4096, 100}) {
+  // 3584/4096/8192 (70B): the vector path; 100: the scalar path (not a multiple of 8).
+  for (std::int64_t h : {3584, 4096, 8192, 100}) {
     for (std::int64_t n : {1, 4, 37}) {
       torch::Tensor x = randn({n, 1, h}, 3.0);                                    // [N, 1, H]
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
@@ -121,7 +121,7 @@ TEST(FusedOps, RmsNormMatchesPlain) {
 TEST(FusedOps, AddRmsNormUpdatesResidualAndNormalises) {
   REQUIRE_CUDA();
   torch::manual_seed(2);
-  for (std::int64_t h : {3584, 4096, 100}) {
+  for (std::int64_t h : {3584, 4096, 8192, 100}) {
     for (std::int64_t n : {1, 4}) {
       torch::Tensor x = randn({n, 1, h});          // [N, 1, H] a sublayer's output
       torch::Tensor residual = randn({n, 1, h}, 4.0);  // [N, 1, H] the residual stream

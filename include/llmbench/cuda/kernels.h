@@ -92,8 +92,9 @@ struct DecodeAttnPlan {
   std::int64_t chunk = 0;             // columns per split
   std::size_t workspace_bytes = 0;    // device scratch decode_attention needs
 };
+// `force_splits` > 0: that many splits (capped by the columns), for benchmarks that compare plans.
 DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int head_dim, std::int64_t max_len,
-                                     int sm_count);
+                                     int sm_count, int force_splits = 0);
 // `workspace`: at least plan.workspace_bytes of device memory, 256-byte aligned; contents don't matter.
 void decode_attention(const DecodeAttnArgs& args, const DecodeAttnPlan& plan, void* workspace, Stream stream);
 

@@ -16,6 +16,8 @@
 //   g->all_reduce_sum_(partial);   // in place, on the current stream (capturable with NCCL)
 namespace llmbench::dist {
 
+class NcclWindow;
+
 class ProcessGroup {
  public:
   // Joins the group (every rank must call it). NCCL for a CUDA device (NCCL_NVLS_ENABLE=0 is set first:
@@ -23,7 +25,11 @@ class ProcessGroup {
   // (Gloo: Error; NCCL: its watchdog ends the process). Throws Error when the backend is not in this build.
   static std::shared_ptr<ProcessGroup> create(const DistEnv& env, const torch::Device& device,
                                               std::chrono::milliseconds timeout);
-  ~ProcessGroup();
+  ~ProcessGroup();  // shutdown(false)
+  // Ends the backend now; no collective may follow. Idempotent. NCCL: `graceful` ends the communicators
+  // after their queued work (what torch's destroy_process_group does), else aborts them (after a failure,
+  // when another rank may never join).
+  void shutdown(bool graceful);
 
   int rank() const { return env_.rank; }
   int world() const { return env_.world; }
@@ -32,8 +38,13 @@ class ProcessGroup {
   // How long a collective may wait (--dist-timeout).
   std::chrono::milliseconds timeout() const { return timeout_; }
 
-  // Sums `t` over the ranks, in place. CUDA: queued on the current stream, no host sync.
+  // Sums `t` over the ranks, in place. CUDA: queued on the current stream, no host sync. NCCL: a message
+  // of at most kWindowBytes goes through NCCL's symmetric-window kernels (nccl_window.h) when asked for
+  // (LLMBENCH_TP_ALLREDUCE=window) and every rank could register one, larger ones through ProcessGroupNCCL.
   void all_reduce_sum_(torch::Tensor& t);
+  // How all_reduce_sum_ sends a message of `bytes`: "nccl-window", "nccl" or "gloo".
+  std::string allreduce_path(std::int64_t bytes) const;
+  static constexpr std::int64_t kWindowBytes = 4 << 20;  // a decode step's [B, 1, H]: B·H·2 ≤ 4 MiB
   // Every rank gets root's values of `t` (same shape and dtype on every rank), in place.
   void broadcast_(torch::Tensor& t, int root = 0);
   // Returns when every rank got here (device work queued before it has finished).
@@ -53,6 +64,9 @@ class ProcessGroup {
   torch::Device device_{torch::kCPU};
   std::string backend_;
   std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<NcclWindow> window_;  // null: every all-reduce through the backend
+  std::string window_note_;              // why there is no window
+  void setup_window();
   std::int64_t reduces_ = 0;
   std::int64_t abort_at_ = -1;  // test hook LLMBENCH_TEST_ABORT_RANK=<rank>@<n>: abort at the n-th all-reduce
 };

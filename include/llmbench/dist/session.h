@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,15 @@ struct TpSession {
 // (Gloo), "auto"/"cuda" become cuda:LOCAL_RANK (NCCL). Throws UsageError for "cuda:N" with tp > 1, or for
 // fewer GPUs on this host than LOCAL_RANK + 1. A second call returns the same session (same tp only).
 TpSession start_tensor_parallel(int tp, const std::string& device, std::chrono::milliseconds timeout);
+
+// Ends this process's group, if any (main calls it before returning: NCCL must end before CUDA does);
+// `graceful`: after a successful command, else the communicators are aborted (ProcessGroup::shutdown).
+void end_tensor_parallel(bool graceful);
+
+// Rank 0 after a successful command: ends its group gracefully (the other ranks do so as they return),
+// then wait_for_ranks(timeout) (launcher.h). Waiting first would deadlock: NCCL's shutdown waits for
+// every rank.
+std::optional<std::string> finish_tensor_parallel(std::chrono::milliseconds timeout);
 
 // The all-reduces of one decode step timed alone: `count` sums of a tensor of `shape` and `dtype`,
 // `reps` times after a barrier (CUDA: replayed from one CUDA graph holding the `count` reduces when
