@@ -69,7 +69,7 @@ Axes varying_axes(const Results& results) {
 std::string point_label(const PointParams& p, const Axes& axes, bool with_model) {
   std::string s = with_model ? model_label(p) + " " : "";
   s += cat("b=", p.batch, " p=", p.prompt_len, " n=", p.max_new_tokens);
-  if (axes.temperature) s += " T=" + fmt_num(p.temperature);
+  if (axes.temperature) s += " T=" + fmt_param(p.temperature);
   if (axes.dtype) s += " " + p.dtype;
   if (axes.weights) s += " " + p.weights;
   if (axes.kv_dtype) s += " kv " + p.kv_dtype;
@@ -133,6 +133,13 @@ std::string fmt_num(double v) {
   const int decimals = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : 4;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string fmt_param(double v) {
+  if (std::isnan(v)) return "–";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
 
@@ -239,8 +246,8 @@ Table config_table(const ReportInput& in, const Axes& axes) {
     std::string paths;
     for (const auto& [name, on] : p.paths) paths += (paths.empty() ? "" : ", ") + name + (on ? "" : " off");
     t.rows.push_back({point_label(q, axes), q.model, p.weights == "checkpoint" ? p.checkpoint : p.weights, q.device,
-                      q.dtype, q.kv_dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_num(q.temperature),
-                      cat(q.top_k), fmt_num(q.top_p), cat(q.seed), cat(p.warmup), cat(p.runs.size()), cat(p.trim),
+                      q.dtype, q.kv_dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_param(q.temperature),
+                      cat(q.top_k), fmt_param(q.top_p), cat(q.seed), cat(p.warmup), cat(p.runs.size()), cat(p.trim),
                       p.prompt_source, p.tokenizer, paths.empty() ? "–" : paths});
   }
   return t;

@@ -184,7 +184,7 @@ std::string series_label(const PointParams& p, Axes axes, const std::string& ski
   if (axes.batch) s += " b=" + std::to_string(p.batch);
   if (axes.prompt_len) s += " p=" + std::to_string(p.prompt_len);
   if (axes.max_new_tokens) s += " n=" + std::to_string(p.max_new_tokens);
-  if (axes.temperature) s += " T=" + fmt_num(p.temperature);
+  if (axes.temperature) s += " T=" + fmt_param(p.temperature);
   if (axes.dtype) s += " " + p.dtype;
   if (axes.attn) s += " " + p.attn;
   if (axes.device) s += " " + p.device;

@@ -40,6 +40,8 @@ std::vector<double> raw_values(const PointResult& point, const std::string& metr
 
 // Short, fixed-width-friendly number: 1234, 123.4, 12.34, 1.234, 0.1234; "–" for NaN.
 std::string fmt_num(double v);
+// A run parameter (temperature, top-p) as given: shortest form, 0.2 and 1 rather than 0.2000 and 1.000.
+std::string fmt_param(double v);
 std::string fmt_bytes(std::uint64_t bytes);
 
 }  // namespace llmbench::report_detail

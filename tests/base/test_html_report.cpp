@@ -129,6 +129,18 @@ TEST(HtmlReport, SummaryTableHoldsTheTrimmedMediansOfAKnownResult) {
             std::string::npos);
 }
 
+TEST(HtmlReport, TemperaturesAreLabelledAsGiven) {
+  // A temperature sweep: the labels carry the values as the user typed them (0.2, 1), not 0.2000 / 1.000.
+  Results r = known_results();
+  r.points[0].params.temperature = 0.2;
+  r.points[1].params.batch = 1;
+  r.points[1].params.temperature = 1.0;
+  const std::string md = render_markdown({{"t.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 T=0.2 | ok |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 T=1 | ok |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("0.2000"), std::string::npos) << md;
+}
+
 TEST(HtmlReport, FailedPointsStayInTheSummaryAndLeaveTheCharts) {
   Results r = known_results();
   r.points[1].status = "failed";
