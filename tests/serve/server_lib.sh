@@ -1,10 +1,12 @@
 # Sourced by the serve end-to-end tests: start `llmbench serve` on a free loopback port, always stop it.
 # Needs $bin and $tmp ($serve_device: the server's --device, cpu unless set; $serve_log_level: warn unless
-# set); sets $server_pid and $base (http://127.0.0.1:PORT).
+# set); sets $server_pid and $base (http://127.0.0.1:PORT). KEEP_TEST_LOGS=dir: the test's files (server
+# stdout/stderr, requests, replies) are copied there before they are removed (for runs on the GPU host).
 server_pid=""
 fail() { echo "FAIL: $*"; [ -f "$tmp/serve.err" ] && tail -5 "$tmp/serve.err"; exit 1; }
 cleanup() {
   [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null
+  [ -n "${KEEP_TEST_LOGS:-}" ] && mkdir -p "$KEEP_TEST_LOGS" && cp -r "$tmp"/. "$KEEP_TEST_LOGS"/ 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
