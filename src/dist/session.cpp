@@ -11,6 +11,7 @@
 #endif
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
 #include "llmbench/bench/device_env.h"
 #include "llmbench/bench/event_clock.h"
 #include "llmbench/dist/launcher.h"
@@ -30,7 +31,19 @@ int session_tp = 0;
 }  // namespace
 
 void end_tensor_parallel(bool graceful) {
-  if (session.group) session.group->shutdown(graceful);
+  if (!session.group) return;
+  if (graceful) {
+    // Every rank's collectives finish before any rank ends its communicators: rank 0's last commands
+    // (a serving engine's slot frees and `stop`) are asynchronous broadcasts under NCCL, and a shutdown
+    // that overtook them aborted them under the other rank.
+    try {
+      session.group->barrier();
+    } catch (const std::exception& e) {
+      log::warn(cat("tensor-parallel: the closing barrier failed: ", first_line(e.what())));
+      graceful = false;
+    }
+  }
+  session.group->shutdown(graceful);
   session.group.reset();
 }
 

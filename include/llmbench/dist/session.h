@@ -27,7 +27,8 @@ struct TpSession {
 TpSession start_tensor_parallel(int tp, const std::string& device, std::chrono::milliseconds timeout);
 
 // Ends this process's group, if any (main calls it before returning: NCCL must end before CUDA does);
-// `graceful`: after a successful command, else the communicators are aborted (ProcessGroup::shutdown).
+// `graceful`: after a successful command: a barrier (every rank's collectives done), then
+// ProcessGroup::shutdown(true); else the communicators are aborted at once.
 void end_tensor_parallel(bool graceful);
 
 // Rank 0 after a successful command: ends its group gracefully (the other ranks do so as they return),
