@@ -1,8 +1,11 @@
+#include <chrono>
 #include <iostream>
 #include <memory>
 
 #include "command.h"
 #include "llmbench/base/error.h"
+#include "llmbench/dist/dist_env.h"
+#include "llmbench/dist/session.h"
 #include "llmbench/runner/kernel_profile.h"
 
 namespace llmbench::cli {
@@ -36,6 +39,10 @@ void add_profile_command(CLI::App& root, Commands& out) {
   app->add_flag("--no-prefill", st->no_prefill, "Decode only");
   app->add_flag("--full-names", o.full_names, "Group and print by the full demangled kernel names");
   app->add_option("--max-rows", st->max_rows, "Kernels per table; the rest summed in one row")->capture_default_str();
+  app->add_option("--tp", o.tp, "Tensor-parallel ranks, one GPU each (docs/distributed.md); rank 0's kernels are "
+                  "reported, NCCL's among them")->capture_default_str();
+  app->add_option("--dist-timeout", o.dist_timeout_s, "Seconds a tensor-parallel collective may wait")
+      ->capture_default_str();
   out.push_back({app, [st] {
                    ProfileOptions options = st->options;
                    options.cuda_graph = !st->no_cuda_graph;
@@ -43,6 +50,8 @@ void add_profile_command(CLI::App& root, Commands& out) {
                    options.prefill = !st->no_prefill;
                    if (st->max_rows < 1) throw UsageError(cat("--max-rows must be >= 1, got ", st->max_rows));
                    const ProfileReport report = profile_kernels(options);
+                   if (dist::process_rank() != 0) return kExitOk;
+                   if (auto failure = dist::finish_tensor_parallel(std::chrono::seconds(30))) throw Error(*failure);
                    for (const auto& line : report.header) std::cout << line << "\n";
                    for (const auto& split : report.splits) std::cout << "\n" << format_kernel_split(split, st->max_rows);
                    std::cout << std::flush;

@@ -12,6 +12,8 @@
 #include "llmbench/bench/device_env.h"
 #include "llmbench/bench/event_clock.h"
 #include "llmbench/bench/kernel_profiler.h"
+#include "llmbench/dist/session.h"
+#include "llmbench/dist/shard.h"
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
@@ -33,31 +35,40 @@ void validate(const ProfileOptions& o) {
   if (o.prompt_len < 1) throw UsageError(cat("--prompt-len must be >= 1, got ", o.prompt_len));
   if (o.steps < 1 || o.steps > kMaxSteps) throw UsageError(cat("--steps must be in [1, ", kMaxSteps, "], got ", o.steps));
   if (o.warmup < 0) throw UsageError(cat("--warmup must be >= 0, got ", o.warmup));
+  if (o.tp < 1) throw UsageError(cat("--tp must be >= 1, got ", o.tp));
 }
 
 }  // namespace
 
 ProfileReport profile_kernels(const ProfileOptions& o) {
   validate(o);
+  if (o.tp > 1) dist::check_tp(resolve_model(o.model).config, o.tp);  // before any rank starts
   std::string device_name;
   try {
     device_name = resolve_device(o.device);
   } catch (const UsageError& e) {
     throw UsageError(cat("llmbench profile records CUDA kernels: ", e.what()));
   }
-  const torch::Device device(device_name);
+  torch::Device device(device_name);
   if (!device.is_cuda())
     throw UsageError(cat("llmbench profile records CUDA kernels: it needs a CUDA device (--device ", o.device,
                          " is ", device_name, ")"));
   std::string why;
   if (!kernel_profiler_available(&why)) throw Error(cat("llmbench profile: ", why));
+  // --tp: every rank profiles the same calls on its GPU (its collectives meet the others'); rank 0 reports.
+  const dist::TpSession tp = dist::start_tensor_parallel(
+      o.tp, o.device, std::chrono::milliseconds(static_cast<std::int64_t>(o.dist_timeout_s * 1000)));
+  if (tp.group) {
+    device_name = tp.device;
+    device = torch::Device(device_name);
+  }
   // Each mode prefills again, then runs warm-ups, the timed steps, the lead-in and the recorded steps.
   const std::int64_t columns =
       static_cast<std::int64_t>(o.prompt_len) + o.warmup + kLeadInSteps + 2 * static_cast<std::int64_t>(o.steps);
   check_context(resolve_model(o.model).config, columns);
 
   torch::NoGradGuard no_grad;
-  std::unique_ptr<Model> model = Model::load({o.model, o.dtype, device_name, o.attn, o.seed, o.weights, nullptr});
+  std::unique_ptr<Model> model = Model::load({o.model, o.dtype, device_name, o.attn, o.seed, o.weights, tp.group});
   model->set_fused(o.fused);
   model->set_gemv(o.gemv);
   model->allocate_cache(o.batch, columns);
@@ -79,6 +90,9 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
   report.header.push_back(cat("model ", o.model, " (", model->info().weights, " weights, ", model->info().dtype,
                               o.weights == "bf16" ? "" : ", " + o.weights + " matmuls", ") on ", gpu, ", libtorch ",
                               env.torch_version));
+  if (tp.group)
+    report.header.push_back(cat("tensor-parallel: ", tp.group->world(), " ranks (", tp.group->backend(),
+                                "), every rank runs the same calls; the kernels below are rank 0's (", device_name, ")"));
   report.header.push_back(cat("batch ", o.batch, ", prompt ", o.prompt_len, " tokens, prefill attention ", o.attn,
                               ", fused decode kernels ", model->fused_active() ? "on" : "off", ", GEMV kernel ",
                               model->gemv_active(o.batch) ? "on" : "off", "; decode steps timed over ", o.prompt_len + o.warmup,

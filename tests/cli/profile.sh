@@ -25,6 +25,11 @@ one_error 2 "--steps must be in \[1, 10000\], got 0" profile --model tiny --devi
 one_error 2 "--batch must be >= 1, got 0" profile --model tiny --device cpu --batch 0
 one_error 2 "--max-rows must be >= 1" profile --model tiny --device cpu --max-rows 0
 one_error 2 "records CUDA kernels: invalid device 'tpu'" profile --model tiny --device tpu
+# --tp: refused before any rank starts (a size that does not divide the heads, a CPU device, tp < 1).
+one_error 2 "--tp 3 does not divide the model's 2 key/value heads" profile --model tiny --tp 3
+one_error 2 "--tp must be >= 1, got 0" profile --model tiny --tp 0
+one_error 2 "needs a CUDA device \(--device cpu is cpu\)" profile --model tiny --device cpu --tp 2
+"$bin" profile --help | grep -q -- "--tp" || fail "profile --help lacks --tp"
 cuda=$("$bin" info --json | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["cuda_available"]))')
 if [ "$cuda" = 0 ]; then
   # The default device is cuda: without one, the same single line.

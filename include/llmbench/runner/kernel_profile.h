@@ -26,6 +26,9 @@ struct ProfileOptions {
   bool prefill = true;
   std::uint64_t seed = 0;
   bool full_names = false;        // group and print by the full demangled names
+  int tp = 1;                     // tensor-parallel ranks (docs/distributed.md): every rank runs the same
+                                  // calls, rank 0's kernels are reported (NCCL's among them)
+  double dist_timeout_s = 300;
 };
 
 struct ProfileReport {
