@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# GPU host with two H200s: tensor parallelism (issue 17) in one invocation, ~8 minutes with the build.
+# GPU host with two H200s: tensor parallelism (issue 17) in one invocation, ~9 minutes with the build.
 # Builds llmbench (CUDA, NCCL), checks tp 2 = tp 1 (tests/gpu/tp_parity.sh), then bf16, batch 1, prompt 512,
 # 64 new tokens, random weights drawn on the GPUs, --verify on: Llama-3-8B tp 1 and tp 2, Llama-3-70B tp 2,
-# the tp-2 points again with LLMBENCH_TP_ALLREDUCE=window; then serve --tp 2 (tests/gpu/serve_tp.sh).
+# the tp-2 points again with LLMBENCH_TP_ALLREDUCE=window; then `llmbench profile --tp 2` (Llama-3-8B) and
+# serve --tp 2 (tests/gpu/serve_tp.sh).
 # Prints a table against the issue's targets last; results and logs in $OUT_DIR.
 # Usage: scripts/bench/tp_gpu.sh      (BUILD_DIR default build-gpu, OUT_DIR default out/tp, RUNS default 10)
 set -uo pipefail
@@ -74,6 +75,10 @@ for tag, r8, r70 in (("ProcessGroupNCCL all-reduces", rows[1], rows[2]), ("NCCL 
     if t70: print(f"  Llama-3-70B decode bs1, tp2: {t70:.2f} ms/step (target <= 21; floor ~16.6): {'met' if t70 <= 21 else 'NOT met'}")
     if ttft70: print(f"  Llama-3-70B TTFT bs1 x 512, tp2: {ttft70:.1f} ms (target <= 60): {'met' if ttft70 <= 60 else 'NOT met'}")
 PY
+
+echo "== llmbench profile --tp 2 (Llama-3-8B, rank 0's kernels; $out/profile_llama8b_tp2.txt)"
+timeout 150 "$bin" profile --model llama-3-8b --tp 2 --steps 10 >"$out/profile_llama8b_tp2.txt" 2>&1
+echo "exit $?"; grep -iE -m6 "nccl|wall|prefill" "$out/profile_llama8b_tp2.txt"
 
 echo "== serve --tp 2 on the GPUs (tests/gpu/serve_tp.sh; its files in $out/serve_tp when it fails)"
 KEEP_TEST_LOGS="$out/serve_tp" serve_log_level=debug timeout 240 bash tests/gpu/serve_tp.sh "$bin" >"$out/serve_tp.log" 2>&1
