@@ -155,6 +155,11 @@ void ProcessGroup::setup_window() {
 #endif
 }
 
+ProcessGroup::Impl& ProcessGroup::live() {
+  if (!impl_ || !impl_->backend) throw Error("tensor-parallel group: a collective after the group was ended");
+  return *impl_;
+}
+
 std::string ProcessGroup::allreduce_path(std::int64_t bytes) const {
   if (backend_ != "nccl") return backend_;
   return window_ && bytes <= window_->capacity() ? "nccl-window" : "nccl";
@@ -173,7 +178,7 @@ void ProcessGroup::all_reduce_sum_(torch::Tensor& t) {
   // Gloo sums float32/float64 everywhere; reduced-precision tensors go through float32.
   const bool widen = backend_ == "gloo" && t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat64;
   std::vector<at::Tensor> ts{widen ? t.to(torch::kFloat32) : t};
-  impl_->backend->allreduce(ts, opts)->wait();
+  live().backend->allreduce(ts, opts)->wait();
   if (widen) t.copy_(ts[0]);
 }
 
@@ -182,13 +187,13 @@ void ProcessGroup::broadcast_(torch::Tensor& t, int root) {
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   std::vector<at::Tensor> ts{t};
-  impl_->backend->broadcast(ts, opts)->wait();
+  live().backend->broadcast(ts, opts)->wait();
 }
 
 void ProcessGroup::barrier() {
   torch::Tensor one = torch::ones({1}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));  // [1]
   std::vector<at::Tensor> ts{one};
-  impl_->backend->allreduce(ts)->wait();
+  live().backend->allreduce(ts)->wait();
   (void)one.item<float>();  // waits for the reduce itself (CUDA: the stream)
 }
 
@@ -205,7 +210,7 @@ std::vector<double> ProcessGroup::all_gather(double value) {
   std::vector<at::Tensor> ts{t};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
-  impl_->backend->allreduce(ts, opts)->wait();
+  live().backend->allreduce(ts, opts)->wait();
   t = t.cpu();
   return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
 }

@@ -59,6 +59,7 @@ class ProcessGroup {
  private:
   ProcessGroup() = default;
   struct Impl;
+  Impl& live();  // impl_, its backend up; throws after shutdown()
   std::unique_ptr<Impl> impl_;
   DistEnv env_;
   torch::Device device_{torch::kCPU};
