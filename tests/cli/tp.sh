@@ -69,6 +69,7 @@ assert len(t["peak_rss_bytes"]) == 2 and all(x > 0 for x in t["peak_rss_bytes"])
 # Each rank holds the replicated embedding/norms plus half of every split matrix.
 assert t["weights_bytes"][0] == t["weights_bytes"][1] < a["memory"]["weights_bytes"], (t, a["memory"])
 assert t["allreduce_ms_per_step"] > 0 and "8 all-reduces of [2, 1, 128]" in t["allreduce_method"], t
+assert "via gloo)" in t["allreduce_method"], t  # the path the reduces took
 PY
 
 # A rank that dies mid-run: every rank stops, one error line naming it, well within the timeout.
