@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "decode_attention_mma.cuh"
 
 // Flash-decoding in three launches, all sized by the plan alone:
 //   1. scores: per (split, kv head group, b) block, Q·Kᵀ for the split's columns, rounded like the
@@ -26,26 +27,12 @@ using namespace detail;
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxGroup = 8;           // query heads per block sharing one kv head
 constexpr int kCols = 2;               // scores pass: columns per thread in flight
 constexpr int kBuf = 8;                // scores pass: 16-byte vectors per column in flight
 constexpr int kPerThread = 8;          // pv pass: columns per thread per piece (V loads in flight)
 constexpr int kMaxPiece = 256;         // pv pass: columns per piece at most
 constexpr std::int64_t kMinChunk = 64;
 constexpr int kBlocksPerSm = 3;        // resident blocks per SM at ~170 registers per thread (ptxas -v)
-
-struct Layout {
-  int group_size = 1;   // query heads per block
-  int groups = 1;       // blocks per kv head
-};
-
-Layout layout(int heads_q, int heads_kv) {
-  const int g = heads_q / heads_kv;
-  Layout l;
-  l.groups = (g + kMaxGroup - 1) / kMaxGroup;
-  l.group_size = (g + l.groups - 1) / l.groups;
-  return l;
-}
 
 struct Work {
   void* scores;   // [B, Hq, T_max] in the dtype
@@ -135,24 +122,6 @@ template <class TKV>
 __device__ __forceinline__ float kv_scale(const float* scales, const DecodeAttnArgs& a, int b, int kvh) {
   if constexpr (kIsFp8<TKV>) return scales[b * a.scale_stride_b + kvh];
   return 1.0f;
-}
-
-// Running (max, Σexp): one more score.
-__device__ __forceinline__ void push(float& m, float& l, float s) {
-  if (s > m) {
-    l = (m == -INFINITY ? 0.0f : l * expf(m - s)) + 1.0f;
-    m = s;
-  } else {
-    l += expf(s - m);
-  }
-}
-
-// Running (max, Σexp) pairs: (m, l) ∪ (m2, l2). -inf marks an empty pair.
-__device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
-  const float mm = fmaxf(m, m2);
-  if (mm == -INFINITY) return;
-  l = (m == -INFINITY ? 0.0f : l * expf(m - mm)) + (m2 == -INFINITY ? 0.0f : l2 * expf(m2 - mm));
-  m = mm;
 }
 
 template <class T, class TKV, int NG>
@@ -422,13 +391,46 @@ void dispatch_kv(KvType kv, F&& f) {
 
 }  // namespace
 
-DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int head_dim, std::int64_t max_len,
-                                     int sm_count, int force_splits) {
+namespace {
+
+// The mma kernel's plan: about two resident blocks per SM (256 threads, ~128 registers each), at
+// least kMinChunk columns per split, chunks a multiple of its 16-column tile. `fits` is false where it
+// needs more splits or longer chunks than a cluster holds.
+DecodeAttnPlan plan_mma(std::int64_t units, std::int64_t max_len, int sm_count, int force_splits, bool& fits) {
+  const std::int64_t target = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
+  std::int64_t splits = std::max<std::int64_t>(1, target / units);
+  splits = std::min(splits, std::max<std::int64_t>(1, (max_len + kMinChunk - 1) / kMinChunk));
+  splits = std::max(splits, (max_len + kMmaMaxChunk - 1) / kMmaMaxChunk);
+  splits = std::min<std::int64_t>(splits, kMmaMaxSplits);
+  if (force_splits > 0) splits = std::min<std::int64_t>(force_splits, max_len);
+  DecodeAttnPlan p;
+  p.kernel = DecodeAttnKernel::mma;
+  p.chunk = ((max_len + splits - 1) / splits + kMmaTile - 1) / kMmaTile * kMmaTile;
+  p.splits = static_cast<int>((max_len + p.chunk - 1) / p.chunk);  // no empty split
+  fits = p.splits <= kMmaMaxSplits && p.chunk <= kMmaMaxChunk;
+  return p;
+}
+
+}  // namespace
+
+DecodeAttnPlan plan_decode_attention(DType dtype, int batch, int heads_q, int heads_kv, int head_dim,
+                                     std::int64_t max_len, int sm_count, int force_splits, DecodeAttnKernel kernel) {
   if (batch <= 0 || heads_q <= 0 || heads_kv <= 0 || head_dim <= 0 || max_len <= 0 || heads_q % heads_kv != 0)
     throw Error(cat("decode_attention plan: bad shape B=", batch, " Hq=", heads_q, " Hkv=", heads_kv, " D=", head_dim,
                     " T=", max_len));
   const Layout l = layout(heads_q, heads_kv);
   const std::int64_t units = static_cast<std::int64_t>(batch) * heads_kv * l.groups;
+  if (kernel != DecodeAttnKernel::split) {
+    bool fits = false;
+    const bool supported = mma_decode_attention_supported(dtype, head_dim);
+    const DecodeAttnPlan p = plan_mma(units, max_len, sm_count, force_splits, fits);
+    if (supported && fits) return p;
+    if (kernel == DecodeAttnKernel::mma)
+      throw Error(cat("decode_attention: the mma kernel does not apply here (it needs bf16 or fp16, head_dim 64 or "
+                      "128, compute capability 9.0+ and at most ",
+                      kMmaMaxSplits, " splits of ", kMmaMaxChunk, " columns; head_dim ", head_dim, ", ", max_len,
+                      " columns in ", p.splits, " splits of ", p.chunk, ")"));
+  }
   // One wave: as many splits as keep every block resident at once (a second, partial wave would idle
   // most SMs for its length).
   const std::int64_t target = kBlocksPerSm * static_cast<std::int64_t>(std::max(sm_count, 1));
@@ -436,6 +438,7 @@ DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int h
   splits = std::min(splits, std::max<std::int64_t>(1, (max_len + kMinChunk - 1) / kMinChunk));
   if (force_splits > 0) splits = std::min<std::int64_t>(force_splits, max_len);
   DecodeAttnPlan p;
+  p.kernel = DecodeAttnKernel::split;
   p.chunk = (max_len + splits - 1) / splits;
   p.splits = static_cast<int>((max_len + p.chunk - 1) / p.chunk);  // no empty split
   const std::size_t rows = static_cast<std::size_t>(batch) * heads_q;
@@ -449,6 +452,14 @@ void decode_attention(const DecodeAttnArgs& a, const DecodeAttnPlan& plan, void*
   if (plan.splits < 1 || plan.chunk < 1 || plan.chunk * plan.splits < a.max_len ||
       plan.chunk * (plan.splits - 1) >= a.max_len)
     throw Error("decode_attention kernel: the plan does not cover the cache length");
+  if (plan.kernel == DecodeAttnKernel::mma) {
+    dispatch(a.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      dispatch_kv<T>(a.kv, [&](auto kv_tag) { check_args<T, typename decltype(kv_tag)::type>(a); });
+    });
+    return mma_decode_attention(a, plan.chunk, plan.splits, stream);
+  }
+  if (plan.kernel != DecodeAttnKernel::split) throw Error("decode_attention kernel: the plan names no kernel");
   if (!workspace) throw Error("decode_attention kernel: null workspace");
   const Layout l = layout(a.heads_q, a.heads_kv);
   const Work w = carve(workspace, a, plan.splits);

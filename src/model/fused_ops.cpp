@@ -1,6 +1,7 @@
 #include "llmbench/model/fused_ops.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <vector>
 
@@ -54,6 +55,17 @@ cuda::DType kernel_dtype(const torch::Tensor& t) {
   }
 }
 cuda::Stream stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+// LLMBENCH_DECODE_ATTENTION=split|mma forces one decode-attention kernel (A/B runs and tests); unset or
+// "auto": the planner's choice. Read at every call, so a test can switch it between calls.
+cuda::DecodeAttnKernel decode_attention_kernel() {
+  const char* v = std::getenv("LLMBENCH_DECODE_ATTENTION");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto") return cuda::DecodeAttnKernel::automatic;
+  if (s == "split") return cuda::DecodeAttnKernel::split;
+  if (s == "mma") return cuda::DecodeAttnKernel::mma;
+  throw UsageError(cat("LLMBENCH_DECODE_ATTENTION must be auto, split or mma, got '", s, "'"));
+}
 #endif
 
 bool is_fp8(const torch::Tensor& t) {
@@ -294,8 +306,9 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
          "keys and values must share strides with D contiguous");
   expect(valid.stride(1) == 1, op, "valid rows must be contiguous");
   c10::cuda::CUDAGuard guard(q.device());
-  const cuda::DecodeAttnPlan plan = cuda::plan_decode_attention(
-      static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv), static_cast<int>(d), t_max, cuda::sm_count());
+  const cuda::DecodeAttnPlan plan =
+      cuda::plan_decode_attention(kernel_dtype(q), static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
+                                  static_cast<int>(d), t_max, cuda::sm_count(), 0, decode_attention_kernel());
   torch::Tensor workspace = torch::empty({static_cast<std::int64_t>(plan.workspace_bytes)},
                                          q.options().dtype(torch::kUInt8));  // scores and split partials
   torch::Tensor out = torch::empty_like(q);                                  // [B, Hq, D]

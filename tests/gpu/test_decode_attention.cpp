@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/remove_tree.h"
+#include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/fused_ops.h"
@@ -40,19 +42,56 @@ torch::Tensor rows_valid(const std::vector<std::int64_t>& pads, const std::vecto
   return (cols >= start).logical_and(cols < end).to(torch::kCUDA);  // [B, T] bool
 }
 
-// Fused vs the eager formula (decoder's attention(), S = 1): float summation order only.
-void check(std::int64_t hq, std::int64_t hkv, const torch::Tensor& valid, const std::string& what) {
+// LLMBENCH_DECODE_ATTENTION for the scope: "split" or "mma" forces that kernel, "" the planner's choice.
+class ScopedKernel {
+ public:
+  explicit ScopedKernel(const std::string& kernel) { ::setenv("LLMBENCH_DECODE_ATTENTION", kernel.c_str(), 1); }
+  ~ScopedKernel() { ::unsetenv("LLMBENCH_DECODE_ATTENTION"); }
+  ScopedKernel(const ScopedKernel&) = delete;
+  ScopedKernel& operator=(const ScopedKernel&) = delete;
+};
+
+// Why the mma kernel does not run on this GPU ("" when it does: compute capability 9.0+, clusters).
+std::string mma_unavailable() {
+  static const std::string why = [] {
+    ScopedKernel scoped("mma");
+    try {
+      fused::decode_attention(randn({1, 8, kD}), randn({1, 8, 16, kD}), randn({1, 8, 16, kD}),
+                              torch::ones({1, 16}, torch::kBool).to(torch::kCUDA));
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }();
+  return why;
+}
+
+// The kernels this GPU runs: split everywhere, mma where it is available.
+std::vector<std::string> kernels() {
+  std::vector<std::string> out{"split"};
+  if (mma_unavailable().empty()) out.push_back("mma");
+  return out;
+}
+
+// Fused vs the eager formula (decoder's attention(), S = 1): float summation order only. Every kernel.
+void check(std::int64_t hq, std::int64_t hkv, const torch::Tensor& valid, const std::string& what,
+           torch::ScalarType dtype = torch::kBFloat16, std::int64_t d = kD) {
   const auto b = valid.size(0), t = valid.size(1);
-  torch::Tensor q = randn({b, hq, kD});                      // [B, Hq, D]
-  torch::Tensor keys = randn({b, hkv, t, kD}), values = randn({b, hkv, t, kD});  // [B, Hkv, T, D]
+  torch::Tensor q = randn({b, hq, d}).to(dtype);                                          // [B, Hq, D]
+  torch::Tensor keys = randn({b, hkv, t, d}).to(dtype), values = randn({b, hkv, t, d}).to(dtype);  // [B, Hkv, T, D]
   torch::Tensor want = attention(AttnImpl::eager, q.unsqueeze(2), keys, values, valid.view({b, 1, 1, t})).squeeze(2);
-  torch::Tensor got = fused::decode_attention(q, keys, values, valid);  // [B, Hq, D]
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  torch::Tensor err = (got.to(torch::kFloat32) - want.to(torch::kFloat32)).abs();
-  torch::Tensor excess = err - (2e-3 + want.to(torch::kFloat32).abs() / 64);
-  EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max abs error " << err.max().item<double>();
-  EXPECT_LT(err.mean().item<double>(), 2e-4) << what;
-  EXPECT_GT(got.eq(want).to(torch::kFloat32).mean().item<double>(), 0.5) << what << ": most outputs bit-equal";
+  for (const std::string& kernel : kernels()) {
+    ScopedKernel scoped(kernel);
+    const std::string where = what + " [" + kernel + "]";
+    torch::Tensor got = fused::decode_attention(q, keys, values, valid);  // [B, Hq, D]
+    ASSERT_EQ(got.sizes(), want.sizes()) << where;
+    torch::Tensor err = (got.to(torch::kFloat32) - want.to(torch::kFloat32)).abs();
+    torch::Tensor excess = err - (2e-3 + want.to(torch::kFloat32).abs() / 64);
+    EXPECT_LE(excess.max().item<double>(), 0.0) << where << ": max abs error " << err.max().item<double>();
+    EXPECT_LT(err.mean().item<double>(), 2e-4) << where;
+    EXPECT_GT(got.eq(want).to(torch::kFloat32).mean().item<double>(), 0.5) << where << ": most outputs bit-equal";
+    EXPECT_TRUE(torch::equal(got, fused::decode_attention(q, keys, values, valid))) << where << ": deterministic";
+  }
 }
 
 TEST(GpuDecodeAttention, Batch16At4096Columns) {
@@ -91,11 +130,58 @@ TEST(GpuDecodeAttention, MaskedColumnsIgnoreGarbage) {
   const std::int64_t b = 2, t = 2100;
   torch::Tensor q = randn({b, 28, kD}), keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});
   torch::Tensor valid = rows_valid({0, 10}, {1500, 1200}, t);
-  torch::Tensor clean = fused::decode_attention(q, keys, values, valid);
+  std::vector<torch::Tensor> clean;
+  for (const std::string& kernel : kernels()) {
+    ScopedKernel scoped(kernel);
+    clean.push_back(fused::decode_attention(q, keys, values, valid));
+  }
   keys.narrow(2, 1500, t - 1500).fill_(std::numeric_limits<float>::quiet_NaN());
   values.narrow(2, 1500, t - 1500).fill_(std::numeric_limits<float>::quiet_NaN());
-  torch::Tensor dirty = fused::decode_attention(q, keys, values, valid);
-  EXPECT_TRUE(torch::equal(dirty, clean));
+  keys[1].narrow(1, 0, 10).fill_(std::numeric_limits<float>::quiet_NaN());  // row 1's left padding too
+  values[1].narrow(1, 0, 10).fill_(std::numeric_limits<float>::quiet_NaN());
+  for (std::size_t i = 0; i < kernels().size(); ++i) {
+    ScopedKernel scoped(kernels()[i]);
+    EXPECT_TRUE(torch::equal(fused::decode_attention(q, keys, values, valid), clean[i])) << kernels()[i];
+  }
+}
+
+// The mma kernel's own cases: fp16, head_dim 64, a cache far longer than its valid columns (the
+// server's column buckets: tiles without a valid column are skipped), one split per row (batch 64),
+// and Llama-3-8B's 8 heads per block; each against the eager formula, with the split kernel too.
+TEST(GpuDecodeAttention, MmaKernelShapes) {
+  REQUIRE_CUDA();
+  if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
+  torch::manual_seed(15);
+  check(28, 4, rows_valid({3}, {577}, 576 + 1), "fp16 B=1 T=577", torch::kHalf);
+  check(16, 4, rows_valid({0, 7}, {700, 650}, 700), "D=64 B=2 T=700", torch::kBFloat16, 64);
+  check(28, 4, rows_valid({0, 0, 100, 0}, {600, 17, 640, 1}, 2048), "B=4 T=2048, few valid columns");
+  check(28, 4, rows_valid(std::vector<std::int64_t>(64, 0), std::vector<std::int64_t>(64, 576), 576), "B=64 T=576");
+  check(32, 8, rows_valid({0}, {1}, 16), "Llama B=1 T=16, one valid column");
+  check(28, 4, rows_valid({0}, {9000}, 16384), "B=1 T=16384 (8 splits of 2048)");
+}
+
+// The planner: mma where it applies (a cluster of at most 8 splits of at most 2048 columns), split
+// otherwise; forcing mma where it cannot run is a clear error; a bad LLMBENCH_DECODE_ATTENTION too.
+TEST(GpuDecodeAttention, PlannerPicksTheKernel) {
+  REQUIRE_CUDA();
+  if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
+  torch::manual_seed(16);
+  const torch::Tensor q = randn({1, 28, kD}), keys = randn({1, 4, 20000, kD});  // [1, Hkv, T, D]
+  const torch::Tensor valid = rows_valid({0}, {20000}, 20000);
+  torch::Tensor want = attention(AttnImpl::eager, q.unsqueeze(2), keys, keys, valid.view({1, 1, 1, 20000})).squeeze(2);
+  // 20000 columns need 10 splits of 2048: automatic falls back to split, forced mma refuses.
+  torch::Tensor got = fused::decode_attention(q, keys, keys, valid);
+  EXPECT_LT((got.to(torch::kFloat32) - want.to(torch::kFloat32)).abs().mean().item<double>(), 2e-4);
+  {
+    ScopedKernel scoped("mma");
+    EXPECT_THROW(fused::decode_attention(q, keys, keys, valid), Error);
+    EXPECT_THROW(fused::decode_attention(q.to(torch::kFloat32), keys.to(torch::kFloat32), keys.to(torch::kFloat32), valid),
+                 Error);
+  }
+  {
+    ScopedKernel scoped("fastest");
+    EXPECT_THROW(fused::decode_attention(q, keys, keys, valid), Error);
+  }
 }
 
 // The whole decode step past the old 1024-column limit: Qwen2.5-7B widths with 2 layers, a left-padded

@@ -61,12 +61,18 @@ void rope_qkv_cache(const RopeQkvArgs& args, Stream stream);
 
 // Decode attention (S = 1) over the whole preallocated cache (any length), split along T (flash-decoding)
 // so that a batch of 1 still fills the GPU; K and V are each read once per kv head for all its query
-// heads (up to 8 per block), 16 bytes per load (8 for an fp8 cache). Same numbers as the eager path: scores rounded to the dtype after
+// heads (up to 8 per block). Same numbers as the eager path: scores rounded to the dtype after
 // Q·Kᵀ and after · scale, invalid columns set to the dtype's lowest value, softmax in float, probs
 // rounded to the dtype, ·V accumulated in float. GQA: query head h reads kv head h / (Hq / Hkv).
 // An fp8 cache: Q·Kᵀ is Σ q · float(k8) times the row's k scale, ·V is Σ p · float(v8) times its v scale
 // (the eager path on the dequantized cache rounds every k and v to the dtype first: that rounding is
 // the only difference).
+// Two kernels compute it (the plan picks one):
+//   split: three launches (scores, P·V, combine) with float FMAs; 16 bytes per load (8 for fp8); any dtype.
+//   mma:   one launch on tensor cores; the splits of a row form a thread-block cluster that merges
+//          its softmax statistics and partial sums on chip (no workspace); tiles of 16 columns with no
+//          valid column read no K or V. bf16/fp16, head_dim 64 or 128, compute capability 9.0+, at most
+//          8 splits of at most 2048 columns.
 struct DecodeAttnArgs {
   DType dtype = DType::bf16;
   const void* q = nullptr;            // [B, Hq, D] contiguous
@@ -85,16 +91,22 @@ struct DecodeAttnArgs {
   float scale = 0;                    // 1/√D
 };
 
+enum class DecodeAttnKernel { automatic, split, mma };
+
 // The launch configuration: a pure function of the shapes and the GPU, so it is the same for every
 // replay of a graph captured for (B, T_max).
 struct DecodeAttnPlan {
+  DecodeAttnKernel kernel = DecodeAttnKernel::split;  // never automatic
   int splits = 1;                     // blocks along T per (row, kv head group)
   std::int64_t chunk = 0;             // columns per split
   std::size_t workspace_bytes = 0;    // device scratch decode_attention needs
 };
-// `force_splits` > 0: that many splits (capped by the columns), for benchmarks that compare plans.
-DecodeAttnPlan plan_decode_attention(int batch, int heads_q, int heads_kv, int head_dim, std::int64_t max_len,
-                                     int sm_count, int force_splits = 0);
+// `kernel` automatic: mma where it applies, else split; asking for mma where it does not apply throws.
+// `force_splits` > 0: that many splits (capped by the columns; for mma also by its limits), for
+// benchmarks that compare plans.
+DecodeAttnPlan plan_decode_attention(DType dtype, int batch, int heads_q, int heads_kv, int head_dim,
+                                     std::int64_t max_len, int sm_count, int force_splits = 0,
+                                     DecodeAttnKernel kernel = DecodeAttnKernel::automatic);
 // `workspace`: at least plan.workspace_bytes of device memory, 256-byte aligned; contents don't matter.
 void decode_attention(const DecodeAttnArgs& args, const DecodeAttnPlan& plan, void* workspace, Stream stream);
 

@@ -1,0 +1,369 @@
+#include <cooperative_groups.h>
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
+#include "common.cuh"
+#include "decode_attention_mma.cuh"
+
+// Decode attention in one launch on tensor cores (sm_90): the same numbers as the three-launch kernel
+// of decode_attention.cu (the eager formula up to float summation order: scores rounded to the dtype
+// after Q·Kᵀ and after · scale, softmax in float with the row's global max and sum, probs rounded to the
+// dtype, ·V accumulated in float), but
+//   - Q·Kᵀ and P·V are m16n8k16 MMAs (float accumulators, exact 16-bit products) instead of float FMAs;
+//   - the splits of one (row, kv head group) are one thread-block cluster: each block keeps its
+//     scores in shared memory, the blocks exchange their (max, Σexp) and their partial P·V through
+//     distributed shared memory, so there is no workspace, no second launch and no combine launch;
+//   - tiles of 16 columns without a valid column read no K, and tiles whose probs are all 0 read no
+//     V, so a cache longer than its rows costs little more than its valid columns.
+//
+// Layout (one warp, one tile of 16 columns c0 … c0 + 15, lane = 4 g + t):
+//   Q·Kᵀ as Sᵀ[16 columns, 8 heads] = K[16, D] · Qᵀ[D, 8]: lane loads K[c0 + g] and K[c0 + 8 + g] at
+//   d = 32 cc + 8 t … + 7 (16 bytes), and Q of head g at the same d, so the MMA's k index runs over d
+//   in a permuted order (the same for K and Q: a dot product does not care). The accumulator gives
+//   the lane the scores of columns c0 + g and c0 + 8 + g for heads 2t and 2t + 1.
+//   P·V as Oᵀ[D, 8 heads] = Vᵀ[D, 16 columns] · Pᵀ[16, 8]: the lane's probs, packed in pairs and
+//   transposed by movmatrix, are exactly the B operand; V[c0 + g] and V[c0 + 8 + g] at d = 32 cc + 8 t
+//   … + 7, transposed 8 × 8 by movmatrix, are the A operand with rows d = 32 cc + 8 (g / 2) + 2 j +
+//   g % 2 (j = 0 … 3 the 4-byte word of the load). The lane ends with O for heads 2t, 2t + 1 at those d.
+namespace llmbench::cuda::detail {
+namespace {
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 8;  // query heads per block in the MMA's n dimension (group_size ≤ kMaxGroup = 8)
+static_assert(kRows == kMaxGroup, "one MMA n-tile holds a block's query heads");
+
+std::size_t smem_bytes(std::int64_t chunk, int head_dim) {
+  const std::size_t scores = static_cast<std::size_t>(chunk / kMmaTile) * 32 * sizeof(uint2);
+  const std::size_t partial = static_cast<std::size_t>(kWarps) * kRows * head_dim * sizeof(float);
+  return scores > partial ? scores : partial;
+}
+
+// Device code for sm_90 only (clusters); the sm_80 pass compiles an empty kernel that is never launched.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+template <class TKV>
+constexpr bool kFp8 = std::is_same_v<TKV, __nv_fp8_e4m3>;
+// Eight cache elements in one load: 16 bytes in the dtype, 8 in e4m3.
+template <class TKV>
+using Raw8 = std::conditional_t<kFp8<TKV>, uint2, uint4>;
+
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {  // rounded to T, `lo` in the low half
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ float2 unpack2(uint32_t u) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
+  } else {
+    return __half22float2(*reinterpret_cast<const __half2*>(&u));
+  }
+}
+
+// Eight cache elements as eight T in four packed pairs. e4m3 is dequantized with the head's scale and
+// rounded to T, as KvCache's dequantized read gives the plain path.
+template <class T, class TKV>
+__device__ __forceinline__ uint4 to_packed(const Raw8<TKV>& raw, float scale) {
+  if constexpr (kFp8<TKV>) {
+    const auto* pairs = reinterpret_cast<const __nv_fp8x2_e4m3*>(&raw);
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 f = static_cast<float2>(pairs[j]);
+      w[j] = pack2<T>(f.x * scale, f.y * scale);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    return raw;
+  }
+}
+
+// c[16 × 8] += a[16 × 16] · b[16 × 8], 16-bit inputs, float accumulators (PTX fragment layouts).
+template <class T>
+__device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// The warp's 8 × 8 matrix of 16-bit elements (lane 4 r + c holds row r, columns 2c and 2c + 1),
+// transposed in the same layout.
+__device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
+  uint32_t y;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+#endif
+
+// Grid (splits, Hkv · groups, B), clusters of `splits` blocks along x; NC = D / 32.
+template <class T, class TKV, int NC>
+__global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
+                                                       int group_size) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kD = NC * 32;
+  constexpr unsigned kAll = 0xffffffffu;
+  using Raw = Raw8<TKV>;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int splits = static_cast<int>(gridDim.x), split = static_cast<int>(blockIdx.x);  // = rank in the cluster
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const int gsize = a.heads_q / a.heads_kv, kvh = blockIdx.y / groups, grp = blockIdx.y % groups;
+  const int h0 = kvh * gsize + grp * group_size, ng = min(group_size, gsize - grp * group_size);
+  const int b = blockIdx.z;
+  const std::int64_t t0 = split * chunk, t1 = min(t0 + chunk, a.max_len);
+  const int ntiles = static_cast<int>((t1 - t0 + kMmaTile - 1) / kMmaTile);
+  const float lowest = Num<T>::lowest();
+
+  extern __shared__ uint4 smem[];
+  uint2* scores = reinterpret_cast<uint2*>(smem);  // [tiles, 32 lanes]: the lane's 4 scores in T
+  float* partial = reinterpret_cast<float*>(smem);  // after the scores: [warps, kRows, D]
+  __shared__ float warp_m[kWarps][kRows], warp_l[kWarps][kRows];
+  __shared__ float block_m[kRows], block_l[kRows], row_m[kRows], row_l[kRows];
+
+  // Q of head h0 + g (zero past the block's heads) at d = 32 cc + 8 t … + 7: the B operand of Q·Kᵀ.
+  uint4 qf[NC];
+  const T* qrow = static_cast<const T*>(a.q) + (static_cast<std::int64_t>(b) * a.heads_q + h0 + min(g, ng - 1)) * kD;
+#pragma unroll
+  for (int cc = 0; cc < NC; ++cc)
+    qf[cc] = g < ng ? *reinterpret_cast<const uint4*>(qrow + 32 * cc + 8 * t) : make_uint4(0, 0, 0, 0);
+
+  const std::int64_t kv_off = b * a.kv_stride_b + kvh * a.kv_stride_h + 8 * t;
+  const TKV* kb = static_cast<const TKV*>(a.k) + kv_off;
+  const TKV* vb = static_cast<const TKV*>(a.v) + kv_off;
+  float k_scale = 1.0f, v_scale = 1.0f;
+  if constexpr (kFp8<TKV>) {
+    k_scale = a.k_scale[b * a.scale_stride_b + kvh];
+    v_scale = a.v_scale[b * a.scale_stride_b + kvh];
+  }
+  const std::uint8_t* valid = a.valid + b * a.valid_stride_b;
+
+  // Pass 1: scores of the split's columns into shared memory, the (max, Σexp) of heads 2t, 2t + 1.
+  float m0 = -INFINITY, l0 = 0.0f, m1 = -INFINITY, l1 = 0.0f;
+  for (int it = warp; it < ntiles; it += kWarps) {
+    const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
+    const bool in_a = ca < t1, in_b = cb < t1;
+    const bool ok_a = in_a && valid[ca] != 0, ok_b = in_b && valid[cb] != 0;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (__any_sync(kAll, ok_a || ok_b)) {
+      const Raw* ra = reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t);
+      const Raw* rb = reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t);
+      Raw ka[NC], kc[NC];  // all loads issued before any math
+#pragma unroll
+      for (int cc = 0; cc < NC; ++cc) {
+        ka[cc] = __ldg(ra + 4 * cc);  // + 32 cc elements
+        kc[cc] = __ldg(rb + 4 * cc);
+      }
+#pragma unroll
+      for (int cc = 0; cc < NC; ++cc) {
+        const uint4 x = to_packed<T, TKV>(ka[cc], k_scale), y = to_packed<T, TKV>(kc[cc], k_scale);
+        mma16816<T>(acc, x.x, y.x, x.y, y.y, qf[cc].x, qf[cc].y);
+        mma16816<T>(acc, x.z, y.z, x.w, y.w, qf[cc].z, qf[cc].w);
+      }
+    }
+    // acc: column ca heads 2t, 2t + 1, then column cb heads 2t, 2t + 1.
+    float s[4];
+    s[0] = ok_a ? round_f<T>(round_f<T>(acc[0]) * a.scale) : lowest;
+    s[1] = ok_a ? round_f<T>(round_f<T>(acc[1]) * a.scale) : lowest;
+    s[2] = ok_b ? round_f<T>(round_f<T>(acc[2]) * a.scale) : lowest;
+    s[3] = ok_b ? round_f<T>(round_f<T>(acc[3]) * a.scale) : lowest;
+    if (in_a) {
+      push(m0, l0, s[0]);
+      push(m1, l1, s[1]);
+    }
+    if (in_b) {
+      push(m0, l0, s[2]);
+      push(m1, l1, s[3]);
+    }
+    scores[it * 32 + lane] = make_uint2(pack2<T>(s[0], s[1]), pack2<T>(s[2], s[3]));  // exact: s is in T
+  }
+
+  // (max, Σexp) per head: the warp's 8 column lanes, the block's warps, then the cluster's blocks.
+  for (int off = 4; off < 32; off <<= 1) {
+    merge(m0, l0, __shfl_xor_sync(kAll, m0, off), __shfl_xor_sync(kAll, l0, off));
+    merge(m1, l1, __shfl_xor_sync(kAll, m1, off), __shfl_xor_sync(kAll, l1, off));
+  }
+  if (g == 0) {
+    warp_m[warp][2 * t] = m0;
+    warp_l[warp][2 * t] = l0;
+    warp_m[warp][2 * t + 1] = m1;
+    warp_l[warp][2 * t + 1] = l1;
+  }
+  __syncthreads();
+  if (threadIdx.x < kRows) {
+    float m = -INFINITY, l = 0.0f;
+    for (int w = 0; w < kWarps; ++w) merge(m, l, warp_m[w][threadIdx.x], warp_l[w][threadIdx.x]);
+    block_m[threadIdx.x] = m;
+    block_l[threadIdx.x] = l;
+  }
+  cluster.sync();
+  if (threadIdx.x < kRows) {
+    float m = -INFINITY, l = 0.0f;
+    for (int r = 0; r < splits; ++r)
+      merge(m, l, cluster.map_shared_rank(block_m, r)[threadIdx.x], cluster.map_shared_rank(block_l, r)[threadIdx.x]);
+    row_m[threadIdx.x] = m;
+    row_l[threadIdx.x] = l;
+  }
+  __syncthreads();
+
+  // Pass 2: probs = dtype(exp(s − max) / Σexp), O += P·V.
+  const float mx0 = row_m[2 * t], sum0 = row_l[2 * t], mx1 = row_m[2 * t + 1], sum1 = row_l[2 * t + 1];
+  const bool head0 = 2 * t < ng, head1 = 2 * t + 1 < ng;
+  float o[NC][2][4];
+#pragma unroll
+  for (int cc = 0; cc < NC; ++cc)
+#pragma unroll
+    for (int jp = 0; jp < 2; ++jp)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[cc][jp][e] = 0.0f;
+  for (int it = warp; it < ntiles; it += kWarps) {
+    const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
+    const bool in_a = ca < t1, in_b = cb < t1;
+    const uint2 sp = scores[it * 32 + lane];
+    const float2 sa = unpack2<T>(sp.x), sb = unpack2<T>(sp.y);
+    const float p0 = in_a && head0 ? round_f<T>(expf(sa.x - mx0) / sum0) : 0.0f;
+    const float p1 = in_a && head1 ? round_f<T>(expf(sa.y - mx1) / sum1) : 0.0f;
+    const float p2 = in_b && head0 ? round_f<T>(expf(sb.x - mx0) / sum0) : 0.0f;
+    const float p3 = in_b && head1 ? round_f<T>(expf(sb.y - mx1) / sum1) : 0.0f;
+    // A column weighs in when any head's prob is > 0; others must not reach O (unwritten V may be NaN).
+    int live_a = p0 != 0.0f || p1 != 0.0f, live_b = p2 != 0.0f || p3 != 0.0f;
+    live_a |= __shfl_xor_sync(kAll, live_a, 1);
+    live_a |= __shfl_xor_sync(kAll, live_a, 2);
+    live_b |= __shfl_xor_sync(kAll, live_b, 1);
+    live_b |= __shfl_xor_sync(kAll, live_b, 2);
+    if (!__any_sync(kAll, live_a || live_b)) continue;
+    const Raw* ra = reinterpret_cast<const Raw*>(vb + (in_a ? ca : t0) * a.kv_stride_t);
+    const Raw* rb = reinterpret_cast<const Raw*>(vb + (in_b ? cb : t0) * a.kv_stride_t);
+    Raw va[NC], vc[NC];
+#pragma unroll
+    for (int cc = 0; cc < NC; ++cc) {
+      va[cc] = __ldg(ra + 4 * cc);
+      vc[cc] = __ldg(rb + 4 * cc);
+    }
+    const uint32_t pb0 = transpose8x8(pack2<T>(p0, p1)), pb1 = transpose8x8(pack2<T>(p2, p3));
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int cc = 0; cc < NC; ++cc) {
+      const uint4 x = live_a ? to_packed<T, TKV>(va[cc], v_scale) : zero;
+      const uint4 y = live_b ? to_packed<T, TKV>(vc[cc], v_scale) : zero;
+      mma16816<T>(o[cc][0], transpose8x8(x.x), transpose8x8(x.y), transpose8x8(y.x), transpose8x8(y.y), pb0, pb1);
+      mma16816<T>(o[cc][1], transpose8x8(x.z), transpose8x8(x.w), transpose8x8(y.z), transpose8x8(y.w), pb0, pb1);
+    }
+  }
+
+  // O: the warps' partials through shared memory (the scores are no longer read), in warp order.
+  __syncthreads();
+  float* mine = partial + warp * kRows * kD;
+#pragma unroll
+  for (int cc = 0; cc < NC; ++cc)
+#pragma unroll
+    for (int jp = 0; jp < 2; ++jp)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int d = 32 * cc + 8 * (g / 2) + 2 * (2 * jp + e) + g % 2;
+        mine[(2 * t) * kD + d] = o[cc][jp][2 * e];
+        mine[(2 * t + 1) * kD + d] = o[cc][jp][2 * e + 1];
+      }
+  __syncthreads();
+  const int n_out = ng * kD;
+  for (int i = threadIdx.x; i < n_out; i += kThreads) {
+    float s = 0.0f;
+    for (int w = 0; w < kWarps; ++w) s += partial[w * kRows * kD + i];
+    partial[i] = s;  // the block's partial in warp 0's slot (index i is this thread's alone)
+  }
+  // The cluster's partials: block `split` sums its slice of the outputs over the blocks, in rank order.
+  cluster.sync();
+  const int per = (n_out + splits - 1) / splits, end = min(n_out, (split + 1) * per);
+  T* out = static_cast<T*>(a.out) + (static_cast<std::int64_t>(b) * a.heads_q + h0) * kD;
+  for (int i = split * per + threadIdx.x; i < end; i += kThreads) {
+    float s = 0.0f;
+    for (int r = 0; r < splits; ++r) s += cluster.map_shared_rank(partial, r)[i];
+    out[i] = from_f<T>(s);
+  }
+  cluster.sync();  // the other blocks may still be reading this block's partial
+#endif
+}
+
+int compute_capability_major() {
+  constexpr int kMaxDevices = 64;
+  static int cached[kMaxDevices] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) throw Error("decode_attention: no CUDA device");
+  if (dev < kMaxDevices && cached[dev] > 0) return cached[dev];
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+    throw Error("decode_attention: cudaDeviceGetAttribute failed");
+  if (dev < kMaxDevices) cached[dev] = major;
+  return major;
+}
+
+template <class T, class TKV, int NC>
+void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream) {
+  const Layout l = layout(a.heads_q, a.heads_kv);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(splits);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(splits), static_cast<unsigned>(a.heads_kv * l.groups),
+                     static_cast<unsigned>(a.batch));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem_bytes(chunk, a.head_dim);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, mma_kernel<T, TKV, NC>, a, chunk, l.groups, l.group_size);
+  if (e != cudaSuccess) throw Error(cat("decode_attention mma kernel: ", cudaGetErrorString(e)));
+}
+
+}  // namespace
+
+bool mma_decode_attention_supported(DType dtype, int head_dim) {
+  if (dtype == DType::f32 || (head_dim != 64 && head_dim != 128)) return false;
+  return compute_capability_major() >= 9;
+}
+
+void mma_decode_attention(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream) {
+  if (splits < 1 || splits > kMmaMaxSplits || chunk < 1 || chunk > kMmaMaxChunk || chunk % kMmaTile != 0 ||
+      chunk * (splits - 1) >= a.max_len || chunk * splits < a.max_len)
+    throw Error(cat("decode_attention mma kernel: plan of ", splits, " splits × ", chunk, " columns does not fit ",
+                    a.max_len, " columns"));
+  if (!mma_decode_attention_supported(a.dtype, a.head_dim))
+    throw Error(cat("decode_attention mma kernel: needs bf16 or fp16, head_dim 64 or 128 and a GPU of compute "
+                    "capability 9.0 or later (head_dim ",
+                    a.head_dim, ")"));
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, float>) {
+      auto with_kv = [&](auto kv_tag) {
+        using TKV = typename decltype(kv_tag)::type;
+        if (a.head_dim == 64)
+          launch<T, TKV, 2>(a, chunk, splits, stream);
+        else
+          launch<T, TKV, 4>(a, chunk, splits, stream);
+      };
+      if (a.kv == KvType::fp8_e4m3)
+        with_kv(Tag<__nv_fp8_e4m3>{});
+      else
+        with_kv(Tag<T>{});
+    }
+  });
+}
+
+}  // namespace llmbench::cuda::detail
