@@ -9,6 +9,7 @@
 #   MODEL, CONCURRENCY, INPUT_LEN, OUTPUT_LEN, DEVICE, DTYPE, TIMEOUT_S (per request) override the defaults above
 #   MAX_PREFILL_TOKENS  the server's --max-prefill-tokens (default 8192)
 #   SERVE_ARGS       more `llmbench serve` flags, e.g. "--chunked-prefill --max-step-tokens 512"
+#   SKIP_RUN=1       leave out the `llmbench run --batch 16` comparison (server variants of one invocation)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 quick=0
@@ -67,7 +68,7 @@ io1=$(cpu_ticks llmbench-io) eng1=$(cpu_ticks llmbench-engine)
 curl -s "$url/metrics" >"$out/metrics.txt"
 kill -TERM $server; wait $server 2>/dev/null; trap - EXIT
 
-"$bin" run --model "$model" --batch 16 --prompt-len "$in_len" --max-new-tokens "$out_len" --device "$device" \
+[ "${SKIP_RUN:-0}" = 1 ] || "$bin" run --model "$model" --batch 16 --prompt-len "$in_len" --max-new-tokens "$out_len" --device "$device" \
   --dtype "$dtype" --warmup 2 --runs $([ $quick = 1 ] && echo 3 || echo 5) --trim $([ $quick = 1 ] && echo 0 || echo 1) \
   -o "$out/run_b16.json" >"$out/run.log" 2>&1 || echo "serve_gpu: run --batch 16 failed: $(tail -2 "$out/run.log")"
 # One results file for the whole sweep (the points of one server, one invocation), so the report draws one

@@ -52,10 +52,61 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residu
   }
 }
 
+// Many rows (a prefill): one warp per row, 8 rows per block, no block barrier. Pass 1 as above with the
+// sum reduced by the warp; pass 2 re-reads the row (x, or the residual this thread just wrote: L1/L2),
+// so nothing is held in registers between the passes. The block-per-row kernel keeps a few hundred
+// threads of one row waiting at two barriers, which measured ≈ 0.8 TB/s on 32,768 rows (H200).
+constexpr int kRowsPerBlock = 8;
+constexpr std::int64_t kMinRowsForWarps = 256;
+
+template <class T, int kVec>
+__global__ void __launch_bounds__(kRowsPerBlock * 32) rms_norm_rows_kernel(T* out, T* residual, const T* x,
+                                                                            const T* weight, std::int64_t rows,
+                                                                            std::int64_t hidden, float eps) {
+  using V = Vec<T, kVec>;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;  // whole warps leave: no barrier below
+  const int lane = threadIdx.x % 32, nvec = static_cast<int>(hidden / kVec);
+  const V* xr = reinterpret_cast<const V*>(x + row * hidden);
+  V* rr = residual ? reinterpret_cast<V*>(residual + row * hidden) : nullptr;
+  float ss = 0.0f;
+  for (int i = lane; i < nvec; i += 32) {
+    V a = xr[i];
+    if (rr) {
+      const V r = rr[i];
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) a.v[j] = from_f<T>(to_f(r.v[j]) + to_f(a.v[j]));  // bf16 add, as torch
+      rr[i] = a;
+    }
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) ss += to_f(a.v[j]) * to_f(a.v[j]);
+  }
+  ss = warp_sum(ss);
+  const float inv = rsqrtf(ss * (1.0f / static_cast<float>(hidden)) + eps);  // torch: mean = sum · (1/H)
+  const V* wr = reinterpret_cast<const V*>(weight);
+  const V* src = rr ? rr : xr;  // this thread's own writes of pass 1, or x (read before out overwrites it)
+  V* outr = reinterpret_cast<V*>(out + row * hidden);
+  for (int i = lane; i < nvec; i += 32) {
+    const V a = src[i], w = wr[i];
+    V o;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(to_f(w.v[j]) * round_f<T>(to_f(a.v[j]) * inv));
+    outr[i] = o;
+  }
+}
+
 template <class T, int kVec>
 void launch(void* out, void* residual, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
             float eps, Stream stream) {
   const std::int64_t nvec = hidden / kVec;
+  if (rows >= kMinRowsForWarps) {
+    const auto blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    rms_norm_rows_kernel<T, kVec><<<blocks, kRowsPerBlock * 32, 0, stream>>>(
+        static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x), static_cast<const T*>(weight), rows,
+        hidden, eps);
+    check_launch("rms_norm kernel");
+    return;
+  }
   const int threads = static_cast<int>(std::min<std::int64_t>(kMaxThreads, std::max<std::int64_t>(32, (nvec + 31) / 32 * 32)));
   if (nvec > static_cast<std::int64_t>(threads) * kMaxIters)
     throw Error(cat("rms_norm kernel: hidden size ", hidden, " is too large"));

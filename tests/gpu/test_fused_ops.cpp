@@ -104,9 +104,10 @@ torch::Tensor left_padded(const std::vector<std::int64_t>& pads, std::int64_t en
 TEST(FusedOps, RmsNormMatchesPlain) {
   REQUIRE_CUDA();
   torch::manual_seed(1);
-  // 3584/4096/8192 (70B): the vector path; 100: the scalar path (not a multiple of 8).
+  // 3584/4096/8192 (70B): the vector path; 100: the scalar path (not a multiple of 8). 1000 rows: the
+  // warp-per-row kernel of prefills (256 rows and more).
   for (std::int64_t h : {3584, 4096, 8192, 100}) {
-    for (std::int64_t n : {1, 4, 37}) {
+    for (std::int64_t n : {1, 4, 37, 1000}) {
       torch::Tensor x = randn({n, 1, h}, 3.0);                                    // [N, 1, H]
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
       torch::Tensor want = llmbench::rms_norm(x, w, kEps);
@@ -122,7 +123,7 @@ TEST(FusedOps, AddRmsNormUpdatesResidualAndNormalises) {
   REQUIRE_CUDA();
   torch::manual_seed(2);
   for (std::int64_t h : {3584, 4096, 8192, 100}) {
-    for (std::int64_t n : {1, 4}) {
+    for (std::int64_t n : {1, 4, 1000}) {
       torch::Tensor x = randn({n, 1, h});          // [N, 1, H] a sublayer's output
       torch::Tensor residual = randn({n, 1, h}, 4.0);  // [N, 1, H] the residual stream
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);
