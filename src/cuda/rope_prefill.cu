@@ -20,7 +20,12 @@ __global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs 
   const T* sn = static_cast<const T*>(a.sin) + pos * d;
   for (int p = threadIdx.x; p < heads * half; p += kThreads) {
     const int head = p / half, i = p % half;
-    const float x1 = to_f(src[head * d + i]), x2 = to_f(src[head * d + i + half]);
+    float x1 = to_f(src[head * d + i]), x2 = to_f(src[head * d + i + half]);
+    if (a.bias) {  // qkv + bias as a dtype add
+      const T* bias = static_cast<const T*>(a.bias) + head * d;
+      x1 = round_f<T>(x1 + to_f(bias[i]));
+      x2 = round_f<T>(x2 + to_f(bias[i + half]));
+    }
     T* dst;
     float y1 = x1, y2 = x2;
     if (head < nq + nkv) {

@@ -115,8 +115,9 @@ torch::Tensor Decoder::prefill_layers_fused(const torch::Tensor& x, const torch:
   torch::Tensor h = fused::rms_norm(residual, weights_.layers[0].input_norm, config_.rms_norm_eps);  // [B, P, H]
   for (std::int64_t i = 0; i < n; ++i) {
     const LayerWeights& w = weights_.layers[i];
-    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);            // [B, P, (Hq + 2 Hkv) D]
-    fused::PrefillQkv p = fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv);
+    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, {}, paths_);                   // [B, P, (Hq + 2 Hkv) D]
+    fused::PrefillQkv p =
+        fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv, w.qkv_bias);  // + bias
     torch::Tensor a = attend(i, p.q, p.k, p.v).transpose(1, 2).reshape({b, s, hq * d});  // [B, P, Hq D]
     torch::Tensor o = row_parallel(a, w.o, w.o_scale, w.o_bias);                       // [B, P, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);              // residual += o; norm
@@ -153,9 +154,13 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     const LayerWeights& w = weights_.layers[i];
     torch::Tensor keys = cache.keys(i), values = cache.values(i);                     // [B, Hkv, T_max, D] dtype or fp8
     torch::Tensor k_scale = cache.key_scales(i), v_scale = cache.value_scales(i);     // [B, Hkv] float32 (fp8 only)
-    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);  // [B, 1, (Hq + 2 Hkv) D]; bias here rounds as eager does
-    torch::Tensor q = fused::rope_qkv_cache(qkv, {}, rope.cos_table(), rope.sin_table(), state.positions,
-                                            state.column, keys, values, hq, hkv, k_scale, v_scale);  // [B, Hq, D]
+    // The qkv bias: in the GEMV's epilogue when the GEMV runs, else added by the RoPE kernel (one launch
+    // fewer per layer; the same two roundings as cuBLAS's matmul followed by torch's broadcast add).
+    const bool bias_in_gemv = w.qkv_bias.defined() && gemv_applies(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);
+    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, bias_in_gemv ? w.qkv_bias : torch::Tensor(), paths_);  // [B, 1, (Hq + 2 Hkv) D]
+    torch::Tensor q = fused::rope_qkv_cache(qkv, bias_in_gemv ? torch::Tensor() : w.qkv_bias, rope.cos_table(),
+                                            rope.sin_table(), state.positions, state.column, keys, values, hq, hkv,
+                                            k_scale, v_scale);  // [B, Hq, D]
     torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale);     // [B, Hq, D]
     torch::Tensor o = row_parallel(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias);  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm

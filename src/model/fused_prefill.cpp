@@ -26,7 +26,8 @@ std::string shape(const torch::Tensor& t) {
 }  // namespace
 
 PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_table, const torch::Tensor& sin_table,
-                          const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv) {
+                          const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv,
+                          const torch::Tensor& bias) {
   const char* op = "fused rope_split_qkv";
   if (qkv.dim() != 3 || cos_table.dim() != 2 || sin_table.sizes() != cos_table.sizes())
     throw Error(cat(op, ": qkv ", shape(qkv), " / cos ", shape(cos_table), " / sin ", shape(sin_table),
@@ -41,8 +42,14 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   if (cos_table.device() != qkv.device() || sin_table.device() != qkv.device() || positions.device() != qkv.device())
     throw Error(cat(op, ": tables or positions are not on ", qkv.device()));
 
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != qkv.size(2) || bias.scalar_type() != qkv.scalar_type() ||
+                         bias.device() != qkv.device()))
+    throw Error(cat(op, ": bias ", shape(bias), " ", bias.scalar_type(), " is not [", qkv.size(2), "] ",
+                    qkv.scalar_type(), " on ", qkv.device()));
+
   if (!uses_kernels(qkv)) {  // Decoder::layer's ops
-    auto parts = qkv.split({heads_q * d, heads_kv * d, heads_kv * d}, -1);
+    const torch::Tensor x = bias.defined() ? qkv + bias : qkv;  // [B, S, N]
+    auto parts = x.split({heads_q * d, heads_kv * d, heads_kv * d}, -1);
     torch::Tensor flat = positions.reshape({-1}).clamp(0, cos_table.size(0) - 1);         // [B·S]
     torch::Tensor cos = cos_table.index_select(0, flat).view({b, 1, s, d});               // [B, 1, S, D]
     torch::Tensor sin = sin_table.index_select(0, flat).view({b, 1, s, d});               // [B, 1, S, D]
@@ -64,6 +71,8 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
                                                    : cuda::DType::f32;
   a.qkv = x.data_ptr();
   a.qkv_stride = x.stride(0);
+  const torch::Tensor b_c = bias.defined() ? bias.contiguous() : bias;
+  a.bias = b_c.defined() ? b_c.data_ptr() : nullptr;
   a.cos = cos.data_ptr();
   a.sin = sin.data_ptr();
   a.rope_len = cos.size(0);

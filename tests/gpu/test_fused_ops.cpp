@@ -210,6 +210,15 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_TRUE(torch::equal(got.v, want_v)) << "v differs";
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions.narrow(1, 0, s - 1), hq, hkv), Error);
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq + 1, hkv), Error);
+
+  // With Qwen's qkv bias: the kernel adds it (rounded like torch's `qkv + bias`) before RoPE.
+  torch::Tensor bias = randn({n}, 0.5);                                      // [N]
+  auto biased = (qkv + bias).split({hq * kD, hkv * kD, hkv * kD}, -1);
+  fused::PrefillQkv got_b = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias);
+  EXPECT_TRUE(torch::equal(got_b.q, apply_rope(biased[0].view({b, s, hq, kD}).transpose(1, 2), cos, sin)));
+  EXPECT_TRUE(torch::equal(got_b.k, apply_rope(biased[1].view({b, s, hkv, kD}).transpose(1, 2), cos, sin)));
+  EXPECT_TRUE(torch::equal(got_b.v, biased[2].view({b, s, hkv, kD}).transpose(1, 2)));
+  EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias.narrow(0, 0, n - 1)), Error);
 }
 
 TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {

@@ -7,13 +7,15 @@
 // qkv [B, S, (Hq + 2 Hkv) D] into head-major q [B, Hq, S, D], k [B, Hkv, S, D], v [B, Hkv, S, D]
 // (contiguous), rotating q and k at positions [B, S] with the tables cos/sin [T_rope, D]. The same
 // roundings as the plain ops (x·cos and rotate_half(x)·sin each rounded to the dtype, then their sum):
-// bit-identical to apply_rope on split, transposed views. Positions are clamped into the table.
+// bit-identical to apply_rope on split, transposed views (of qkv + bias when a bias is given: the add
+// rounded to the dtype as torch's). Positions are clamped into the table.
 namespace llmbench::cuda {
 
 struct RopePrefillArgs {
   DType dtype = DType::bf16;
   const void* qkv = nullptr;            // [B·S, N] rows qkv_stride elements apart, N = (Hq + 2 Hkv) D contiguous
   std::int64_t qkv_stride = 0;
+  const void* bias = nullptr;           // [N] or null: added to qkv (the sum rounded to the dtype) before RoPE
   const void* cos = nullptr;            // [rope_len, D]
   const void* sin = nullptr;            // [rope_len, D]
   std::int64_t rope_len = 0;

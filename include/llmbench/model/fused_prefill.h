@@ -14,9 +14,11 @@ struct PrefillQkv {
   torch::Tensor v;  // [B, Hkv, S, D]
 };
 
-// qkv [B, S, (Hq + 2 Hkv) D] (bias already added), tables cos/sin [T_rope, D], positions [B, S] int64
-// → q and k rotated at their positions, v as is; all three contiguous on the kernel path.
+// qkv [B, S, (Hq + 2 Hkv) D], tables cos/sin [T_rope, D], positions [B, S] int64, bias [(Hq + 2 Hkv) D] or
+// undefined (added to qkv first, as `qkv + bias`) → q and k rotated at their positions, v as is; all three
+// contiguous on the kernel path.
 PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_table, const torch::Tensor& sin_table,
-                          const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv);
+                          const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv,
+                          const torch::Tensor& bias = {});
 
 }  // namespace llmbench::fused
