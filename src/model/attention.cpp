@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "llmbench/base/error.h"
+#include "llmbench/model/fused_prefill.h"
 
 // enable_gqa in scaled_dot_product_attention: torch ≥ 2.5.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
@@ -78,12 +79,15 @@ double lowest_of(torch::ScalarType dtype) {
 // every row of the tile), in place: the same values with less traffic.
 torch::Tensor eager_tile(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const torch::Tensor& allowed, std::int64_t s0, std::int64_t n, std::int64_t te,
-                         std::int64_t mask_from) {
+                         std::int64_t mask_from, bool fused) {
   const auto b = q.size(0), hq = q.size(1), d = q.size(3), hkv = k.size(1), g = hq / hkv;
   torch::Tensor qt = q.narrow(2, s0, n).reshape({b, hkv, g * n, d});  // [B, Hkv, G·n, D]; head h uses K/V head h / G
   torch::Tensor kt = k.narrow(2, 0, te), vt = v.narrow(2, 0, te);    // [B, Hkv, te, D]
   torch::Tensor scores = torch::matmul(qt, kt.transpose(-1, -2));     // [B, Hkv, G·n, te]
-  scores.mul_(1.0 / std::sqrt(static_cast<double>(d)));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (fused && fused::prefill_softmax_(scores, allowed, n, s0, mask_from, scale))
+    return torch::matmul(scores, vt);  // scores now hold the probs, [B, Hkv, G·n, D]
+  scores.mul_(scale);
   torch::Tensor blocked =
       allowed.narrow(2, s0, n).narrow(3, mask_from, te - mask_from).logical_not().unsqueeze(2);  // [B, 1, 1, n, te′]
   scores.view({b, hkv, g, n, te}).narrow(4, mask_from, te - mask_from).masked_fill_(blocked, lowest_of(q.scalar_type()));
@@ -97,7 +101,7 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
   const std::int64_t tile = tile_rows > 0 ? std::min(tile_rows, s) : eager_tile_rows(b, hq, s, t);
   // Unpadded causal: every row of a tile starting at s0 sees columns [0, s0); only the rest needs the mask.
   const bool triangle = mask.causal && !mask.padded;
-  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t, 0), hq, s);  // the plain path
+  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t, 0, mask.fused), hq, s);  // one tile
   torch::Tensor out = torch::empty({b, hkv, hq / hkv, s, d}, q.options());  // [B, Hkv, G, S, D]
   for (std::int64_t s0 = 0; s0 < s; s0 += tile) {
     const std::int64_t n = std::min(tile, s - s0);
@@ -106,7 +110,8 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
     // kKeyAlign blocks: softmax rows shorter than a vector take a scalar exp on CPU (other last bits).
     const std::int64_t te = mask.causal && s0 >= mask.ragged_rows ? std::min(t, round_up(s0 + n, kKeyAlign)) : t;
     const std::int64_t mask_from = triangle ? s0 : 0;
-    out.narrow(3, s0, n).copy_(eager_tile(q, k, v, mask.allowed, s0, n, te, mask_from).view({b, hkv, hq / hkv, n, d}));
+    out.narrow(3, s0, n).copy_(
+        eager_tile(q, k, v, mask.allowed, s0, n, te, mask_from, mask.fused).view({b, hkv, hq / hkv, n, d}));
   }
   return out.view({b, hq, s, d});
 }

@@ -80,7 +80,8 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
   torch::Tensor mask = attention_mask.to(torch::kInt64);                               // [B, P]
   torch::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);           // [B, P]
   auto [cos, sin] = rope.cos_sin(positions);                                          // [B, 1, P, D]
-  const AttnMask allowed = prefill_mask(mask);                                        // [B, 1, P, P] + facts
+  AttnMask allowed = prefill_mask(mask);                                              // [B, 1, P, P] + facts
+  allowed.fused = fused_active(weights_.embed, rope);  // eager tiles' softmax in one kernel
 
   torch::Tensor x = torch::embedding(weights_.embed, ids);                            // [B, P, H]
   auto attend = [&](std::int64_t i, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {

@@ -10,6 +10,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include "llmbench/cuda/prefill_softmax.h"
 #include "llmbench/cuda/rope_prefill.h"
 #endif
 
@@ -89,6 +90,41 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   return out;
 #else
   throw Error(cat(op, ": built without CUDA"));  // unreachable: uses_kernels() is false
+#endif
+}
+
+bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::int64_t n, std::int64_t s0,
+                      std::int64_t mask_from, double scale) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (!uses_kernels(scores) || scores.dim() != 4 || !scores.is_contiguous() || n < 1) return false;
+  const auto te = scores.size(3);
+  if (te > cuda::kPrefillSoftmaxMaxCols || scores.size(2) % n != 0) return false;
+  if (!allowed.defined() || allowed.dim() != 4 || allowed.scalar_type() != torch::kBool ||
+      allowed.device() != scores.device() || allowed.size(1) != 1 || allowed.stride(3) != 1 || allowed.size(3) < te ||
+      (allowed.size(0) != 1 && allowed.size(0) != scores.size(0)) || (allowed.size(2) != 1 && allowed.size(2) < s0 + n))
+    return false;
+  cuda::PrefillSoftmaxArgs a;
+  a.dtype = scores.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
+            : scores.scalar_type() == torch::kFloat16 ? cuda::DType::f16
+                                                      : cuda::DType::f32;
+  a.scores = scores.data_ptr();
+  a.rows = scores.numel() / te;
+  a.cols = te;
+  a.row_stride = te;
+  a.scale = static_cast<float>(scale);  // as mul_ takes a double scalar for a reduced-precision tensor
+  a.allowed = static_cast<const std::uint8_t*>(allowed.data_ptr());
+  a.allowed_stride_b = allowed.size(0) == 1 ? 0 : allowed.stride(0);
+  a.allowed_stride_row = allowed.size(2) == 1 ? 0 : allowed.stride(2);
+  a.rows_per_batch = scores.size(1) * scores.size(2);
+  a.n = n;
+  a.s0 = allowed.size(2) == 1 ? 0 : s0;
+  a.mask_from = mask_from;
+  c10::cuda::CUDAGuard guard(scores.device());
+  cuda::prefill_softmax(a, at::cuda::getCurrentCUDAStream().stream());
+  return true;
+#else
+  (void)scores, (void)allowed, (void)n, (void)s0, (void)mask_from, (void)scale;
+  return false;
 #endif
 }
 

@@ -73,6 +73,39 @@ TEST(GpuPrefillAttention, TiledEagerMatchesUntiled) {
   }
 }
 
+// The fused softmax of the eager tiles (AttnMask::fused: scale, mask, softmax in float and the rounding
+// in one kernel) against the plain ops: untiled and tiled, unpadded (the triangle: only columns from the
+// tile's first row on are masked) and left-padded, a warp per row (≤ 2,048 columns) and a block per row
+// (4,100 columns), 16-byte and scalar loads (an odd prompt length), bf16, fp16 and float32.
+TEST(GpuPrefillAttention, FusedSoftmaxMatchesThePlainOps) {
+  REQUIRE_CUDA();
+  torch::manual_seed(4);
+  struct Case {
+    std::int64_t b, s, tile;
+    std::vector<std::int64_t> pads;
+    torch::ScalarType dtype;
+  };
+  for (const Case& c : std::vector<Case>{{2, 512, 0, {0, 0}, torch::kBFloat16},
+                                         {2, 577, 0, {0, 40}, torch::kBFloat16},
+                                         {1, 2048, 384, {0}, torch::kBFloat16},
+                                         {2, 1000, 256, {0, 333}, torch::kFloat16},
+                                         {1, 4100, 1024, {0}, torch::kBFloat16},
+                                         {1, 300, 0, {7}, torch::kFloat32}}) {
+    const std::string what = "B=" + std::to_string(c.b) + " S=" + std::to_string(c.s) + " tile " +
+                             std::to_string(c.tile) + " pad " + std::to_string(c.pads.back()) + " " +
+                             c10::toString(c.dtype);
+    torch::Tensor q = randn({c.b, kHq, c.s, kD}).to(c.dtype), k = randn({c.b, kHkv, c.s, kD}).to(c.dtype),
+                  v = randn({c.b, kHkv, c.s, kD}).to(c.dtype);
+    AttnMask mask = prefill_mask(left_pad_mask(c.pads, c.s));
+    const torch::Tensor want = attention(AttnImpl::eager, q, k, v, mask, c.tile);
+    mask.fused = true;
+    const torch::Tensor got = attention(AttnImpl::eager, q, k, v, mask, c.tile);
+    expect_close(got, want, 2e-3, 1e-4, what);
+    EXPECT_GT(got.eq(want).to(torch::kFloat32).mean().item<double>(), 0.9) << what << ": almost all bits equal";
+    EXPECT_TRUE(torch::equal(got, attention(AttnImpl::eager, q, k, v, mask, c.tile))) << what << ": deterministic";
+  }
+}
+
 // Issue 15: an 8192-token eager prefill materialised [B, Hq, 8192, 8192] scores (35.1 GB peak for the
 // whole model). Tiled, one layer's attention stays within a tile's scores (≈ 0.6 GB) above its inputs.
 TEST(GpuPrefillAttention, EagerMemoryIsBoundedAt8192Tokens) {

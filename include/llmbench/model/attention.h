@@ -21,6 +21,8 @@ struct AttnMask {
   bool padded = true;             // false: allowed is exactly the causal triangle (every row of every batch)
   std::int64_t ragged_rows = 0;   // causal: rows [0, ragged_rows) may see no column at all in some batch
                                   // row (left padding); every later row sees at least one column
+  bool fused = false;             // eager: scale, mask and softmax of each tile in one CUDA kernel
+                                  // (fused::prefill_softmax_; same numbers up to float summation order)
 };
 
 // A prefill's mask over its own columns from attention_mask [B, P] (1: token, 0: pad): causal AND the

@@ -21,4 +21,12 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
                           const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv,
                           const torch::Tensor& bias = {});
 
+// The eager prefill's softmax for one query tile, in place: scores [B, Hkv, G·n, te] (contiguous, the model
+// dtype) become dtype(softmax(mask(dtype(scores · scale)))) in float, with allowed [B or 1, 1, P or 1, ≥ te]
+// bool giving query row s0 + i's mask (columns before mask_from: allowed). One CUDA kernel instead of
+// mul_, masked_fill_, softmax(float32) and .to(dtype). Returns false and leaves scores untouched where the
+// kernel does not apply (CPU, other layouts, rows over 16,384 columns): the caller runs those ops.
+bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::int64_t n, std::int64_t s0,
+                      std::int64_t mask_from, double scale);
+
 }  // namespace llmbench::fused

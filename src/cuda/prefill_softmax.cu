@@ -1,0 +1,126 @@
+#include "common.cuh"
+#include "llmbench/cuda/prefill_softmax.h"
+
+namespace llmbench::cuda {
+namespace {
+using namespace detail;
+
+constexpr int kThreads = 256;
+constexpr int kMaxValues = 64;  // values per thread kept in registers between the passes
+
+template <int kTpr>
+__device__ __forceinline__ float row_max(float v) {
+  if constexpr (kTpr == 32) {
+    return warp_max(v);
+  } else {
+    __shared__ float partial[kThreads / 32];
+    v = warp_max(v);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = threadIdx.x % 32 < kThreads / 32 ? partial[threadIdx.x % 32] : -INFINITY;
+    v = warp_max(v);
+    __syncthreads();  // partial is reused by the next reduction
+    return v;
+  }
+}
+
+template <int kTpr>
+__device__ __forceinline__ float row_sum(float v) {
+  if constexpr (kTpr == 32) {
+    return warp_sum(v);
+  } else {
+    __shared__ float partial[kThreads / 32];
+    v = warp_sum(v);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = threadIdx.x % 32 < kThreads / 32 ? partial[threadIdx.x % 32] : 0.0f;
+    return warp_sum(v);
+  }
+}
+
+// kTpr threads per row (32: a warp, 256: the block), kVec elements per load.
+template <class T, int kVec, int kTpr>
+__global__ void __launch_bounds__(kThreads) prefill_softmax_kernel(PrefillSoftmaxArgs a) {
+  using V = Vec<T, kVec>;
+  constexpr int kIters = kMaxValues / kVec;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / kTpr) + threadIdx.x / kTpr;
+  if (row >= a.rows) return;  // whole warps (kTpr 32) or the whole block (kTpr 256, one row) leave
+  const int t = threadIdx.x % kTpr;
+  T* srow = static_cast<T*>(a.scores) + row * a.row_stride;
+  const std::int64_t batch = row / a.rows_per_batch, q = a.s0 + row % a.n;
+  const std::uint8_t* mrow = a.allowed + batch * a.allowed_stride_b + q * a.allowed_stride_row;
+  const float lowest = Num<T>::lowest();
+  float v[kIters][kVec];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const std::int64_t c0 = static_cast<std::int64_t>(t + it * kTpr) * kVec;
+    if (c0 < a.cols) {
+      const V e = *reinterpret_cast<const V*>(srow + c0);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const std::int64_t c = c0 + j;
+        float x = round_f<T>(to_f(e.v[j]) * a.scale);                 // scores.mul_(scale)
+        if (c >= a.mask_from && mrow[c] == 0) x = lowest;              // masked_fill_(blocked, lowest)
+        v[it][j] = x;
+        mx = fmaxf(mx, x);
+      }
+    }
+  }
+  mx = row_max<kTpr>(mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const std::int64_t c0 = static_cast<std::int64_t>(t + it * kTpr) * kVec;
+    if (c0 < a.cols) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        v[it][j] = expf(v[it][j] - mx);
+        sum += v[it][j];
+      }
+    }
+  }
+  sum = row_sum<kTpr>(sum);
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const std::int64_t c0 = static_cast<std::int64_t>(t + it * kTpr) * kVec;
+    if (c0 < a.cols) {
+      V o;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(v[it][j] / sum);  // softmax(float).to(dtype)
+      *reinterpret_cast<V*>(srow + c0) = o;
+    }
+  }
+}
+
+template <class T, int kVec>
+void launch(const PrefillSoftmaxArgs& a, Stream stream) {
+  if (a.cols <= static_cast<std::int64_t>(32) * kMaxValues) {
+    const auto blocks = static_cast<unsigned>((a.rows + kThreads / 32 - 1) / (kThreads / 32));
+    prefill_softmax_kernel<T, kVec, 32><<<blocks, kThreads, 0, stream>>>(a);
+  } else {
+    prefill_softmax_kernel<T, kVec, kThreads><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+  }
+}
+
+}  // namespace
+
+void prefill_softmax(const PrefillSoftmaxArgs& a, Stream stream) {
+  if (a.rows <= 0) return;
+  if (a.cols <= 0 || a.cols > kPrefillSoftmaxMaxCols)
+    throw Error(cat("prefill_softmax kernel: ", a.cols, " columns (1 to ", kPrefillSoftmaxMaxCols, " supported)"));
+  if (!a.scores || !a.allowed || a.n <= 0 || a.rows_per_batch <= 0 || a.row_stride < a.cols)
+    throw Error("prefill_softmax kernel: bad arguments");
+  if (a.rows > 0x7fffffffLL) throw Error(cat("prefill_softmax kernel: ", a.rows, " rows exceed the grid"));
+  dispatch(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int kVec = 16 / sizeof(T);
+    if (a.cols % kVec == 0 && a.row_stride % kVec == 0 && aligned16(a.scores))
+      launch<T, kVec>(a, stream);
+    else
+      launch<T, 1>(a, stream);
+  });
+  check_launch("prefill_softmax kernel");
+}
+
+}  // namespace llmbench::cuda
