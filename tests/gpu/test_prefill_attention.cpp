@@ -101,7 +101,10 @@ TEST(GpuPrefillAttention, FusedSoftmaxMatchesThePlainOps) {
     mask.fused = true;
     const torch::Tensor got = attention(AttnImpl::eager, q, k, v, mask, c.tile);
     expect_close(got, want, 2e-3, 1e-4, what);
-    EXPECT_GT(got.eq(want).to(torch::kFloat32).mean().item<double>(), 0.9) << what << ": almost all bits equal";
+    if (c.dtype == torch::kFloat32)  // no final rounding to a coarse grid: summation order shows in the last bits
+      EXPECT_LT((got - want).abs().max().item<double>(), 1e-5) << what;
+    else
+      EXPECT_GT(got.eq(want).to(torch::kFloat32).mean().item<double>(), 0.9) << what << ": almost all bits equal";
     EXPECT_TRUE(torch::equal(got, attention(AttnImpl::eager, q, k, v, mask, c.tile))) << what << ": deterministic";
   }
 }
