@@ -86,6 +86,20 @@ void dispatch(DType dtype, F&& f) {
 
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// cudaDeviceGetAttribute(kAttr) of the current device, cached per device (attributes do not change).
+template <cudaDeviceAttr kAttr>
+int device_attribute(const char* what) {
+  constexpr int kMaxDevices = 64;
+  static int cached[kMaxDevices] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) throw Error(cat(what, ": no CUDA device"));
+  if (dev < kMaxDevices && cached[dev] > 0) return cached[dev];
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, kAttr, dev) != cudaSuccess) throw Error(cat(what, ": cudaDeviceGetAttribute failed"));
+  if (dev < kMaxDevices) cached[dev] = n;
+  return n;
+}
+
 inline void check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw Error(cat(what, ": ", cudaGetErrorString(e)));

@@ -489,17 +489,6 @@ void decode_attention(const DecodeAttnArgs& a, const DecodeAttnPlan& plan, void*
   });
 }
 
-int sm_count() {
-  constexpr int kMaxDevices = 64;
-  static int cached[kMaxDevices] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) throw Error("sm_count: no CUDA device");
-  if (dev < kMaxDevices && cached[dev] > 0) return cached[dev];
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    throw Error("sm_count: cudaDeviceGetAttribute failed");
-  if (dev < kMaxDevices) cached[dev] = n;
-  return n;
-}
+int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>("sm_count"); }
 
 }  // namespace llmbench::cuda

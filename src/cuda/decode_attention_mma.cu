@@ -299,19 +299,6 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
 #endif
 }
 
-int compute_capability_major() {
-  constexpr int kMaxDevices = 64;
-  static int cached[kMaxDevices] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) throw Error("decode_attention: no CUDA device");
-  if (dev < kMaxDevices && cached[dev] > 0) return cached[dev];
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-    throw Error("decode_attention: cudaDeviceGetAttribute failed");
-  if (dev < kMaxDevices) cached[dev] = major;
-  return major;
-}
-
 template <class T, class TKV, int NC>
 void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream) {
   const Layout l = layout(a.heads_q, a.heads_kv);
@@ -336,7 +323,7 @@ void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stre
 
 bool mma_decode_attention_supported(DType dtype, int head_dim) {
   if (dtype == DType::f32 || (head_dim != 64 && head_dim != 128)) return false;
-  return compute_capability_major() >= 9;
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>("decode_attention") >= 9;
 }
 
 void mma_decode_attention(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream) {
