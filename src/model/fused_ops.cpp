@@ -342,4 +342,19 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
 #endif
 }
 
+bool decode_attention_uses_mma(const torch::Tensor& like, std::int64_t batch, std::int64_t heads_q,
+                               std::int64_t heads_kv, std::int64_t head_dim, std::int64_t t_max) {
+  if (!uses_kernels(like)) return false;
+#ifdef LLMBENCH_WITH_CUDA
+  c10::cuda::CUDAGuard guard(like.device());
+  return cuda::plan_decode_attention(kernel_dtype(like), static_cast<int>(batch), static_cast<int>(heads_q),
+                                     static_cast<int>(heads_kv), static_cast<int>(head_dim), t_max, cuda::sm_count(),
+                                     0, decode_attention_kernel())
+             .kernel == cuda::DecodeAttnKernel::mma;
+#else
+  (void)batch, (void)heads_q, (void)heads_kv, (void)head_dim, (void)t_max;
+  return false;
+#endif
+}
+
 }  // namespace llmbench::fused

@@ -7,6 +7,7 @@
 #include "llmbench/base/log.h"
 #include "llmbench/bench/device_env.h"
 #include "llmbench/dist/shard.h"
+#include "llmbench/model/fused_ops.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/model/quantize.h"
 
@@ -71,6 +72,13 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
 void Model::set_fused(bool fused) { decoder_->set_fused(fused); }
 
 bool Model::fused_active() const { return decoder_->fused_active(weights_.embed, rope_); }
+
+bool Model::decode_attention_mma(std::int64_t rows) const {
+  if (!fused_active() || !cache_.allocated()) return false;
+  const ModelConfig& c = config();
+  return fused::decode_attention_uses_mma(weights_.embed, rows, c.num_heads, c.num_kv_heads, c.head_dim,
+                                          cache_.max_len());
+}
 
 void Model::set_gemv(bool gemv) {
   LinearPaths p = decoder_->linear_paths();

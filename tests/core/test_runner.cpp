@@ -77,6 +77,10 @@ TEST(Runner, OnePointHasTheRightCountsAndConsistentTimes) {
   EXPECT_GT(p.memory.peak_rss_bytes, 0u);
   EXPECT_GT(p.cold.load_ms, 0.0);
   EXPECT_GT(p.cold.first_generate_ms, 0.0);
+  // Which paths ran: on the CPU no fused kernel, so neither the fused step nor the mma decode attention.
+  ASSERT_EQ(p.paths.count("decode_attention_mma"), 1u);
+  EXPECT_FALSE(p.paths.at("decode_attention_mma"));
+  EXPECT_FALSE(p.paths.at("fused"));
 }
 
 TEST(Runner, SummaryRecomputedFromRawRunsMatches) {

@@ -45,5 +45,9 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& valid, const torch::Tensor& k_scale = {},
                                const torch::Tensor& v_scale = {});
+// Whether decode_attention on a [batch, heads_q, head_dim] query like `like` (its device and dtype) over
+// [batch, heads_kv, t_max, head_dim] runs the tensor-core (mma) kernel; false where no kernel runs (CPU).
+bool decode_attention_uses_mma(const torch::Tensor& like, std::int64_t batch, std::int64_t heads_q,
+                               std::int64_t heads_kv, std::int64_t head_dim, std::int64_t t_max);
 
 }  // namespace llmbench::fused
