@@ -24,6 +24,16 @@ std::string shape(const torch::Tensor& t) {
   return os.str();
 }
 
+#ifdef LLMBENCH_WITH_CUDA
+cuda::DType kernel_dtype(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kBFloat16: return cuda::DType::bf16;
+    case torch::kFloat16: return cuda::DType::f16;
+    default: return cuda::DType::f32;
+  }
+}
+#endif
+
 }  // namespace
 
 PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_table, const torch::Tensor& sin_table,
@@ -67,9 +77,7 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   PrefillQkv out{torch::empty({b, heads_q, s, d}, qkv.options()), torch::empty({b, heads_kv, s, d}, qkv.options()),
                  torch::empty({b, heads_kv, s, d}, qkv.options())};
   cuda::RopePrefillArgs a;
-  a.dtype = qkv.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
-            : qkv.scalar_type() == torch::kFloat16 ? cuda::DType::f16
-                                                   : cuda::DType::f32;
+  a.dtype = kernel_dtype(qkv);
   a.qkv = x.data_ptr();
   a.qkv_stride = x.stride(0);
   const torch::Tensor b_c = bias.defined() ? bias.contiguous() : bias;
@@ -104,9 +112,7 @@ bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::
       (allowed.size(0) != 1 && allowed.size(0) != scores.size(0)) || (allowed.size(2) != 1 && allowed.size(2) < s0 + n))
     return false;
   cuda::PrefillSoftmaxArgs a;
-  a.dtype = scores.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
-            : scores.scalar_type() == torch::kFloat16 ? cuda::DType::f16
-                                                      : cuda::DType::f32;
+  a.dtype = kernel_dtype(scores);
   a.scores = scores.data_ptr();
   a.rows = scores.numel() / te;
   a.cols = te;
