@@ -14,11 +14,10 @@ torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 [ -f "$build/build.ninja" ] ||
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" -DLLMBENCH_CUDA=ON \
     >"$out/configure.log"
-cmake --build "$build" -j"$(nproc)" --target llmbench test_gpu test_core >"$out/build.log"
+cmake --build "$build" -j"$(nproc)" --target llmbench test_gpu test_core bench_gemv >"$out/build.log"
 "$build/tests/test_gpu" --gtest_filter='Gemv.*:DecodePaths.*:KvFp8Gpu.*:FusedOps.*' 2>&1 | tee "$out/gpu-tests.log" | tail -3
 "$build/tests/test_core" --gtest_filter='KvFp8.*:Quantize.*' 2>&1 | tee "$out/core-kv-tests.log" | tail -3
-LLMBENCH_GEMV_BENCH=1 "$build/tests/test_gpu" --gtest_filter='GemvBench.*' 2>&1 | tee "$out/gemv-bench.log" |
-  grep -E '^(shape|qkv|o |gate_up|down)'
+"$build/tests/bench_gemv" qwen2.5-7b 2>&1 | tee "$out/gemv-bench.log" | grep -E '^(device|.* layer )'
 bench=(--model qwen2.5-7b --batch 1,4 --prompt-len 512 --max-new-tokens 64 --runs 5 --warmup 1)
 "$build/llmbench" run "${bench[@]}" --weights bf16,int8,fp8 --output "$out/quant.json" 2>"$out/quant.log" |
   tee "$out/quant.txt"

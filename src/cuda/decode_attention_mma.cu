@@ -5,6 +5,7 @@
 
 #include "common.cuh"
 #include "decode_attention_mma.cuh"
+#include "mma.cuh"
 
 // Decode attention in one launch on tensor cores (sm_90): the same numbers as the three-launch kernel
 // of decode_attention.cu (the eager formula up to float summation order: scores rounded to the dtype
@@ -49,26 +50,6 @@ constexpr bool kFp8 = std::is_same_v<TKV, __nv_fp8_e4m3>;
 template <class TKV>
 using Raw8 = std::conditional_t<kFp8<TKV>, uint2, uint4>;
 
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {  // rounded to T, `lo` in the low half
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
-
-template <class T>
-__device__ __forceinline__ float2 unpack2(uint32_t u) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
-  } else {
-    return __half22float2(*reinterpret_cast<const __half2*>(&u));
-  }
-}
-
 // Eight cache elements as eight T in four packed pairs. e4m3 is dequantized with the head's scale and
 // rounded to T, as KvCache's dequantized read gives the plain path.
 template <class T, class TKV>
@@ -84,21 +65,6 @@ __device__ __forceinline__ uint4 to_packed(const Raw8<TKV>& raw, float scale) {
     return make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     return raw;
-  }
-}
-
-// c[16 × 8] += a[16 × 16] · b[16 × 8], 16-bit inputs, float accumulators (PTX fragment layouts).
-template <class T>
-__device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
 }
 

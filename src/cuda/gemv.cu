@@ -1,11 +1,14 @@
 // Decode GEMV (llmbench/cuda/gemv.h): y [B, N] = x [B, K] · (W [N, K] · scale [N])ᵀ (+ bias), B ≤ 16,
-// W in the activation dtype, int8 or float8 e4m3; and the dequantize kernel of the prefill path.
+// W in the activation dtype, int8 or float8 e4m3, on CUDA cores (simt) or tensor cores (mma); and the
+// dequantize kernel of the prefill path.
 #include <cuda_fp8.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "common.cuh"
 #include "llmbench/cuda/gemv.h"
+#include "mma.cuh"
 
 namespace llmbench::cuda {
 namespace {
@@ -83,7 +86,7 @@ __device__ __forceinline__ void load_x(const TA* p, float* out) {
 // Each warp owns kR consecutive rows of W and all kB rows of x. Lanes walk K in chunks of kE elements
 // (16 bytes of W) strided by the warp; the partial sums meet in a shuffle reduction at the end.
 template <class TA, class TW, int kB, int kR, int kE>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
+__global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
   const int lane = threadIdx.x % 32;
   const std::int64_t row0 = (static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * kR;
   if (row0 >= a.n) return;  // the whole warp leaves together
@@ -150,8 +153,8 @@ void launch_gemv(const GemvArgs& a, Stream stream) {
   constexpr int kR = kB <= 2 ? 2 : 4;  // rows per warp: more rows reuse each x load more often
   const std::int64_t rows_per_block = static_cast<std::int64_t>(kWarps) * kR;
   const std::int64_t blocks = (a.n + rows_per_block - 1) / rows_per_block;
-  gemv_kernel<TA, TW, kB, kR, kE><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
-  check_launch("gemv kernel");
+  simt_kernel<TA, TW, kB, kR, kE><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  check_launch("gemv simt kernel");
 }
 
 template <class TA, class TW, int kB>
@@ -174,6 +177,144 @@ void launch_batch(const GemvArgs& a, Stream stream) {
   if (a.batch <= 4) return launch_vec_or_scalar<TA, TW, 4>(a, stream);
   if (a.batch <= 8) return launch_vec_or_scalar<TA, TW, 8>(a, stream);
   launch_vec_or_scalar<TA, TW, 16>(a, stream);
+}
+
+// ---- Tensor-core kernel ----
+// Block = 16 rows of W (row0 …) × all of K; its kMmaWarps warps take the K steps s = warp, warp + 8, …
+// A step is 4 kE columns: lane = 4 g + t loads 16 bytes (kE elements) of rows row0 + g and row0 + 8 + g
+// at column 4 kE s + kE t, and kE elements of x for batch rows g (and g + 8) at the same columns. Read as
+// packed pairs of TA, those are the A (W) and B (xᵀ) fragments of kE / 4 m16n8k16 MMAs whose k index runs
+// over the step's columns in a permuted order — the same for A and B, so each MMA is still a dot product
+// over 16 distinct columns. The accumulators (rows g, g + 8 × batch 2t, 2t + 1) of the 8 warps are summed
+// in shared memory. int8 and e4m3 convert exactly to bf16/fp16, so the products are exact and the sums
+// are float, as in the simt kernel (a different summation order).
+constexpr int kMmaWarps = 8;
+constexpr int kMmaThreads = 32 * kMmaWarps;
+constexpr int kMmaUnroll = 4;  // steps a warp has in flight
+
+template <class TW>
+constexpr int kMmaE = 16 / static_cast<int>(sizeof(TW));  // W elements per 16-byte load
+
+// 16 bytes of W (kMmaE<TW> elements) as kMmaE / 2 packed pairs of TA (element 2p in the low half of p).
+template <class TA, class TW>
+__device__ __forceinline__ void to_pairs(const int4& raw, uint32_t (&out)[kMmaE<TW> / 2]) {
+  const uint32_t words[4] = {static_cast<uint32_t>(raw.x), static_cast<uint32_t>(raw.y), static_cast<uint32_t>(raw.z),
+                             static_cast<uint32_t>(raw.w)};
+  if constexpr (std::is_same_v<TW, std::int8_t>) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float f[4];
+      int8x4_to_float(words[i], f);
+      out[2 * i] = pack2<TA>(f[0], f[1]);
+      out[2 * i + 1] = pack2<TA>(f[2], f[3]);
+    }
+  } else if constexpr (std::is_same_v<TW, __nv_fp8_e4m3>) {
+    const auto* pairs = reinterpret_cast<const __nv_fp8x2_e4m3*>(words);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float2 f = static_cast<float2>(pairs[i]);
+      out[i] = pack2<TA>(f.x, f.y);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = words[i];
+  }
+}
+
+// kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16.
+template <class TA, class TW, int kNT>
+__global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a) {
+  constexpr int kE = kMmaE<TW>;
+  constexpr int kStep = 4 * kE;                                  // columns per warp step
+  constexpr int kX = kE * static_cast<int>(sizeof(TA)) / 16;     // 16-byte loads of x per lane and n-tile
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * 16;
+  const TW* w = static_cast<const TW*>(a.w);
+  const TW* w_lo = w + min(row0 + g, a.n - 1) * a.k + t * kE;      // past the end: recompute the last row
+  const TW* w_hi = w + min(row0 + 8 + g, a.n - 1) * a.k + t * kE;
+  const TA* xr[kNT];
+  bool has_x[kNT];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int b = 8 * nt + g;
+    has_x[nt] = b < a.batch;
+    xr[nt] = static_cast<const TA*>(a.x) + (has_x[nt] ? b : 0) * a.x_stride + t * kE;
+  }
+  float c[kNT][4];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[nt][i] = 0.0f;
+
+  // kU steps of this warp (s, s + kMmaWarps, …): every load first, then the MMAs.
+  auto steps_from = [&](int s, auto unroll) {
+    constexpr int kU = decltype(unroll)::value;
+    int4 lo[kU], hi[kU], xv[kU][kNT][kX];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const std::int64_t col = static_cast<std::int64_t>(s + u * kMmaWarps) * kStep;
+      lo[u] = __ldcs(reinterpret_cast<const int4*>(w_lo + col));
+      hi[u] = __ldcs(reinterpret_cast<const int4*>(w_hi + col));
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int j = 0; j < kX; ++j)
+          xv[u][nt][j] = has_x[nt] ? __ldg(reinterpret_cast<const int4*>(xr[nt] + col) + j) : make_int4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      uint32_t wl[kE / 2], wh[kE / 2];
+      to_pairs<TA, TW>(lo[u], wl);
+      to_pairs<TA, TW>(hi[u], wh);
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const uint32_t* xp = reinterpret_cast<const uint32_t*>(xv[u][nt]);
+#pragma unroll
+        for (int j = 0; j < kE / 4; ++j)
+          mma16816<TA>(c[nt], wl[2 * j], wh[2 * j], wl[2 * j + 1], wh[2 * j + 1], xp[2 * j], xp[2 * j + 1]);
+      }
+    }
+  };
+  const int steps = static_cast<int>(a.k / kStep);
+  int s = warp;
+  for (; s + (kMmaUnroll - 1) * kMmaWarps < steps; s += kMmaUnroll * kMmaWarps)
+    steps_from(s, std::integral_constant<int, kMmaUnroll>{});
+  for (; s < steps; s += kMmaWarps) steps_from(s, std::integral_constant<int, 1>{});
+
+  __shared__ float partial[kMmaWarps][kNT * 4][32];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial[warp][nt * 4 + i][lane] = c[nt][i];
+  __syncthreads();
+  if (warp >= kNT * 4) return;
+  // Warp v sums accumulator v (n-tile v / 4, element v % 4) over the block's warps.
+  float v = 0.0f;
+#pragma unroll
+  for (int w2 = 0; w2 < kMmaWarps; ++w2) v += partial[w2][warp][lane];
+  const std::int64_t row = row0 + g + (warp % 4 >= 2 ? 8 : 0);
+  const int b = 8 * (warp / 4) + 2 * t + warp % 2;
+  if (row >= a.n || b >= a.batch) return;
+  const float scale = a.scale ? a.scale[row] : 1.0f;
+  const float add = a.bias ? to_f(static_cast<const TA*>(a.bias)[row]) : 0.0f;
+  static_cast<TA*>(a.y)[b * a.y_stride + row] = from_f<TA>(fmaf(v, scale, add));
+}
+
+bool mma_applies(const GemvArgs& a) {
+  if (a.dtype == DType::f32) return false;
+  const std::int64_t step = a.weight == WeightType::act ? 32 : 64;
+  return a.k % step == 0 && aligned16(a.w) && aligned16(a.x) && (a.x_stride * 2) % 16 == 0 &&
+         device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") >= 8;
+}
+
+template <class TA, class TW>
+void launch_mma(const GemvArgs& a, Stream stream) {
+  const auto blocks = static_cast<unsigned>((a.n + 15) / 16);
+  if (a.batch <= 8)
+    mma_kernel<TA, TW, 1><<<blocks, kMmaThreads, 0, stream>>>(a);
+  else
+    mma_kernel<TA, TW, 2><<<blocks, kMmaThreads, 0, stream>>>(a);
+  check_launch("gemv mma kernel");
 }
 
 template <class T, class TW, int kE>
@@ -218,17 +359,42 @@ void dispatch_weight(WeightType weight, F&& f) {
 
 }  // namespace
 
+GemvKernel gemv_kernel(const GemvArgs& a) {
+  if (a.kernel == GemvKernel::simt) return GemvKernel::simt;
+  if (mma_applies(a)) return GemvKernel::mma;
+  if (a.kernel == GemvKernel::mma)
+    throw Error(cat("gemv: the mma kernel needs bf16/fp16 activations, K a multiple of ",
+                    a.weight == WeightType::act ? 32 : 64, " (K = ", a.k,
+                    "), 16-byte aligned W and x rows and a GPU of compute capability 8.0 or later"));
+  return GemvKernel::simt;
+}
+
+GemvKernel parse_gemv_kernel(const char* name) {
+  if (std::strcmp(name, "auto") == 0) return GemvKernel::automatic;
+  if (std::strcmp(name, "simt") == 0) return GemvKernel::simt;
+  if (std::strcmp(name, "mma") == 0) return GemvKernel::mma;
+  throw Error(cat("gemv kernel: unknown name '", name, "' (expected auto, simt or mma)"));
+}
+
 void gemv(const GemvArgs& a, Stream stream) {
   if (a.batch < 1 || a.batch > kGemvMaxRows) throw Error(cat("gemv: batch ", a.batch, " outside [1, ", kGemvMaxRows, "]"));
   if (a.n <= 0 || a.k <= 0) return;
   if (!a.x || !a.w || !a.y) throw Error("gemv: null x, w or y");
   if (a.weight != WeightType::act && !a.scale) throw Error("gemv: quantized weights need their scales");
+  const bool mma = gemv_kernel(a) == GemvKernel::mma;
   dispatch(a.dtype, [&](auto tag) {
     using TA = typename decltype(tag)::type;
+    auto run = [&](auto wtag) {
+      using TW = typename decltype(wtag)::type;
+      if constexpr (!std::is_same_v<TA, float>) {
+        if (mma) return launch_mma<TA, TW>(a, stream);
+      }
+      launch_batch<TA, TW>(a, stream);
+    };
     switch (a.weight) {
-      case WeightType::act: return launch_batch<TA, TA>(a, stream);
-      case WeightType::int8: return launch_batch<TA, std::int8_t>(a, stream);
-      case WeightType::fp8_e4m3: return launch_batch<TA, __nv_fp8_e4m3>(a, stream);
+      case WeightType::act: return run(Tag<TA>{});
+      case WeightType::int8: return run(Tag<std::int8_t>{});
+      case WeightType::fp8_e4m3: return run(Tag<__nv_fp8_e4m3>{});
     }
   });
 }

@@ -1,5 +1,8 @@
 #include "llmbench/model/linear.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "llmbench/base/error.h"
 #include "llmbench/model/quantize.h"
 
@@ -38,17 +41,25 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch:
 }
 
 #ifdef LLMBENCH_WITH_CUDA
-torch::Tensor gemv(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
-                   const torch::Tensor& bias) {
-  const auto k = x.size(-1), n = w.size(0), rows = x.numel() / k;
-  torch::Tensor x2 = x.reshape({rows, k});                                           // [B, K]
-  if (x2.stride(1) != 1) x2 = x2.contiguous();
-  torch::Tensor y = torch::empty({rows, n}, x.options());                            // [B, N]
-  c10::cuda::CUDAGuard guard(x.device());
+// LLMBENCH_GEMV_KERNEL=simt|mma forces one GEMV kernel (A/B runs and tests); unset or "auto": mma where it
+// applies. Read at every call, so a test can switch it between calls.
+cuda::GemvKernel forced_gemv_kernel() {
+  const char* v = std::getenv("LLMBENCH_GEMV_KERNEL");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto") return cuda::GemvKernel::automatic;
+  if (s == "simt") return cuda::GemvKernel::simt;
+  if (s == "mma") return cuda::GemvKernel::mma;
+  throw UsageError(cat("LLMBENCH_GEMV_KERNEL must be auto, simt or mma, got '", s, "'"));
+}
+
+// The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
+cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
+                         const torch::Tensor& bias, void* y) {
+  const auto k = x2.size(1), n = w.size(0);
   cuda::GemvArgs a;
-  a.dtype = x.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
-            : x.scalar_type() == torch::kFloat16 ? cuda::DType::f16
-                                                 : cuda::DType::f32;
+  a.dtype = x2.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
+            : x2.scalar_type() == torch::kFloat16 ? cuda::DType::f16
+                                                  : cuda::DType::f32;
   a.weight = !scale.defined() ? cuda::WeightType::act
              : w.scalar_type() == torch::kInt8 ? cuda::WeightType::int8
                                                : cuda::WeightType::fp8_e4m3;
@@ -57,13 +68,28 @@ torch::Tensor gemv(const torch::Tensor& x, const torch::Tensor& w, const torch::
   a.w = w.data_ptr();
   a.scale = scale.defined() ? scale.data_ptr<float>() : nullptr;
   a.bias = bias.defined() ? bias.data_ptr() : nullptr;
-  a.y = y.data_ptr();
+  a.y = y;
   a.y_stride = n;
-  a.batch = static_cast<int>(rows);
+  a.batch = static_cast<int>(x2.size(0));
   a.n = n;
   a.k = k;
-  cuda::gemv(a, at::cuda::getCurrentCUDAStream().stream());
-  return y.view(out_shape(x, n));
+  a.kernel = forced_gemv_kernel();
+  return a;
+}
+
+torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with unit column stride
+  const auto k = x.size(-1);
+  torch::Tensor x2 = x.reshape({x.numel() / k, k});  // [B, K]
+  return x2.stride(1) == 1 ? x2 : x2.contiguous();
+}
+
+torch::Tensor gemv(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                   const torch::Tensor& bias) {
+  torch::Tensor x2 = rows_of(x);                                         // [B, K]
+  torch::Tensor y = torch::empty({x2.size(0), w.size(0)}, x.options());  // [B, N]
+  c10::cuda::CUDAGuard guard(x.device());
+  cuda::gemv(gemv_args(x2, w, scale, bias, y.data_ptr()), at::cuda::getCurrentCUDAStream().stream());
+  return y.view(out_shape(x, w.size(0)));
 }
 #endif
 
@@ -112,6 +138,18 @@ bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::T
   if (!scale.defined()) return w.scalar_type() == s;
   return (w.scalar_type() == torch::kInt8 || is_fp8(w)) && scale.scalar_type() == torch::kFloat32 &&
          scale.is_contiguous();
+#else
+  (void)x, (void)w, (void)scale, (void)bias, (void)paths;
+  return false;
+#endif
+}
+
+bool gemv_uses_mma(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                   const torch::Tensor& bias, const LinearPaths& paths) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (!gemv_applies(x, w, scale, bias, paths)) return false;
+  c10::cuda::CUDAGuard guard(x.device());
+  return cuda::gemv_kernel(gemv_args(rows_of(x), w, scale, bias, nullptr)) == cuda::GemvKernel::mma;
 #else
   (void)x, (void)w, (void)scale, (void)bias, (void)paths;
   return false;

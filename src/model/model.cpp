@@ -95,6 +95,13 @@ bool Model::gemv_active(std::int64_t rows) const {
   return gemv_applies(x, l.qkv, l.qkv_scale, l.qkv_bias, decoder_->linear_paths());
 }
 
+bool Model::gemv_mma(std::int64_t rows) const {
+  if (weights_.layers.empty()) return false;
+  const LayerWeights& l = weights_.layers[0];
+  torch::Tensor x = torch::empty({rows, config().hidden_size}, weights_.embed.options());  // [B, H] probe
+  return gemv_uses_mma(x, l.qkv, l.qkv_scale, l.qkv_bias, decoder_->linear_paths());
+}
+
 void Model::set_fp8_gemm(Fp8Gemm gemm) {
   LinearPaths p = decoder_->linear_paths();
   p.fp8_gemm = gemm;

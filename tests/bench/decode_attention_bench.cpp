@@ -16,50 +16,20 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "llmbench/cuda/kernels.h"
 
 namespace {
 
+using llmbench::bench::check;
+using llmbench::bench::time_per_call;
 using llmbench::cuda::DecodeAttnArgs;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
 
 struct Shape {
   int batch, heads_q, heads_kv;
   std::int64_t columns;
   const char* model;
 };
-
-// GPU milliseconds of `reps` replays of a graph of `per_graph` calls of f, per call.
-template <class F>
-double time_per_call(cudaStream_t stream, int per_graph, int reps, F&& f) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture begin");
-  for (int i = 0; i < per_graph; ++i) f();
-  check(cudaStreamEndCapture(stream, &graph), "capture end");
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  for (int i = 0; i < 3; ++i) check(cudaGraphLaunch(exec, stream), "warm-up");
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start, stream);
-  for (int i = 0; i < reps; ++i) check(cudaGraphLaunch(exec, stream), "replay");
-  cudaEventRecord(stop, stream);
-  check(cudaEventSynchronize(stop), "sync");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms / (per_graph * reps);
-}
 
 }  // namespace
 

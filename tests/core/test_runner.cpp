@@ -80,6 +80,8 @@ TEST(Runner, OnePointHasTheRightCountsAndConsistentTimes) {
   // Which paths ran: on the CPU no fused kernel, so neither the fused step nor the mma decode attention.
   ASSERT_EQ(p.paths.count("decode_attention_mma"), 1u);
   EXPECT_FALSE(p.paths.at("decode_attention_mma"));
+  ASSERT_EQ(p.paths.count("gemv_mma"), 1u);  // the tensor-core GEMV: CUDA only
+  EXPECT_FALSE(p.paths.at("gemv_mma"));
   EXPECT_FALSE(p.paths.at("fused"));
 }
 

@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "llmbench/base/error.h"
-#include "llmbench/bench/event_clock.h"
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/linear.h"
 #include "llmbench/model/model.h"
@@ -75,6 +74,78 @@ TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
       }
     }
   }
+}
+
+namespace {
+
+// Sets LLMBENCH_GEMV_KERNEL for one scope (linear() reads it at every call).
+struct GemvKernelEnv {
+  explicit GemvKernelEnv(const char* kernel) { setenv("LLMBENCH_GEMV_KERNEL", kernel, 1); }
+  ~GemvKernelEnv() { unsetenv("LLMBENCH_GEMV_KERNEL"); }
+};
+
+}  // namespace
+
+// Each kernel forced in turn (simt: CUDA cores; mma: tensor cores), against float32 on the dequantized
+// weight: every weight format, B from 1 to 16 (one and two MMA n-tiles, odd counts), N with a partial
+// 16-row tile, K of one step per warp (64) up to the model's (3584, several unrolled rounds plus single
+// steps), x rows strided inside a wider tensor, with and without a bias.
+TEST(Gemv, BothKernelsMatchFloat32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(2);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  for (const char* kernel : {"simt", "mma"}) {
+    GemvKernelEnv env(kernel);
+    for (WeightFormat f : formats()) {
+      for (std::int64_t k : {64, 448, 3584}) {
+        for (std::int64_t b : {1, 3, 8, 9, 16}) {
+          for (bool with_bias : {false, true}) {
+            SCOPED_TRACE(cat(kernel, " ", to_string(f), " K=", k, " B=", b, with_bias ? " bias" : ""));
+            const std::int64_t n = 147;
+            torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;                          // [N, K]
+            torch::Tensor x = torch::randn({b, k + 64}, bf16).narrow(1, 0, k);            // [B, K], row stride K + 64
+            torch::Tensor bias = with_bias ? torch::randn({n}, bf16) : torch::Tensor();  // [N]
+            torch::Tensor wq = w, scale, w_ref = w.to(torch::kFloat32);
+            if (f != WeightFormat::plain) {
+              QuantizedTensor qt = quantize(w, f);
+              wq = qt.q;
+              scale = qt.scale;
+              w_ref = dequantize(qt.q.cpu(), qt.scale.cpu(), torch::kFloat32).to(torch::kCUDA);  // [N, K] float32
+            }
+            ASSERT_EQ(gemv_uses_mma(x, wq, scale, bias, gemv), std::string(kernel) == "mma");
+            torch::Tensor y = linear(x, wq, scale, bias, gemv);                       // [B, N] bf16
+            torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w_ref.t());    // [B, N]
+            if (with_bias) ref = ref + bias.to(torch::kFloat32);
+            EXPECT_TRUE(torch::isfinite(y).all().item<bool>());
+            EXPECT_LT(rel_diff(y, ref), 1e-2);  // one bf16 rounding of the output + float summation order
+          }
+        }
+      }
+    }
+  }
+}
+
+// The mma kernel needs K a multiple of its step (32 columns for bf16 W, 64 for int8/fp8): otherwise the
+// automatic choice is the simt kernel, and forcing mma is a clear error, not a wrong result.
+TEST(Gemv, MmaKernelOnlyWhereItApplies) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  torch::Tensor x = torch::randn({2, 96}, bf16);  // [B, K]: 96 = 3 · 32, not a multiple of 64
+  torch::Tensor w = torch::randn({40, 96}, bf16);  // [N, K]
+  EXPECT_TRUE(gemv_uses_mma(x, w, {}, {}, gemv));  // bf16 W: step 32
+  QuantizedTensor qt = quantize(w, WeightFormat::int8);
+  EXPECT_FALSE(gemv_uses_mma(x, qt.q, qt.scale, {}, gemv));  // int8 W: step 64
+  torch::Tensor simt = linear(x, qt.q, qt.scale, {}, gemv);
+  torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), dequantize(qt.q, qt.scale, torch::kFloat32).t());
+  EXPECT_LT(rel_diff(simt, ref), 1e-2);
+  GemvKernelEnv env("mma");
+  EXPECT_THROW(linear(x, qt.q, qt.scale, {}, gemv), Error);
+  GemvKernelEnv bad("fast");
+  EXPECT_THROW(linear(x, w, {}, {}, gemv), UsageError);
 }
 
 // The dequantize kernel computes float(q) · scale rounded once, as the CPU's torch ops do: bit-exact.
@@ -181,54 +252,6 @@ TEST(Gemv, ModelDecodeMatchesThePlainPath) {
       for (size_t i = 0; i < plain.size(); ++i) {
         SCOPED_TRACE(i);
         EXPECT_LT(rel_diff(fast[i], plain[i]), bound);
-      }
-    }
-  }
-}
-
-// Micro-benchmark (runs only with LLMBENCH_GEMV_BENCH=1; scripts/bench/quant_gpu.sh sets it): the
-// Qwen2.5-7B decode shapes, each weight format and B in {1, 4, 16}, GEMV kernel vs torch's matmul (for
-// quantized weights torch has no GEMV: its row is dequantize + matmul). Prints µs per call and the
-// effective bandwidth (W + scales + x + y bytes / time); H200 copy bandwidth is about 4.25 TB/s.
-TEST(GemvBench, Bandwidth) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
-  const char* on = std::getenv("LLMBENCH_GEMV_BENCH");
-  if (!on || std::string(on) != "1") GTEST_SKIP() << "set LLMBENCH_GEMV_BENCH=1 to run";
-  const torch::Device cuda(torch::kCUDA, 0);
-  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(cuda);
-  struct Shape {
-    const char* name;
-    std::int64_t n, k;
-  };
-  const Shape shapes[] = {{"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}};
-  LinearPaths gemv, plain;
-  gemv.gemv = true;
-  std::printf("%-8s %-5s %3s %12s %12s %12s %12s\n", "shape", "w", "B", "gemv us", "gemv GB/s", "torch us", "torch GB/s");
-  for (WeightFormat f : formats()) {
-    for (const Shape& s : shapes) {
-      torch::Tensor w = torch::randn({s.n, s.k}, bf16) * 0.02, scale;
-      if (f != WeightFormat::plain) {
-        QuantizedTensor qt = quantize(w, f);
-        w = qt.q;
-        scale = qt.scale;
-      }
-      for (std::int64_t b : {1, 4, 16}) {
-        torch::Tensor x = torch::randn({b, 1, s.k}, bf16);
-        const double bytes = static_cast<double>(w.numel()) * w.element_size() + (scale.defined() ? 4.0 * s.n : 0) +
-                             2.0 * b * (s.k + s.n);
-        auto time_us = [&](const LinearPaths& p) {
-          const int iters = 200;
-          for (int i = 0; i < 10; ++i) linear(x, w, scale, {}, p);
-          EventClock clock(cuda, 2);
-          clock.mark(0);
-          for (int i = 0; i < iters; ++i) linear(x, w, scale, {}, p);
-          clock.mark(1);
-          clock.synchronize();
-          return 1000.0 * clock.elapsed_ms(0, 1) / iters;
-        };
-        const double g = time_us(gemv), t = time_us(plain);
-        std::printf("%-8s %-5s %3lld %12.2f %12.0f %12.2f %12.0f\n", s.name, to_string(f).c_str(),
-                    static_cast<long long>(b), g, bytes / g / 1e3, t, bytes / t / 1e3);
       }
     }
   }

@@ -5,13 +5,18 @@
 
 // Decode GEMV for small batches, torch-free (src/cuda/gemv.cu):
 //   y [B, N] = x [B, K] · (W [N, K] · scale [N])ᵀ (+ bias [N]),  1 ≤ B ≤ kGemvMaxRows
-// with W in the activation dtype, int8 or float8 e4m3 (per-row float scale). Each warp streams a few
-// rows of W with 16-byte loads and keeps B accumulators per row in float; x is read through the L1
-// cache, which all blocks of an SM share. The output is float(acc · scale + bias) rounded once to the
-// activation dtype. No host sync and no allocation: capturable in a CUDA graph.
+// with W in the activation dtype, int8 or float8 e4m3 (per-row float scale). Two kernels:
+//   mma   (bf16/fp16 activations, K a multiple of 64 / 16-byte W element size, sm_80+): one block per
+//         16 rows of W, its warps splitting K; each warp streams its rows with 16-byte loads and
+//         multiplies them on tensor cores (m16n8k16, W converted to the activation dtype, exact for
+//         int8 and e4m3), the batch in the MMA's n dimension; partial sums meet in shared memory.
+//   simt  everything else: each warp owns a few rows and keeps B float accumulators per row.
+// Both read x through the L1 cache, accumulate in float and write float(acc · scale + bias) rounded
+// once to the activation dtype. No host sync and no allocation: capturable in a CUDA graph.
 namespace llmbench::cuda {
 
 enum class WeightType { act, int8, fp8_e4m3 };  // act: the same dtype as x (no scale)
+enum class GemvKernel { automatic, simt, mma };  // automatic: mma where it applies
 
 constexpr int kGemvMaxRows = 16;
 
@@ -27,7 +32,13 @@ struct GemvArgs {
   std::int64_t y_stride = 0;
   int batch = 0;                        // B in [1, kGemvMaxRows]
   std::int64_t n = 0, k = 0;
+  GemvKernel kernel = GemvKernel::automatic;  // mma when it does not apply: Error
 };
+
+// The kernel gemv(args) runs: simt or mma (never automatic).
+GemvKernel gemv_kernel(const GemvArgs& args);
+// "auto" | "simt" | "mma"; Error otherwise.
+GemvKernel parse_gemv_kernel(const char* name);
 // Throws llmbench::Error on bad arguments (B out of range, null pointers) or a failed launch.
 void gemv(const GemvArgs& args, Stream stream);
 

@@ -5,7 +5,8 @@
 
 // The matmul of every decoder weight, whatever its storage: y = x · Wᵀ (+ bias), with W in the model
 // dtype, or int8 / float8 e4m3 with per-output-channel scales (llmbench/model/quantize.h). Paths:
-//   GEMV kernel     CUDA, x with at most cuda::kGemvMaxRows rows (the decode step), when enabled;
+//   GEMV kernel     CUDA, x with at most cuda::kGemvMaxRows rows (the decode step), when enabled
+//                   (tensor cores or CUDA cores: gemv_uses_mma);
 //   plain           torch::linear on W, or on dequantize(W, scale) for quantized weights;
 //   scaled_mm       fp8 weights with more rows, when chosen: x quantized per row to fp8, torch::_scaled_mm
 //                   (libtorch ≥ 2.5, CUDA, bf16 activations, K and N multiples of 16; else plain).
@@ -30,6 +31,11 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
 // True when linear(x, w, ...) takes the GEMV kernel.
 bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                   const torch::Tensor& bias, const LinearPaths& paths);
+// True when linear(x, w, ...) takes the GEMV kernel on tensor cores (the mma kernel of
+// llmbench/cuda/gemv.h: bf16/fp16, K a multiple of 32 (bf16 W) or 64 (int8/fp8), sm_80+), honouring
+// LLMBENCH_GEMV_KERNEL=auto|simt|mma (forces a kernel for A/B runs; mma where it cannot run: Error).
+bool gemv_uses_mma(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                   const torch::Tensor& bias, const LinearPaths& paths);
 // True when this build and libtorch can run the scaled_mm path at all.
 bool scaled_mm_available();
 

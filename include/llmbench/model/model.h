@@ -96,6 +96,8 @@ class Model {
   bool gemv_enabled() const;
   // True when a decode step of `rows` rows takes the GEMV kernel for its layer matmuls.
   bool gemv_active(std::int64_t rows = 1) const;
+  // ... and that kernel is the tensor-core one (llmbench/model/linear.h gemv_uses_mma).
+  bool gemv_mma(std::int64_t rows = 1) const;
   // The fused decode step attends with the tensor-core decode-attention kernel (rows of the allocated cache).
   bool decode_attention_mma(std::int64_t rows) const;
   // How fp8 weights multiply beyond the GEMV's rows (prefill): dequantize-then-GEMM or _scaled_mm.

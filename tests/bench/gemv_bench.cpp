@@ -1,0 +1,161 @@
+// GPU micro-benchmark of the decode GEMV (no gtest): y [B, N] = x [B, K] · Wᵀ for the decode step's
+// matrices of Qwen2.5-7B and Llama-3-8B (qkv, o, gate_up, down, lm_head) at B = 1, 4, 16, with W in
+// bf16 (cuBLAS through torch::mm_out, the simt and the mma kernel), int8 and fp8 (simt, mma).
+// Usage: bench_gemv [model]   (qwen2.5-7b | llama-3-8b | all; default all)
+// Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
+// enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
+// others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
+// in the same run. The "layer" line sums qkv + o + gate_up + down: × layers it is the step's GEMV time.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "llmbench/cuda/gemv.h"
+#include "llmbench/model/quantize.h"
+
+namespace {
+
+using llmbench::bench::check;
+using llmbench::bench::time_per_call;
+
+struct Matrix {
+  const char* name;
+  std::int64_t n, k;
+};
+
+struct ModelShapes {
+  const char* model;
+  int layers;
+  std::vector<Matrix> matrices;  // qkv, o, gate_up, down, lm_head
+};
+
+const std::vector<ModelShapes> kModels = {
+    {"qwen2.5-7b", 28, {{"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}, {"lm_head", 152064, 3584}}},
+    {"llama-3-8b", 32, {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}}},
+};
+
+struct Variant {
+  const char* name;
+  llmbench::WeightFormat format;
+  bool cublas;
+  llmbench::cuda::GemvKernel kernel;
+};
+
+const std::vector<Variant> kVariants = {
+    {"bf16 cuBLAS", llmbench::WeightFormat::plain, true, llmbench::cuda::GemvKernel::automatic},
+    {"bf16 simt", llmbench::WeightFormat::plain, false, llmbench::cuda::GemvKernel::simt},
+    {"bf16 mma", llmbench::WeightFormat::plain, false, llmbench::cuda::GemvKernel::mma},
+    {"int8 simt", llmbench::WeightFormat::int8, false, llmbench::cuda::GemvKernel::simt},
+    {"int8 mma", llmbench::WeightFormat::int8, false, llmbench::cuda::GemvKernel::mma},
+    {"fp8 simt", llmbench::WeightFormat::fp8, false, llmbench::cuda::GemvKernel::simt},
+    {"fp8 mma", llmbench::WeightFormat::fp8, false, llmbench::cuda::GemvKernel::mma},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!torch::cuda::is_available()) {
+    std::fprintf(stderr, "bench_gemv: no CUDA device\n");
+    return 1;
+  }
+  const std::string which = argc > 1 ? argv[1] : "all";
+  c10::cuda::CUDAStream torch_stream = c10::cuda::getStreamFromPool();
+  c10::cuda::CUDAStreamGuard guard(torch_stream);
+  cudaStream_t stream = torch_stream.stream();
+  const auto u8 = torch::TensorOptions().dtype(torch::kUInt8).device(torch::kCUDA);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+
+  const std::int64_t copy_bytes = std::int64_t{1} << 30;
+  torch::Tensor src = torch::empty({copy_bytes}, u8), dst = torch::empty_like(src);
+  const double copy_gbs = 2.0 * copy_bytes / (time_per_call(stream, 2, 5, [&] {
+                                                check(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), copy_bytes,
+                                                                      cudaMemcpyDeviceToDevice, stream), "copy");
+                                              }) * 1e-3) / 1e9;
+  src = dst = torch::Tensor();
+  std::printf("device copy: %.0f GB/s (read + written)\n", copy_gbs);
+  const std::int64_t kL2Spill = std::int64_t{400} << 20;  // bytes of W copies cycled per figure
+
+  for (const ModelShapes& m : kModels) {
+    if (which != "all" && which != m.model) continue;
+    for (int batch : {1, 4, 16}) {
+      std::map<std::string, double> layer_us;  // variant → qkv + o + gate_up + down
+      for (const Matrix& mat : m.matrices) {
+        torch::manual_seed(0);
+        torch::Tensor w = torch::randn({mat.n, mat.k}, bf16) * 0.02;  // [N, K]
+        torch::Tensor x = torch::randn({batch, mat.k}, bf16);         // [B, K]
+        torch::Tensor y = torch::empty({batch, mat.n}, bf16);         // [B, N]
+        torch::Tensor ref = torch::mm(x.to(torch::kFloat32), w.to(torch::kFloat32).t());  // [B, N]
+        for (const Variant& v : kVariants) {
+          torch::Tensor q = w, scale;
+          if (v.format != llmbench::WeightFormat::plain) {
+            try {
+              llmbench::QuantizedTensor qt = llmbench::quantize(w, v.format);
+              q = qt.q;
+              scale = qt.scale;
+            } catch (const std::exception& e) {
+              std::printf("%-10s %-8s B=%-2d %-12s skipped: %s\n", m.model, mat.name, batch, v.name, e.what());
+              continue;
+            }
+          }
+          const double bytes = static_cast<double>(q.numel()) * q.element_size() + (scale.defined() ? 4.0 * mat.n : 0.0);
+          const int copies = static_cast<int>(std::max<std::int64_t>(1, (kL2Spill + static_cast<std::int64_t>(bytes) - 1) / static_cast<std::int64_t>(bytes)));
+          std::vector<torch::Tensor> ws{q};
+          for (int i = 1; i < copies; ++i) ws.push_back(q.clone());
+          int next = 0;
+          auto call = [&] {
+            const torch::Tensor& wi = ws[next++ % copies];
+            if (v.cublas) {
+              torch::mm_out(y, x, wi.t());
+              return;
+            }
+            llmbench::cuda::GemvArgs a;
+            a.dtype = llmbench::cuda::DType::bf16;
+            a.weight = v.format == llmbench::WeightFormat::plain  ? llmbench::cuda::WeightType::act
+                       : v.format == llmbench::WeightFormat::int8 ? llmbench::cuda::WeightType::int8
+                                                                   : llmbench::cuda::WeightType::fp8_e4m3;
+            a.x = x.data_ptr();
+            a.x_stride = mat.k;
+            a.w = wi.data_ptr();
+            a.scale = scale.defined() ? scale.data_ptr<float>() : nullptr;
+            a.y = y.data_ptr();
+            a.y_stride = mat.n;
+            a.batch = batch;
+            a.n = mat.n;
+            a.k = mat.k;
+            a.kernel = v.kernel;
+            llmbench::cuda::gemv(a, stream);
+          };
+          try {
+            call();  // outside the capture: cuBLAS sets up its workspace, the kernels check their arguments
+            torch_stream.synchronize();
+          } catch (const std::exception& e) {
+            std::printf("%-10s %-8s B=%-2d %-12s skipped: %s\n", m.model, mat.name, batch, v.name, e.what());
+            continue;
+          }
+          // The result against float32 on the dequantized weight (a kernel that is fast and wrong is no figure).
+          torch::Tensor wref = scale.defined() ? llmbench::dequantize(q, scale, torch::kFloat32) : w.to(torch::kFloat32);
+          torch::Tensor r = torch::mm(x.to(torch::kFloat32), wref.t());
+          const double err = (y.to(torch::kFloat32) - r).abs().max().item<double>() / r.abs().max().item<double>();
+          const double ms = time_per_call(stream, 20, 10, call);
+          const double gbs = bytes / (ms * 1e-3) / 1e9;
+          if (std::strcmp(mat.name, "lm_head") != 0) layer_us[v.name] += ms * 1e3;
+          std::printf("%-10s %-8s B=%-2d %-12s %8.2f us %6.0f GB/s %5.1f %% of copy  max rel err %.1e%s\n", m.model, mat.name,
+                      batch, v.name, ms * 1e3, gbs, 100.0 * gbs / copy_gbs, err, err > 2e-2 ? "  WRONG" : "");
+        }
+      }
+      for (const Variant& v : kVariants)
+        if (layer_us.count(v.name))
+          std::printf("%-10s layer    B=%-2d %-12s %8.2f us  × %d layers = %.3f ms per step\n", m.model, batch, v.name,
+                      layer_us[v.name], m.layers, layer_us[v.name] * m.layers / 1e3);
+    }
+  }
+  return 0;
+}
