@@ -7,6 +7,9 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
 
 #include "llmbench/base/error.h"
 #include "llmbench/cuda/kernels.h"
@@ -98,6 +101,72 @@ int device_attribute(const char* what) {
   if (cudaDeviceGetAttribute(&n, kAttr, dev) != cudaSuccess) throw Error(cat(what, ": cudaDeviceGetAttribute failed"));
   if (dev < kMaxDevices) cached[dev] = n;
   return n;
+}
+
+// Programmatic dependent launch (PDL, sm_90): a kernel started by launch_kernel() may be scheduled while the
+// kernel before it in the stream is still running. Every kernel started by launch_kernel() calls pdl_wait()
+// before it reads or writes anything another kernel touches (only reads of data no kernel writes — the
+// weights — may come before), then pdl_launch_dependents() to let the next kernel be scheduled the same
+// way. pdl_wait() returns once the previous kernel has finished and its writes are visible; since each
+// kernel waits for its predecessor, the whole chain stays ordered. Without PDL both are no-ops.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+// The kernels wait at their start, then let the next one in.
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_launch_dependents();
+}
+
+// Cache line of p pulled into L2 (no register, no wait).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
+// PDL on sm_90+ unless LLMBENCH_PDL=0 (read at every launch, so an A/B run or a test can switch it).
+inline bool pdl_enabled() {
+  const char* v = std::getenv("LLMBENCH_PDL");
+  if (v && std::strcmp(v, "0") == 0) return false;
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>("pdl") >= 9;
+}
+
+struct LaunchShape {
+  dim3 grid, block;
+  std::size_t smem = 0;
+  unsigned cluster_x = 1;  // > 1: thread-block clusters of that many blocks along x (sm_90)
+};
+
+// kernel<<<shape>>>(args...) on `stream`, with PDL when enabled; throws Error(what: …) on failure.
+template <class... KArgs, class... Args>
+void launch_kernel(const char* what, void (*kernel)(KArgs...), const LaunchShape& shape, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (shape.cluster_x > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = shape.cluster_x;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = shape.grid;
+  cfg.blockDim = shape.block;
+  cfg.dynamicSmemBytes = shape.smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) throw Error(cat(what, ": ", cudaGetErrorString(e)));
 }
 
 inline void check_launch(const char* what) {

@@ -127,6 +127,7 @@ __device__ __forceinline__ float kv_scale(const float* scales, const DecodeAttnA
 template <class T, class TKV, int NG>
 __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                           int group_size, Work w, int splits) {
+  pdl_enter();
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kLoads = kBuf * sizeof(T) / sizeof(TKV);  // loads in flight per column: 128 bytes either way
   using Raw = KvRaw<TKV, kVec>;
@@ -238,6 +239,7 @@ __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std:
 template <class T, class TKV, int NG>
 __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                       int group_size, Work w, int splits) {
+  pdl_enter();
   constexpr int kVec = 16 / sizeof(T);
   using Raw = KvRaw<TKV, kVec>;
   constexpr int kNgp = (NG + 3) / 4 * 4;  // probs row stride (float4 reads)
@@ -344,6 +346,7 @@ __global__ void __launch_bounds__(kThreads) pv_kernel(DecodeAttnArgs a, std::int
 // Block (h, b): Σ over splits, one thread per dimension.
 template <class T>
 __global__ void combine_kernel(DecodeAttnArgs a, Work w, int splits) {
+  pdl_enter();
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.y) * a.heads_q + blockIdx.x;
   for (int k = threadIdx.x; k < a.head_dim; k += blockDim.x) {
     float s = 0.0f;
@@ -475,16 +478,15 @@ void decode_attention(const DecodeAttnArgs& a, const DecodeAttnPlan& plan, void*
       with_group(l.group_size, [&](auto ng) {
         constexpr int NG = decltype(ng)::value;
         const std::size_t q_bytes = static_cast<std::size_t>(NG) * a.head_dim * sizeof(float);
-        scores_kernel<T, TKV, NG>
-            <<<grid, kThreads, q_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
-        check_launch("decode_attention scores kernel");
-        pv_kernel<T, TKV, NG><<<grid, kThreads, red_bytes, stream>>>(a, plan.chunk, l.groups, l.group_size, w, plan.splits);
-        check_launch("decode_attention pv kernel");
+        launch_kernel("decode_attention scores kernel", scores_kernel<T, TKV, NG>, {grid, kThreads, q_bytes}, stream, a,
+                      plan.chunk, l.groups, l.group_size, w, plan.splits);
+        launch_kernel("decode_attention pv kernel", pv_kernel<T, TKV, NG>, {grid, kThreads, red_bytes}, stream, a,
+                      plan.chunk, l.groups, l.group_size, w, plan.splits);
       });
     });
     if (plan.splits > 1) {
-      combine_kernel<T><<<dim3(a.heads_q, a.batch), std::min(a.head_dim, 1024), 0, stream>>>(a, w, plan.splits);
-      check_launch("decode_attention combine kernel");
+      launch_kernel("decode_attention combine kernel", combine_kernel<T>,
+                    {dim3(a.heads_q, a.batch), dim3(std::min(a.head_dim, 1024))}, stream, a, w, plan.splits);
     }
   });
 }

@@ -82,6 +82,7 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
 template <class T, class TKV, int NC>
 __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                        int group_size) {
+  pdl_enter();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kD = NC * 32;
   constexpr unsigned kAll = 0xffffffffu;
@@ -268,21 +269,10 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
 template <class T, class TKV, int NC>
 void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream) {
   const Layout l = layout(a.heads_q, a.heads_kv);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(splits);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(splits), static_cast<unsigned>(a.heads_kv * l.groups),
-                     static_cast<unsigned>(a.batch));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem_bytes(chunk, a.head_dim);
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, mma_kernel<T, TKV, NC>, a, chunk, l.groups, l.group_size);
-  if (e != cudaSuccess) throw Error(cat("decode_attention mma kernel: ", cudaGetErrorString(e)));
+  const LaunchShape shape{dim3(static_cast<unsigned>(splits), static_cast<unsigned>(a.heads_kv * l.groups),
+                               static_cast<unsigned>(a.batch)),
+                          dim3(kThreads), smem_bytes(chunk, a.head_dim), static_cast<unsigned>(splits)};
+  launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC>, shape, stream, a, chunk, l.groups, l.group_size);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Decode GEMV (llmbench/cuda/gemv.h): y [B, N] = x [B, K] · (W [N, K] · scale [N])ᵀ (+ bias), B ≤ 16,
 // W in the activation dtype, int8 or float8 e4m3, on CUDA cores (simt) or tensor cores (mma); and the
 // dequantize kernel of the prefill path.
+#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -13,6 +15,7 @@
 namespace llmbench::cuda {
 namespace {
 using namespace detail;
+namespace cg = cooperative_groups;
 
 constexpr int kWarps = 8;  // warps per block
 constexpr int kThreads = 32 * kWarps;
@@ -87,6 +90,7 @@ __device__ __forceinline__ void load_x(const TA* p, float* out) {
 // (16 bytes of W) strided by the warp; the partial sums meet in a shuffle reduction at the end.
 template <class TA, class TW, int kB, int kR, int kE>
 __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
+  pdl_enter();
   const int lane = threadIdx.x % 32;
   const std::int64_t row0 = (static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * kR;
   if (row0 >= a.n) return;  // the whole warp leaves together
@@ -153,8 +157,8 @@ void launch_gemv(const GemvArgs& a, Stream stream) {
   constexpr int kR = kB <= 2 ? 2 : 4;  // rows per warp: more rows reuse each x load more often
   const std::int64_t rows_per_block = static_cast<std::int64_t>(kWarps) * kR;
   const std::int64_t blocks = (a.n + rows_per_block - 1) / rows_per_block;
-  simt_kernel<TA, TW, kB, kR, kE><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
-  check_launch("gemv simt kernel");
+  launch_kernel("gemv simt kernel", simt_kernel<TA, TW, kB, kR, kE>, {dim3(static_cast<unsigned>(blocks)), dim3(kThreads)},
+                stream, a);
 }
 
 template <class TA, class TW, int kB>
@@ -221,17 +225,33 @@ __device__ __forceinline__ void to_pairs(const int4& raw, uint32_t (&out)[kMmaE<
   }
 }
 
-// kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16.
+// kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16. Grid: splits × (N / 16) blocks; the `splits`
+// blocks of one row tile (a cluster along x, sm_90) each take a contiguous range of the K steps, and the
+// cluster's first block adds the others' sums through distributed shared memory.
 template <class TA, class TW, int kNT>
-__global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a) {
+__global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits) {
   constexpr int kE = kMmaE<TW>;
   constexpr int kStep = 4 * kE;                                  // columns per warp step
   constexpr int kX = kE * static_cast<int>(sizeof(TA)) / 16;     // 16-byte loads of x per lane and n-tile
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * 16;
+  const int split = static_cast<int>(blockIdx.x) % splits;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x / splits) * 16;
   const TW* w = static_cast<const TW*>(a.w);
   const TW* w_lo = w + min(row0 + g, a.n - 1) * a.k + t * kE;      // past the end: recompute the last row
   const TW* w_hi = w + min(row0 + 8 + g, a.n - 1) * a.k + t * kE;
+  const int all_steps = static_cast<int>(a.k / kStep), per_split = (all_steps + splits - 1) / splits;
+  const int steps = min(all_steps, (split + 1) * per_split);
+  int s = split * per_split + warp;
+  // W does not depend on the kernels before this one: pull the first round into L2 while they finish.
+#pragma unroll
+  for (int u = 0; u < kMmaUnroll; ++u) {
+    const std::int64_t col = static_cast<std::int64_t>(s + u * kMmaWarps) * kStep;
+    if (s + u * kMmaWarps < steps) {
+      prefetch_l2(w_lo + col);
+      prefetch_l2(w_hi + col);
+    }
+  }
+  pdl_enter();
   const TA* xr[kNT];
   bool has_x[kNT];
 #pragma unroll
@@ -275,8 +295,6 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a) {
       }
     }
   };
-  const int steps = static_cast<int>(a.k / kStep);
-  int s = warp;
   for (; s + (kMmaUnroll - 1) * kMmaWarps < steps; s += kMmaUnroll * kMmaWarps)
     steps_from(s, std::integral_constant<int, kMmaUnroll>{});
   for (; s < steps; s += kMmaWarps) steps_from(s, std::integral_constant<int, 1>{});
@@ -287,11 +305,25 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) partial[warp][nt * 4 + i][lane] = c[nt][i];
   __syncthreads();
-  if (warp >= kNT * 4) return;
-  // Warp v sums accumulator v (n-tile v / 4, element v % 4) over the block's warps.
+  // Warp v < kNT · 4 sums accumulator v (n-tile v / 4, element v % 4) over the block's warps into
+  // partial[0][v], then over the cluster's blocks (every thread reaches the cluster barriers).
+  const bool owner = warp < kNT * 4;
   float v = 0.0f;
+  if (owner) {
 #pragma unroll
-  for (int w2 = 0; w2 < kMmaWarps; ++w2) v += partial[w2][warp][lane];
+    for (int w2 = 0; w2 < kMmaWarps; ++w2) v += partial[w2][warp][lane];
+    partial[0][warp][lane] = v;
+  }
+#if __CUDA_ARCH__ >= 900
+  if (splits > 1) {
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    if (split == 0 && owner)
+      for (int r = 1; r < splits; ++r) v += cluster.map_shared_rank(&partial[0][warp][lane], r)[0];
+    cluster.sync();  // the other blocks keep their shared memory until the first has read it
+  }
+#endif
+  if (!owner || split != 0) return;
   const std::int64_t row = row0 + g + (warp % 4 >= 2 ? 8 : 0);
   const int b = 8 * (warp / 4) + 2 * t + warp % 2;
   if (row >= a.n || b >= a.batch) return;
@@ -307,18 +339,32 @@ bool mma_applies(const GemvArgs& a) {
          device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") >= 8;
 }
 
+// Splits of K per row tile: enough blocks for about kMmaBlocksPerSm per SM, at most 8 (a portable
+// cluster), at least 2 unrolled rounds of steps per warp; 1 without clusters (before sm_90).
+constexpr int kMmaBlocksPerSm = 4;
+int mma_splits(const GemvArgs& a) {
+  if (a.splits > 0) return a.splits;
+  if (device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9) return 1;
+  const std::int64_t tiles = (a.n + 15) / 16, steps = a.k / (a.weight == WeightType::act ? 32 : 64);
+  const std::int64_t want = (static_cast<std::int64_t>(kMmaBlocksPerSm) * sm_count() + tiles - 1) / tiles;
+  const std::int64_t most = steps / (2 * kMmaUnroll * kMmaWarps);
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>({want, most, 8})));
+}
+
 template <class TA, class TW>
 void launch_mma(const GemvArgs& a, Stream stream) {
-  const auto blocks = static_cast<unsigned>((a.n + 15) / 16);
+  const int splits = mma_splits(a);
+  const LaunchShape shape{dim3(static_cast<unsigned>((a.n + 15) / 16 * splits)), dim3(kMmaThreads), 0,
+                          static_cast<unsigned>(splits)};
   if (a.batch <= 8)
-    mma_kernel<TA, TW, 1><<<blocks, kMmaThreads, 0, stream>>>(a);
+    launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 1>, shape, stream, a, splits);
   else
-    mma_kernel<TA, TW, 2><<<blocks, kMmaThreads, 0, stream>>>(a);
-  check_launch("gemv mma kernel");
+    launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 2>, shape, stream, a, splits);
 }
 
 template <class T, class TW, int kE>
 __global__ void dequantize_typed(T* out, const TW* q, const float* scale, std::int64_t cols, std::int64_t total) {
+  pdl_enter();
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx * kE >= total) return;
   const std::int64_t first = idx * kE, row = first / cols;  // kE divides cols: one row per chunk
@@ -337,8 +383,8 @@ void launch_dequantize(void* out, const void* q, const float* scale, std::int64_
   auto run = [&](auto e) {
     constexpr int kE = decltype(e)::value;
     const std::int64_t threads = total / kE, blocks = (threads + 255) / 256;
-    dequantize_typed<T, TW, kE><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
-        static_cast<T*>(out), static_cast<const TW*>(q), scale, cols, total);
+    launch_kernel("dequantize kernel", dequantize_typed<T, TW, kE>, {dim3(static_cast<unsigned>(blocks)), dim3(256)}, stream,
+                  static_cast<T*>(out), static_cast<const TW*>(q), scale, cols, total);
   };
   if (cols % 16 == 0 && aligned16(q))
     run(std::integral_constant<int, 16>{});
@@ -381,6 +427,9 @@ void gemv(const GemvArgs& a, Stream stream) {
   if (a.n <= 0 || a.k <= 0) return;
   if (!a.x || !a.w || !a.y) throw Error("gemv: null x, w or y");
   if (a.weight != WeightType::act && !a.scale) throw Error("gemv: quantized weights need their scales");
+  if (a.splits < 0 || a.splits > 8) throw Error(cat("gemv: splits ", a.splits, " outside [0, 8]"));
+  if (a.splits > 1 && device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9)
+    throw Error("gemv: split K (clusters) needs a GPU of compute capability 9.0 or later");
   const bool mma = gemv_kernel(a) == GemvKernel::mma;
   dispatch(a.dtype, [&](auto tag) {
     using TA = typename decltype(tag)::type;

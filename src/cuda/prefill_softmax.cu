@@ -41,6 +41,7 @@ __device__ __forceinline__ float row_sum(float v) {
 // kTpr threads per row (32: a warp, 256: the block), kVec elements per load.
 template <class T, int kVec, int kTpr>
 __global__ void __launch_bounds__(kThreads) prefill_softmax_kernel(PrefillSoftmaxArgs a) {
+  pdl_enter();
   using V = Vec<T, kVec>;
   constexpr int kIters = kMaxValues / kVec;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / kTpr) + threadIdx.x / kTpr;
@@ -97,9 +98,10 @@ template <class T, int kVec>
 void launch(const PrefillSoftmaxArgs& a, Stream stream) {
   if (a.cols <= static_cast<std::int64_t>(32) * kMaxValues) {
     const auto blocks = static_cast<unsigned>((a.rows + kThreads / 32 - 1) / (kThreads / 32));
-    prefill_softmax_kernel<T, kVec, 32><<<blocks, kThreads, 0, stream>>>(a);
+    launch_kernel("prefill_softmax kernel", prefill_softmax_kernel<T, kVec, 32>, {dim3(blocks), dim3(kThreads)}, stream, a);
   } else {
-    prefill_softmax_kernel<T, kVec, kThreads><<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
+    launch_kernel("prefill_softmax kernel", prefill_softmax_kernel<T, kVec, kThreads>,
+                  {dim3(static_cast<unsigned>(a.rows)), dim3(kThreads)}, stream, a);
   }
 }
 

@@ -10,6 +10,7 @@ constexpr int kMaxThreads = 512;  // 1024 threads × (8 × 8 floats kept) exceed
 // One block per row. Pass 1: (residual += x), sum of squares in float; pass 2: scale and write.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residual, const T* x, const T* weight, std::int64_t hidden, float eps) {
+  pdl_enter();
   using V = Vec<T, kVec>;
   const std::int64_t row = blockIdx.x;
   const int nvec = static_cast<int>(hidden / kVec);
@@ -63,6 +64,7 @@ template <class T, int kVec>
 __global__ void __launch_bounds__(kRowsPerBlock * 32) rms_norm_rows_kernel(T* out, T* residual, const T* x,
                                                                             const T* weight, std::int64_t rows,
                                                                             std::int64_t hidden, float eps) {
+  pdl_enter();
   using V = Vec<T, kVec>;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // whole warps leave: no barrier below
@@ -101,19 +103,17 @@ void launch(void* out, void* residual, const void* x, const void* weight, std::i
   const std::int64_t nvec = hidden / kVec;
   if (rows >= kMinRowsForWarps) {
     const auto blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-    rms_norm_rows_kernel<T, kVec><<<blocks, kRowsPerBlock * 32, 0, stream>>>(
-        static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x), static_cast<const T*>(weight), rows,
-        hidden, eps);
-    check_launch("rms_norm kernel");
+    launch_kernel("rms_norm kernel", rms_norm_rows_kernel<T, kVec>, {dim3(blocks), dim3(kRowsPerBlock * 32)}, stream,
+                  static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x),
+                  static_cast<const T*>(weight), rows, hidden, eps);
     return;
   }
   const int threads = static_cast<int>(std::min<std::int64_t>(kMaxThreads, std::max<std::int64_t>(32, (nvec + 31) / 32 * 32)));
   if (nvec > static_cast<std::int64_t>(threads) * kMaxIters)
     throw Error(cat("rms_norm kernel: hidden size ", hidden, " is too large"));
-  rms_norm_kernel<T, kVec><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
-      static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x), static_cast<const T*>(weight), hidden,
-      eps);
-  check_launch("rms_norm kernel");
+  launch_kernel("rms_norm kernel", rms_norm_kernel<T, kVec>, {dim3(static_cast<unsigned>(rows)), dim3(threads)}, stream,
+                static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x), static_cast<const T*>(weight),
+                hidden, eps);
 }
 
 void run(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,

@@ -11,6 +11,7 @@ constexpr int kThreads = 256;
 // rotate_half partners (i, i + D/2) of one head.
 template <class T>
 __global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs a) {
+  pdl_enter();
   const std::int64_t token = blockIdx.x, b = token / a.seq, s = token % a.seq;
   const int d = a.head_dim, half = d / 2, nq = a.heads_q, nkv = a.heads_kv, heads = nq + 2 * nkv;
   const T* src = static_cast<const T*>(a.qkv) + token * a.qkv_stride;
@@ -59,9 +60,9 @@ void rope_prefill(const RopePrefillArgs& a, Stream stream) {
   if (tokens > 0x7fffffffLL) throw Error(cat("rope_prefill kernel: ", tokens, " tokens exceed the grid"));
   detail::dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    rope_prefill_kernel<T><<<static_cast<unsigned>(tokens), kThreads, 0, stream>>>(a);
+    detail::launch_kernel("rope_prefill kernel", rope_prefill_kernel<T>, {dim3(static_cast<unsigned>(tokens)), dim3(kThreads)},
+                          stream, a);
   });
-  detail::check_launch("rope_prefill kernel");
 }
 
 }  // namespace llmbench::cuda

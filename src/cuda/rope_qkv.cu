@@ -23,6 +23,7 @@ __device__ __forceinline__ TKV to_cache(float x, float scale) {
 // Block (head, b) of the Hq + 2 Hkv heads in qkv; thread i owns the rotate_half pair (i, i + D/2).
 template <class T, class TKV>
 __global__ void rope_qkv_kernel(RopeQkvArgs a) {
+  pdl_enter();
   const int head = blockIdx.x, b = blockIdx.y, half = a.head_dim / 2, i = threadIdx.x;
   if (i >= half) return;
   const int d = a.head_dim, nq = a.heads_q, nkv = a.heads_kv;
@@ -84,12 +85,12 @@ void rope_qkv_cache(const RopeQkvArgs& a, Stream stream) {
   const int threads = (a.head_dim / 2 + 31) / 32 * 32;
   detail::dispatch(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    const detail::LaunchShape shape{grid, dim3(threads)};
     if (fp8)
-      rope_qkv_kernel<T, __nv_fp8_e4m3><<<grid, threads, 0, stream>>>(a);
+      detail::launch_kernel("rope_qkv_cache kernel", rope_qkv_kernel<T, __nv_fp8_e4m3>, shape, stream, a);
     else
-      rope_qkv_kernel<T, T><<<grid, threads, 0, stream>>>(a);
+      detail::launch_kernel("rope_qkv_cache kernel", rope_qkv_kernel<T, T>, shape, stream, a);
   });
-  detail::check_launch("rope_qkv_cache kernel");
 }
 
 }  // namespace llmbench::cuda

@@ -7,6 +7,7 @@ using namespace detail;
 // One thread per kVec outputs over the flattened [N, I/kVec] grid.
 template <class T, int kVec>
 __global__ void silu_mul_kernel(T* out, const T* gate_up, std::int64_t inter, std::int64_t total) {
+  pdl_enter();
   using V = Vec<T, kVec>;
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= total) return;
@@ -29,9 +30,8 @@ void launch(void* out, const void* gate_up, std::int64_t rows, std::int64_t inte
   const std::int64_t total = rows * (inter / kVec);
   constexpr int kThreads = 256;
   const std::int64_t blocks = (total + kThreads - 1) / kThreads;
-  silu_mul_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<T*>(out), static_cast<const T*>(gate_up), inter, total);
-  check_launch("silu_mul kernel");
+  launch_kernel("silu_mul kernel", silu_mul_kernel<T, kVec>, {dim3(static_cast<unsigned>(blocks)), dim3(kThreads)}, stream,
+                static_cast<T*>(out), static_cast<const T*>(gate_up), inter, total);
 }
 
 }  // namespace

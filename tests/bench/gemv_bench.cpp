@@ -2,6 +2,7 @@
 // matrices of Qwen2.5-7B and Llama-3-8B (qkv, o, gate_up, down, lm_head) at B = 1, 4, 16, with W in
 // bf16 (cuBLAS through torch::mm_out, the simt and the mma kernel), int8 and fp8 (simt, mma).
 // Usage: bench_gemv [model]   (qwen2.5-7b | llama-3-8b | all; default all)
+//        LLMBENCH_BENCH_SPLITS=0,1,2,4,8: the mma kernel's K splits to time (default 0: its own choice)
 // Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
 // others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
@@ -12,7 +13,9 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,13 +46,14 @@ const std::vector<ModelShapes> kModels = {
 };
 
 struct Variant {
-  const char* name;
+  std::string name;
   llmbench::WeightFormat format;
   bool cublas;
   llmbench::cuda::GemvKernel kernel;
+  int splits = 0;
 };
 
-const std::vector<Variant> kVariants = {
+const std::vector<Variant> kBaseVariants = {
     {"bf16 cuBLAS", llmbench::WeightFormat::plain, true, llmbench::cuda::GemvKernel::automatic},
     {"bf16 simt", llmbench::WeightFormat::plain, false, llmbench::cuda::GemvKernel::simt},
     {"bf16 mma", llmbench::WeightFormat::plain, false, llmbench::cuda::GemvKernel::mma},
@@ -67,6 +71,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string which = argc > 1 ? argv[1] : "all";
+  std::vector<int> splits{0};
+  if (const char* e = std::getenv("LLMBENCH_BENCH_SPLITS")) {
+    splits.clear();
+    for (const char* c = e; *c;) {
+      splits.push_back(std::atoi(c));
+      while (*c && *c != ',') ++c;
+      if (*c) ++c;
+    }
+  }
+  std::vector<Variant> kVariants;
+  for (const Variant& v : kBaseVariants) {
+    if (v.kernel != llmbench::cuda::GemvKernel::mma) {
+      kVariants.push_back(v);
+      continue;
+    }
+    for (int sp : splits) {
+      Variant m = v;
+      m.splits = sp;
+      if (sp > 0) m.name += "/" + std::to_string(sp);
+      kVariants.push_back(m);
+    }
+  }
   c10::cuda::CUDAStream torch_stream = c10::cuda::getStreamFromPool();
   c10::cuda::CUDAStreamGuard guard(torch_stream);
   cudaStream_t stream = torch_stream.stream();
@@ -101,7 +127,7 @@ int main(int argc, char** argv) {
               q = qt.q;
               scale = qt.scale;
             } catch (const std::exception& e) {
-              std::printf("%-10s %-8s B=%-2d %-12s skipped: %s\n", m.model, mat.name, batch, v.name, e.what());
+              std::printf("%-10s %-8s B=%-2d %-12s skipped: %s\n", m.model, mat.name, batch, v.name.c_str(), e.what());
               continue;
             }
           }
@@ -131,13 +157,14 @@ int main(int argc, char** argv) {
             a.n = mat.n;
             a.k = mat.k;
             a.kernel = v.kernel;
+            a.splits = v.splits;
             llmbench::cuda::gemv(a, stream);
           };
           try {
             call();  // outside the capture: cuBLAS sets up its workspace, the kernels check their arguments
             torch_stream.synchronize();
           } catch (const std::exception& e) {
-            std::printf("%-10s %-8s B=%-2d %-12s skipped: %s\n", m.model, mat.name, batch, v.name, e.what());
+            std::printf("%-10s %-8s B=%-2d %-12s skipped: %s\n", m.model, mat.name, batch, v.name.c_str(), e.what());
             continue;
           }
           // The result against float32 on the dequantized weight (a kernel that is fast and wrong is no figure).
@@ -148,12 +175,12 @@ int main(int argc, char** argv) {
           const double gbs = bytes / (ms * 1e-3) / 1e9;
           if (std::strcmp(mat.name, "lm_head") != 0) layer_us[v.name] += ms * 1e3;
           std::printf("%-10s %-8s B=%-2d %-12s %8.2f us %6.0f GB/s %5.1f %% of copy  max rel err %.1e%s\n", m.model, mat.name,
-                      batch, v.name, ms * 1e3, gbs, 100.0 * gbs / copy_gbs, err, err > 2e-2 ? "  WRONG" : "");
+                      batch, v.name.c_str(), ms * 1e3, gbs, 100.0 * gbs / copy_gbs, err, err > 2e-2 ? "  WRONG" : "");
         }
       }
       for (const Variant& v : kVariants)
         if (layer_us.count(v.name))
-          std::printf("%-10s layer    B=%-2d %-12s %8.2f us  × %d layers = %.3f ms per step\n", m.model, batch, v.name,
+          std::printf("%-10s layer    B=%-2d %-12s %8.2f us  × %d layers = %.3f ms per step\n", m.model, batch, v.name.c_str(),
                       layer_us[v.name], m.layers, layer_us[v.name] * m.layers / 1e3);
     }
   }

@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -119,4 +120,43 @@ TEST(DecodePaths, FusedPrefillMatchesThePlainPrefill) {
       }
     }
   }
+}
+
+// Programmatic dependent launch (LLMBENCH_PDL, on by default on sm_90): each kernel may be scheduled while
+// the one before it still runs, prefetches its weights and waits for it before touching anything else.
+// The same kernels in the same order must give bit-identical logits with and without it — eagerly and
+// replayed from a CUDA graph, with the GEMV kernel (both kernels, so both wait) and the fused step.
+TEST(DecodePaths, PdlGivesBitIdenticalResults) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (const char* gemv_kernel : {"mma", "simt"}) {
+    setenv("LLMBENCH_GEMV_KERNEL", gemv_kernel, 1);
+    for (const char* name : {"qwen2_bias", "llama3_tied"}) {
+      SCOPED_TRACE(std::string(name) + " gemv " + gemv_kernel);
+      auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", "eager", 0});
+      torch::Tensor ids = torch::tensor({17, 45, 203, 9, 88, 150, 31, 250, 4, 66, 123, 77, 5, 199}, torch::kInt64)
+                              .view({2, 7}).to(torch::kCUDA);  // [2, 7]
+      const int steps = 8;
+      m->allocate_cache(2, 7 + steps + 1);
+      m->set_fused(true);
+      m->set_gemv(true);
+      ASSERT_TRUE(m->gemv_active(2));
+      std::vector<torch::Tensor> feed;
+      for (int i = 0; i < steps; ++i) feed.push_back(torch::full({2}, 11 + 7 * i, torch::kInt64).to(torch::kCUDA));
+      auto both = [&](const char* pdl) {
+        setenv("LLMBENCH_PDL", pdl, 1);
+        auto eager = run_path(*m, ids, feed, nullptr);
+        DecodeGraph graph(*m);
+        auto replayed = run_path(*m, ids, feed, &graph);
+        eager.insert(eager.end(), replayed.begin(), replayed.end());
+        return eager;
+      };
+      auto off = both("0"), on = both("1");
+      unsetenv("LLMBENCH_PDL");
+      for (size_t i = 0; i < off.size(); ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_TRUE(torch::equal(on[i], off[i]));
+      }
+    }
+  }
+  unsetenv("LLMBENCH_GEMV_KERNEL");
 }

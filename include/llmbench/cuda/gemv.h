@@ -6,10 +6,12 @@
 // Decode GEMV for small batches, torch-free (src/cuda/gemv.cu):
 //   y [B, N] = x [B, K] · (W [N, K] · scale [N])ᵀ (+ bias [N]),  1 ≤ B ≤ kGemvMaxRows
 // with W in the activation dtype, int8 or float8 e4m3 (per-row float scale). Two kernels:
-//   mma   (bf16/fp16 activations, K a multiple of 64 / 16-byte W element size, sm_80+): one block per
-//         16 rows of W, its warps splitting K; each warp streams its rows with 16-byte loads and
-//         multiplies them on tensor cores (m16n8k16, W converted to the activation dtype, exact for
-//         int8 and e4m3), the batch in the MMA's n dimension; partial sums meet in shared memory.
+//   mma   (bf16/fp16 activations, K a multiple of 64 / 16-byte W element size, sm_80+): 16 rows of W
+//         per block (or per cluster of up to 8 blocks on sm_90, which split K so that a tall-K or small
+//         matrix still fills the GPU), its warps splitting K again; each warp streams its rows with
+//         16-byte loads and multiplies them on tensor cores (m16n8k16, W converted to the activation
+//         dtype, exact for int8 and e4m3), the batch in the MMA's n dimension; partial sums meet in
+//         shared memory, then distributed shared memory.
 //   simt  everything else: each warp owns a few rows and keeps B float accumulators per row.
 // Both read x through the L1 cache, accumulate in float and write float(acc · scale + bias) rounded
 // once to the activation dtype. No host sync and no allocation: capturable in a CUDA graph.
@@ -33,6 +35,7 @@ struct GemvArgs {
   int batch = 0;                        // B in [1, kGemvMaxRows]
   std::int64_t n = 0, k = 0;
   GemvKernel kernel = GemvKernel::automatic;  // mma when it does not apply: Error
+  int splits = 0;  // mma: blocks (a cluster, sm_90) splitting K per 16-row tile, 1 … 8; 0: chosen by size
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).
