@@ -271,7 +271,7 @@ def main():
     out += verify_lines(verify, len({(k[2], k[3]) for k in order}) > 1)
     if any(c.marks for c in cells.values()):
         out.append(f"{MARK} flagged: see the notes below.")
-    for line in errors + notes:
+    for line in dict.fromkeys(errors + notes):  # one note per point, however many files name it
         out.append(f"- {line}")
     print("\n".join(out))
     return 0
