@@ -202,7 +202,8 @@ void launch_batch(const GemvArgs& a, Stream stream) {
 }
 
 // ---- Tensor-core kernel ----
-// Block = 16 rows of W (row0 …) × all of K; its kMmaWarps warps take the K steps s = warp, warp + 8, …
+// Block = 16 rows of W (row0 …) × its split's range of K (all of K without splits); its kMmaWarps warps
+// take the range's steps s = first + warp, first + warp + 8, …
 // A step is 4 kE columns: lane = 4 g + t loads 16 bytes (kE elements) of rows row0 + g and row0 + 8 + g
 // at column 4 kE s + kE t, and kE elements of x for batch rows g (and g + 8) at the same columns. Read as
 // packed pairs of TA, those are the A (W) and B (xᵀ) fragments of kE / 4 m16n8k16 MMAs whose k index runs
