@@ -118,7 +118,6 @@ int main(int argc, char** argv) {
         torch::Tensor w = torch::randn({mat.n, mat.k}, bf16) * 0.02;  // [N, K]
         torch::Tensor x = torch::randn({batch, mat.k}, bf16);         // [B, K]
         torch::Tensor y = torch::empty({batch, mat.n}, bf16);         // [B, N]
-        torch::Tensor ref = torch::mm(x.to(torch::kFloat32), w.to(torch::kFloat32).t());  // [B, N]
         for (const Variant& v : kVariants) {
           torch::Tensor q = w, scale;
           if (v.format != llmbench::WeightFormat::plain) {
@@ -168,8 +167,8 @@ int main(int argc, char** argv) {
             continue;
           }
           // The result against float32 on the dequantized weight (a kernel that is fast and wrong is no figure).
-          torch::Tensor wref = scale.defined() ? llmbench::dequantize(q, scale, torch::kFloat32) : w.to(torch::kFloat32);
-          torch::Tensor r = torch::mm(x.to(torch::kFloat32), wref.t());
+          torch::Tensor wref = scale.defined() ? llmbench::dequantize(q, scale, torch::kFloat32) : w.to(torch::kFloat32);  // [N, K]
+          torch::Tensor r = torch::mm(x.to(torch::kFloat32), wref.t());  // [B, N] float32
           const double err = (y.to(torch::kFloat32) - r).abs().max().item<double>() / r.abs().max().item<double>();
           const double ms = time_per_call(stream, 20, 10, call);
           const double gbs = bytes / (ms * 1e-3) / 1e9;

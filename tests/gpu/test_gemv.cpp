@@ -139,8 +139,8 @@ TEST(Gemv, MmaKernelOnlyWhereItApplies) {
   EXPECT_TRUE(gemv_uses_mma(x, w, {}, {}, gemv));  // bf16 W: step 32
   QuantizedTensor qt = quantize(w, WeightFormat::int8);
   EXPECT_FALSE(gemv_uses_mma(x, qt.q, qt.scale, {}, gemv));  // int8 W: step 64
-  torch::Tensor simt = linear(x, qt.q, qt.scale, {}, gemv);
-  torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), dequantize(qt.q, qt.scale, torch::kFloat32).t());
+  torch::Tensor simt = linear(x, qt.q, qt.scale, {}, gemv);                                                   // [B, N] bf16
+  torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), dequantize(qt.q, qt.scale, torch::kFloat32).t());  // [B, N]
   EXPECT_LT(rel_diff(simt, ref), 1e-2);
   GemvKernelEnv env("mma");
   EXPECT_THROW(linear(x, qt.q, qt.scale, {}, gemv), Error);
