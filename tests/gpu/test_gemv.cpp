@@ -33,6 +33,25 @@ std::vector<WeightFormat> formats() {
   return f;
 }
 
+// W as linear() takes it in format f, and the float32 weight it stands for.
+struct TestWeight {
+  torch::Tensor q;      // [N, K] bf16, int8 or e4m3
+  torch::Tensor scale;  // [N] float32 (int8/fp8), or undefined
+  torch::Tensor ref;    // [N, K] float32: w, or dequantize(q, scale) computed on the CPU
+};
+
+TestWeight test_weight(const torch::Tensor& w, WeightFormat f) {
+  if (f == WeightFormat::plain) return {w, {}, w.to(torch::kFloat32)};
+  QuantizedTensor qt = quantize(w, f);
+  return {qt.q, qt.scale, dequantize(qt.q.cpu(), qt.scale.cpu(), torch::kFloat32).to(w.device())};
+}
+
+// x [..., K] · wᵀ (+ bias) in float32 → [..., N].
+torch::Tensor reference(const torch::Tensor& x, const TestWeight& w, const torch::Tensor& bias) {
+  torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w.ref.t());
+  return bias.defined() ? ref + bias.to(torch::kFloat32) : ref;
+}
+
 }  // namespace
 
 // The GEMV kernel (through linear()) against torch's float32 matmul of the dequantized weight, for each
@@ -53,23 +72,16 @@ TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
           torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
           torch::Tensor x = torch::randn({b, 1, k}, bf16);      // [B, 1, K]
           torch::Tensor bias = with_bias ? torch::randn({n}, bf16) : torch::Tensor();
-          torch::Tensor wq = w, scale, w_ref = w.to(torch::kFloat32);
-          if (f != WeightFormat::plain) {
-            QuantizedTensor qt = quantize(w, f);
-            wq = qt.q;
-            scale = qt.scale;
-            w_ref = dequantize(qt.q.cpu(), qt.scale.cpu(), torch::kFloat32).to(torch::kCUDA);  // [N, K] float32
-          }
-          ASSERT_TRUE(gemv_applies(x, wq, scale, bias, gemv));
-          torch::Tensor y = linear(x, wq, scale, bias, gemv);  // [B, 1, N] bf16
+          const TestWeight tw = test_weight(w, f);
+          ASSERT_TRUE(gemv_applies(x, tw.q, tw.scale, bias, gemv));
+          torch::Tensor y = linear(x, tw.q, tw.scale, bias, gemv);  // [B, 1, N] bf16
           ASSERT_EQ(y.sizes(), (std::vector<std::int64_t>{b, 1, n}));
           ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
-          torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w_ref.t());  // [B, 1, N]
-          if (with_bias) ref = ref + bias.to(torch::kFloat32);
+          torch::Tensor ref = reference(x, tw, bias);  // [B, 1, N] float32
           // One bf16 rounding of the output (2^-8 relative) plus float accumulation order.
           EXPECT_LT(rel_diff(y, ref), 1e-2);
           // And the plain path (torch on the dequantized weight) agrees too.
-          EXPECT_LT(rel_diff(linear(x, wq, scale, bias, LinearPaths{}), ref), 2e-2);
+          EXPECT_LT(rel_diff(linear(x, tw.q, tw.scale, bias, LinearPaths{}), ref), 2e-2);
         }
       }
     }
@@ -107,17 +119,10 @@ TEST(Gemv, BothKernelsMatchFloat32) {
             torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;                          // [N, K]
             torch::Tensor x = torch::randn({b, k + 64}, bf16).narrow(1, 0, k);            // [B, K], row stride K + 64
             torch::Tensor bias = with_bias ? torch::randn({n}, bf16) : torch::Tensor();  // [N]
-            torch::Tensor wq = w, scale, w_ref = w.to(torch::kFloat32);
-            if (f != WeightFormat::plain) {
-              QuantizedTensor qt = quantize(w, f);
-              wq = qt.q;
-              scale = qt.scale;
-              w_ref = dequantize(qt.q.cpu(), qt.scale.cpu(), torch::kFloat32).to(torch::kCUDA);  // [N, K] float32
-            }
-            ASSERT_EQ(gemv_uses_mma(x, wq, scale, bias, gemv), std::string(kernel) == "mma");
-            torch::Tensor y = linear(x, wq, scale, bias, gemv);                       // [B, N] bf16
-            torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w_ref.t());    // [B, N]
-            if (with_bias) ref = ref + bias.to(torch::kFloat32);
+            const TestWeight tw = test_weight(w, f);
+            ASSERT_EQ(gemv_uses_mma(x, tw.q, tw.scale, bias, gemv), std::string(kernel) == "mma");
+            torch::Tensor y = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N] bf16
+            torch::Tensor ref = reference(x, tw, bias);              // [B, N] float32
             EXPECT_TRUE(torch::isfinite(y).all().item<bool>());
             EXPECT_LT(rel_diff(y, ref), 1e-2);  // one bf16 rounding of the output + float summation order
           }
