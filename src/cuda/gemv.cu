@@ -403,7 +403,6 @@ void launch_dequantize(void* out, const void* q, const float* scale, std::int64_
     run(std::integral_constant<int, 16>{});
   else
     run(std::integral_constant<int, 1>{});
-  check_launch("dequantize kernel");
 }
 
 template <class F>

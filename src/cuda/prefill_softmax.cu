@@ -122,7 +122,6 @@ void prefill_softmax(const PrefillSoftmaxArgs& a, Stream stream) {
     else
       launch<T, 1>(a, stream);
   });
-  check_launch("prefill_softmax kernel");
 }
 
 }  // namespace llmbench::cuda

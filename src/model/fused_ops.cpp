@@ -17,6 +17,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "llmbench/cuda/kernels.h"
+#include "kernel_dtype.h"
 #endif
 
 namespace llmbench::fused {
@@ -47,13 +48,6 @@ void same_device(const char* op, const torch::Tensor& a, const torch::Tensor& b,
 }
 
 #ifdef LLMBENCH_WITH_CUDA
-cuda::DType kernel_dtype(const torch::Tensor& t) {
-  switch (t.scalar_type()) {
-    case torch::kFloat32: return cuda::DType::f32;
-    case torch::kFloat16: return cuda::DType::f16;
-    default: return cuda::DType::bf16;
-  }
-}
 cuda::Stream stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
 // LLMBENCH_DECODE_ATTENTION=split|mma forces one decode-attention kernel (A/B runs and tests); unset or

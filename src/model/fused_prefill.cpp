@@ -12,6 +12,7 @@
 
 #include "llmbench/cuda/prefill_softmax.h"
 #include "llmbench/cuda/rope_prefill.h"
+#include "kernel_dtype.h"
 #endif
 
 namespace llmbench::fused {
@@ -23,16 +24,6 @@ std::string shape(const torch::Tensor& t) {
   os << t.sizes();
   return os.str();
 }
-
-#ifdef LLMBENCH_WITH_CUDA
-cuda::DType kernel_dtype(const torch::Tensor& t) {
-  switch (t.scalar_type()) {
-    case torch::kBFloat16: return cuda::DType::bf16;
-    case torch::kFloat16: return cuda::DType::f16;
-    default: return cuda::DType::f32;
-  }
-}
-#endif
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "llmbench/cuda/gemv.h"
+#include "kernel_dtype.h"
 #endif
 
 #if defined(LLMBENCH_WITH_CUDA) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
@@ -57,9 +58,7 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
                          const torch::Tensor& bias, void* y) {
   const auto k = x2.size(1), n = w.size(0);
   cuda::GemvArgs a;
-  a.dtype = x2.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16
-            : x2.scalar_type() == torch::kFloat16 ? cuda::DType::f16
-                                                  : cuda::DType::f32;
+  a.dtype = kernel_dtype(x2);
   a.weight = !scale.defined() ? cuda::WeightType::act
              : w.scalar_type() == torch::kInt8 ? cuda::WeightType::int8
                                                : cuda::WeightType::fp8_e4m3;

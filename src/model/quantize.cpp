@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "llmbench/cuda/gemv.h"
+#include "kernel_dtype.h"
 #endif
 
 namespace llmbench {
@@ -97,10 +98,7 @@ torch::Tensor dequantize(const torch::Tensor& q, const torch::Tensor& scale, tor
       (dtype == torch::kBFloat16 || dtype == torch::kFloat16 || dtype == torch::kFloat32)) {
     c10::cuda::CUDAGuard guard(q.device());
     torch::Tensor out = torch::empty(q.sizes(), q.options().dtype(dtype));  // [N, K]
-    const cuda::DType kd = dtype == torch::kBFloat16 ? cuda::DType::bf16
-                           : dtype == torch::kFloat16 ? cuda::DType::f16
-                                                      : cuda::DType::f32;
-    cuda::dequantize(kd, q.scalar_type() == torch::kInt8 ? cuda::WeightType::int8 : cuda::WeightType::fp8_e4m3,
+    cuda::dequantize(kernel_dtype(dtype), q.scalar_type() == torch::kInt8 ? cuda::WeightType::int8 : cuda::WeightType::fp8_e4m3,
                      out.data_ptr(), q.data_ptr(), scale.data_ptr<float>(), q.size(0), q.size(1),
                      at::cuda::getCurrentCUDAStream().stream());
     return out;
