@@ -7,6 +7,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/model/attention.h"
+#include "llmbench/model/linear.h"
 
 #ifdef LLMBENCH_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -55,8 +56,10 @@ ModelSize model_size(const ModelShape& s) {
   std::int64_t mlp = 3 * s.hidden * s.intermediate;
   std::int64_t per_layer = attn + mlp + 2 * s.hidden;
   ModelSize m;
-  m.matmul_params = s.layers * (s.hidden * q + 2 * s.hidden * kv + q * s.hidden + mlp);
-  m.matmul_rows = s.layers * (q + 2 * kv + s.hidden + 2 * s.intermediate + s.hidden);
+  // What --weights quantizes: the four matmuls of every layer and an untied lm_head.
+  const std::int64_t head = s.tied_embeddings ? 0 : s.vocab;
+  m.matmul_params = s.layers * (s.hidden * q + 2 * s.hidden * kv + q * s.hidden + mlp) + head * s.hidden;
+  m.matmul_rows = s.layers * (q + 2 * kv + s.hidden + 2 * s.intermediate + s.hidden) + head;
   m.embedding_params = s.vocab * s.hidden;
   m.params = m.embedding_params + s.layers * per_layer + s.hidden + (s.tied_embeddings ? 0 : s.vocab * s.hidden);
   return m;
@@ -97,8 +100,12 @@ MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int
   const std::uint64_t layer_acts =
       2 * tokens * elem_bytes * (4 * s.hidden + 2 * s.kv_heads * s.head_dim + 3 * s.intermediate);
   const std::uint64_t logits = static_cast<std::uint64_t>(batch) * s.vocab * (4 + elem_bytes);
-  // Dequantize-then-GEMM materialises the largest weight (gate_up, [2 I, H]) in the model dtype.
-  const std::uint64_t dequantized = matmul_elem_bytes > 0 ? 2ULL * s.intermediate * s.hidden * elem_bytes : 0;
+  // Dequantize-then-GEMM materialises one block of a quantized weight's rows in the model dtype at a time
+  // (linear.h: at most kDequantBlockElems, at least one row of the widest K), or the whole weight when smaller.
+  const std::uint64_t largest = std::max<std::uint64_t>(2ULL * s.intermediate * s.hidden,
+                                                        s.tied_embeddings ? 0 : static_cast<std::uint64_t>(s.vocab) * s.hidden);
+  const std::uint64_t block = static_cast<std::uint64_t>(kDequantBlockElems) + std::max(s.hidden, s.intermediate);
+  const std::uint64_t dequantized = matmul_elem_bytes > 0 ? std::min(largest, block) * elem_bytes : 0;
   // fp8 KV: the prefill quantizes one layer's k (then v) through a float32 copy and its quotient; the plain
   // decode path reads one layer's K and V dequantized to the model dtype.
   const std::uint64_t kv_head_elems = static_cast<std::uint64_t>(batch) * s.kv_heads * s.head_dim;

@@ -385,8 +385,19 @@ __global__ void dequantize_typed(T* out, const TW* q, const float* scale, std::i
   const Vec<TW, kE> v = reinterpret_cast<const Vec<TW, kE>*>(q)[idx];
   float f[kE];
   weights_to_float<TW, kE>(v, f);
+  constexpr int kS = 16 / sizeof(T);  // elements per 16-byte store
+  if constexpr (kE % kS == 0) {       // the launcher checked that out is 16-byte aligned
 #pragma unroll
-  for (int i = 0; i < kE; ++i) out[first + i] = from_f<T>(f[i] * s);
+    for (int j = 0; j < kE / kS; ++j) {
+      Vec<T, kS> o;
+#pragma unroll
+      for (int i = 0; i < kS; ++i) o.v[i] = from_f<T>(f[j * kS + i] * s);
+      reinterpret_cast<Vec<T, kS>*>(out + first)[j] = o;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kE; ++i) out[first + i] = from_f<T>(f[i] * s);
+  }
 }
 
 template <class T, class TW>
@@ -399,7 +410,7 @@ void launch_dequantize(void* out, const void* q, const float* scale, std::int64_
     launch_kernel("dequantize kernel", dequantize_typed<T, TW, kE>, {dim3(static_cast<unsigned>(blocks)), dim3(256)}, stream,
                   static_cast<T*>(out), static_cast<const TW*>(q), scale, cols, total);
   };
-  if (cols % 16 == 0 && aligned16(q))
+  if (cols % 16 == 0 && aligned16(q) && aligned16(out))
     run(std::integral_constant<int, 16>{});
   else
     run(std::integral_constant<int, 1>{});

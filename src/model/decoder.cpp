@@ -9,9 +9,7 @@ namespace llmbench {
 
 namespace {
 
-torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {}) {
-  return b.defined() ? torch::nn::functional::linear(x, w, b) : torch::nn::functional::linear(x, w);
-}
+const LinearPaths kPlainPaths{};
 
 }  // namespace
 
@@ -58,9 +56,15 @@ torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch
   return out + row_parallel(torch::silu(gu[0]) * gu[1], w.down, w.down_scale);
 }
 
+torch::Tensor Decoder::head(const torch::Tensor& h) const {
+  // A model-dtype head always takes cuBLAS; a quantized one the GEMV (when on) or dequantize-then-GEMM.
+  const LinearPaths& paths = weights_.lm_head_scale.defined() ? paths_ : kPlainPaths;
+  return linear(h, weights_.lm_head, weights_.lm_head_scale, {}, paths).to(torch::kFloat32);  // [R, V]
+}
+
 torch::Tensor Decoder::logits(const torch::Tensor& last_hidden) const {
   torch::Tensor h = rms_norm(last_hidden, weights_.final_norm, config_.rms_norm_eps);  // [B, H]
-  return dense(h, weights_.lm_head).to(torch::kFloat32);                          // [B, V]
+  return head(h);                                                                  // [B, V]
 }
 
 torch::Tensor Decoder::prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,
@@ -173,7 +177,7 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
   }
   state.positions.add_(state.active);
   state.column.add_(state.active);
-  return dense(h.select(1, 0), weights_.lm_head).to(torch::kFloat32);  // [B, V]
+  return head(h.select(1, 0));  // [B, V]
 }
 
 torch::Tensor Decoder::decode_step(const torch::Tensor& tokens, const Rope& rope, KvCache& cache,
@@ -283,7 +287,7 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
     state.active.narrow(0, c.row, 1).fill_(c.last ? 1 : 0);
   }
   torch::Tensor index = torch::tensor(last_token, torch::kInt64).to(ids.device());  // [R]
-  return dense(h.select(0, 0).index_select(0, index), weights_.lm_head).to(torch::kFloat32);  // [R, V] (h is normed)
+  return head(h.select(0, 0).index_select(0, index));  // [R, V] (h is normed)
 }
 
 }  // namespace llmbench

@@ -1,5 +1,6 @@
 #include "llmbench/model/linear.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -35,10 +36,33 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& w, const torch:
 #endif
 }
 
-[[maybe_unused]] std::vector<std::int64_t> out_shape(const torch::Tensor& x, std::int64_t n) {
+std::vector<std::int64_t> out_shape(const torch::Tensor& x, std::int64_t n) {
   std::vector<std::int64_t> s(x.sizes().begin(), x.sizes().end());
   s.back() = n;
   return s;
+}
+
+// x [..., K] · dequantize(w [N, K], scale [N])ᵀ (+ bias [N]) → [..., N], dequantizing w in equal blocks of
+// rows (at most block_elems weights, at least one row each): each block's product goes straight into its
+// columns of y.
+torch::Tensor dequant_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                             const torch::Tensor& bias, std::int64_t block_elems) {
+  const auto k = x.size(-1), n = w.size(0);
+  const std::int64_t max_rows = std::max<std::int64_t>(1, block_elems / std::max<std::int64_t>(1, k));
+  if (max_rows >= n) return dense(x, dequantize(w, scale, x.scalar_type()), bias);
+  const std::int64_t blocks = (n + max_rows - 1) / max_rows, rows = (n + blocks - 1) / blocks;
+  const torch::Tensor x2 = x.reshape({-1, k});                   // [M, K]
+  torch::Tensor y = torch::empty({x2.size(0), n}, x2.options());  // [M, N]
+  for (std::int64_t r = 0; r < n; r += rows) {
+    const std::int64_t c = std::min(rows, n - r);
+    const torch::Tensor wb = dequantize(w.narrow(0, r, c), scale.narrow(0, r, c), x.scalar_type());  // [c, K]
+    torch::Tensor yb = y.narrow(1, r, c);  // [M, c], rows N apart: cuBLAS writes it in place (ldc = N)
+    if (bias.defined())
+      at::addmm_out(yb, bias.narrow(0, r, c), x2, wb.t());
+    else
+      at::mm_out(yb, x2, wb.t());
+  }
+  return y.view(out_shape(x, n));
 }
 
 #ifdef LLMBENCH_WITH_CUDA
@@ -166,7 +190,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
       x.size(-1) % 16 == 0 && w.size(0) % 16 == 0)
     return scaled_mm(x, w, scale, bias);
 #endif
-  return dense(x, dequantize(w, scale, x.scalar_type()), bias);
+  return dequant_linear(x, w, scale, bias, paths.dequant_block_elems);
 }
 
 }  // namespace llmbench

@@ -167,6 +167,12 @@ torch::Tensor Model::forward_normed(const torch::Tensor& ids) {
   return decoder_->final_norm(decoder_->prefill_hidden(d_ids, torch::ones_like(d_ids), rope_, cache_, state_));
 }
 
+torch::Tensor Model::lm_head_float32() const {
+  torch::NoGradGuard no_grad;
+  if (weights_.lm_head_scale.defined()) return dequantize(weights_.lm_head, weights_.lm_head_scale, torch::kFloat32);
+  return weights_.lm_head.to(torch::kFloat32);  // [V, H]
+}
+
 torch::Tensor Model::decode_step(const torch::Tensor& tokens) {
   if (next_column_ < 1) throw Error("decode_step before prefill");
   if (next_column_ >= cache_.max_len())

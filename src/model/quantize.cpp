@@ -1,5 +1,7 @@
 #include "llmbench/model/quantize.h"
 
+#include <algorithm>
+
 #include "llmbench/base/error.h"
 
 #ifdef LLMBENCH_WITH_CUDA
@@ -65,25 +67,33 @@ void check_fp8_supported(const torch::Device& device) {
   if (!ok) throw UsageError(kFp8Unsupported);
 }
 
-QuantizedTensor quantize(const torch::Tensor& w, WeightFormat format) {
+QuantizedTensor quantize(const torch::Tensor& w, WeightFormat format, std::int64_t block_elems) {
   torch::NoGradGuard no_grad;
   if (w.dim() != 2) throw Error(cat("quantize: expected a [N, K] weight, got ", w.sizes()));
   if (format == WeightFormat::plain) throw Error("quantize: nothing to do for bf16 weights");
-  const double qmax = format == WeightFormat::int8 ? kInt8Max : kFp8Max;
-  torch::Tensor wf = w.to(torch::kFloat32);                                          // [N, K]
-  torch::Tensor amax = wf.abs().amax(1);                                             // [N]
-  torch::Tensor scale = torch::where(amax > 0, amax / qmax, torch::ones_like(amax));  // [N] float32
-  torch::Tensor scaled = wf / scale.unsqueeze(1);  // [N, K] in [-qmax, qmax] (a new tensor: wf may be w itself)
-  QuantizedTensor out;
-  out.scale = scale;
-  if (format == WeightFormat::int8) {
-    out.q = scaled.round_().clamp_(-kInt8Max, kInt8Max).to(torch::kInt8);
-  } else {
-#ifdef LLMBENCH_TORCH_FP8
-    out.q = scaled.clamp_(-kFp8Max, kFp8Max).to(torch::kFloat8_e4m3fn);
-#else
-    throw UsageError(kFp8Unsupported);
+#ifndef LLMBENCH_TORCH_FP8
+  if (format == WeightFormat::fp8) throw UsageError(kFp8Unsupported);
 #endif
+  const double qmax = format == WeightFormat::int8 ? kInt8Max : kFp8Max;
+  QuantizedTensor out;
+#ifdef LLMBENCH_TORCH_FP8
+  const torch::Dtype qtype = format == WeightFormat::int8 ? torch::kInt8 : torch::kFloat8_e4m3fn;
+#else
+  const torch::Dtype qtype = torch::kInt8;
+#endif
+  out.q = torch::empty(w.sizes(), w.options().dtype(qtype));               // [N, K]
+  out.scale = torch::empty({w.size(0)}, w.options().dtype(torch::kFloat32));  // [N]
+  // Rows are independent: a block of rows at a time bounds the float32 temporaries.
+  const std::int64_t block = std::max<std::int64_t>(1, block_elems / std::max<std::int64_t>(1, w.size(1)));
+  for (std::int64_t r = 0; r < w.size(0); r += block) {
+    const std::int64_t n = std::min(block, w.size(0) - r);
+    torch::Tensor wf = w.narrow(0, r, n).to(torch::kFloat32);                          // [n, K]
+    torch::Tensor amax = wf.abs().amax(1);                                             // [n]
+    torch::Tensor scale = torch::where(amax > 0, amax / qmax, torch::ones_like(amax));  // [n] float32
+    torch::Tensor scaled = wf / scale.unsqueeze(1);  // [n, K] in [-qmax, qmax] (a new tensor: wf may be w itself)
+    if (format == WeightFormat::int8) scaled.round_();
+    out.q.narrow(0, r, n).copy_(scaled.clamp_(-qmax, qmax));  // int8: exact integers; fp8: round to nearest even
+    out.scale.narrow(0, r, n).copy_(scale);
   }
   return out;
 }
@@ -120,6 +130,8 @@ void quantize_weights(Weights& weights, WeightFormat format) {
     replace(l.gate_up, l.gate_up_scale);
     replace(l.down, l.down_scale);
   }
+  // A tied head is the embedding, which stays in the model dtype (it is read by index, not streamed).
+  if (weights.lm_head.defined() && !weights.lm_head.is_same(weights.embed)) replace(weights.lm_head, weights.lm_head_scale);
 }
 
 }  // namespace llmbench

@@ -132,6 +132,7 @@ std::int64_t Weights::bytes() const {
   add(embed);
   add(final_norm);
   add(lm_head);
+  add(lm_head_scale);
   for (const auto& l : layers)
     for (const auto* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.o, &l.o_bias, &l.post_norm, &l.gate_up, &l.down, &l.qkv_scale,
                           &l.o_scale, &l.gate_up_scale, &l.down_scale})

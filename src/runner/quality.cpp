@@ -88,7 +88,7 @@ Quality measure_quality(Model& model, Model& reference, const torch::Tensor& pro
     return h.reshape({b * n, h.size(-1)});
   };
   const torch::Tensor hq = hidden(model), hr = hidden(reference);
-  const torch::Tensor wq = model.lm_head().to(torch::kFloat32), wr = reference.lm_head().to(torch::kFloat32);  // [V, H]
+  const torch::Tensor wq = model.lm_head_float32(), wr = reference.lm_head_float32();  // [V, H] float32
 
   // Rows per chunk: keeps the float32 logits of one chunk near 256 MiB.
   const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{1} << 26) / wq.size(0));

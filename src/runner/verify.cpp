@@ -17,7 +17,7 @@ Verification verify_greedy(Model& model, const torch::Tensor& prompts, const tor
   if (generated.size(0) != b || n < 1) throw Error(cat("verify: generated ", generated.sizes(), " for prompts ", prompts.sizes()));
   const torch::Tensor fast_host = generated.to(torch::kCPU, torch::kInt64);                       // [B, N]
   const bool was_fused = model.fused_active(), was_gemv = model.gemv_enabled();
-  const torch::Tensor fast = fast_host.to(model.lm_head().device());           // [B, N] int64
+  const torch::Tensor fast = fast_host.to(model.device());                     // [B, N] int64
   std::vector<torch::Tensor> gaps, equal;
   // logits [c, V] float32 of the reference against the fast path's tokens [c]: each token's gap below the
   // reference's best, as a fraction of that row's logit range.
@@ -48,7 +48,7 @@ Verification verify_greedy(Model& model, const torch::Tensor& prompts, const tor
     torch::Tensor ids = torch::cat({prompts.to(torch::kCPU, torch::kInt64), fast_host.narrow(1, 0, n - 1)}, 1);  // [B, P + N − 1]
     torch::Tensor h = model.forward_normed(ids).narrow(1, p - 1, n);           // [B, N, H] model dtype
     h = h.reshape({b * n, h.size(-1)});                                          // [B·N, H]
-    const torch::Tensor w = model.lm_head().to(torch::kFloat32);                 // [V, H] float32
+    const torch::Tensor w = model.lm_head_float32();                             // [V, H] float32
     const torch::Tensor flat = fast.reshape({b * n});                            // [B·N] int64
     // Rows per chunk: keeps the float32 logits of one chunk near 256 MiB.
     const std::int64_t rows = std::max<std::int64_t>(1, (std::int64_t{1} << 26) / w.size(0));

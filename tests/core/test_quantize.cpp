@@ -54,6 +54,12 @@ TEST(Quantize, Int8RoundTripOnRandomWeights) {
   EXPECT_LT(rel_err(back, w), 0.02);
   // bfloat16 output: the same values rounded once.
   EXPECT_TRUE(torch::equal(dequantize(q.q, q.scale, torch::kBFloat16), back.to(torch::kBFloat16)));
+  // Blocks of 3 rows (64 is not a multiple of 3) and of 1 row give bit-identical results.
+  for (std::int64_t block : {3 * 96, 1}) {
+    QuantizedTensor b = quantize(w, WeightFormat::int8, block);
+    EXPECT_TRUE(torch::equal(b.q, q.q)) << block;
+    EXPECT_TRUE(torch::equal(b.scale, q.scale)) << block;
+  }
 }
 
 TEST(Quantize, NamesAndBadInput) {
@@ -93,16 +99,56 @@ TEST(Quantize, LinearOnQuantizedWeights) {
   gemv.gemv = true;  // on the CPU the GEMV never applies: the same plain result
   EXPECT_FALSE(gemv_applies(x, q.q, q.scale, b, gemv));
   EXPECT_TRUE(torch::allclose(linear(x, q.q, q.scale, b, gemv), ref, 1e-5, 1e-5));
+  // Dequantized a block of rows at a time (at most 1, 2 and 4 of the 6 rows: 6, 3 and 2 blocks), with and
+  // without the bias: the same product.
+  for (std::int64_t rows : {1, 2, 4}) {
+    LinearPaths blocked;
+    blocked.dequant_block_elems = rows * 8;
+    EXPECT_TRUE(torch::allclose(linear(x, q.q, q.scale, b, blocked), ref, 1e-5, 1e-5)) << rows;
+    EXPECT_TRUE(torch::allclose(linear(x, q.q, q.scale, {}, blocked), ref - b, 1e-5, 1e-5)) << rows;
+  }
 }
 
-// The INT8 tiny model against the float32 one: only qkv/o/gate_up/down are quantized (the rest is
-// bit-identical), the byte count is the estimate's, and the logits stay within the documented tolerance.
+// An untied lm_head is quantized with the layers (the qwen2_bias fixture: HF weights, untied head): the
+// byte count is the estimate's with the head at one byte per weight, the dequantized head is within half a
+// step of the float one per row, and the logits (prefill and teacher-forced decode) stay within tolerance.
+TEST(Quantize, Int8QuantizesAnUntiedHead) {
+  const std::string dir = std::string(LLMBENCH_TEST_DATA) + "/models/qwen2_bias";
+  auto plain = Model::load({dir, "float32", "cpu", "eager", 0});
+  auto int8 = Model::load({dir, "float32", "cpu", "eager", 0, "int8"});
+  ASSERT_FALSE(plain->config().tie_word_embeddings);
+  const ModelShape shape = shape_of(plain->config());
+  EXPECT_EQ(static_cast<std::uint64_t>(int8->info().weight_bytes), weight_bytes(shape, 4, 1));
+  const ModelSize size = model_size(shape);
+  EXPECT_EQ(size.matmul_rows, shape.layers * (2 * shape.hidden + 2 * shape.kv_heads * shape.head_dim +
+                                              2 * shape.intermediate + shape.hidden) + shape.vocab);
+  const torch::Tensor w = plain->lm_head_float32(), wq = int8->lm_head_float32();  // [V, H] float32
+  const torch::Tensor step = w.abs().amax(1, /*keepdim=*/true) / 127;               // [V, 1] the int8 step
+  EXPECT_FALSE(torch::equal(wq, w));
+  EXPECT_TRUE(((wq - w).abs() <= step / 2 + 1e-7).all().item<bool>());
+
+  torch::Tensor ids = torch::tensor({5, 17, 99, 3, 42, 7, 150, 11, 64, 2}, torch::kInt64).view({2, 5});  // [2, 5]
+  plain->allocate_cache(2, 9);
+  int8->allocate_cache(2, 9);
+  torch::Tensor lp = plain->prefill(ids), lq = int8->prefill(ids);  // [2, V]
+  EXPECT_LT(rel_err(lq, lp), kInt8LogitsRelErr);
+  torch::Tensor tok = lp.argmax(-1);
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor dp = plain->decode_step(tok), dq = int8->decode_step(tok);
+    EXPECT_LT(rel_err(dq, dp), kInt8LogitsRelErr);
+    tok = dp.argmax(-1);
+  }
+}
+
+// The INT8 tiny model against the float32 one: only qkv/o/gate_up/down are quantized (the rest, the tied
+// lm_head included, is bit-identical), the byte count is the estimate's, and the logits stay within the
+// documented tolerance.
 TEST(Quantize, Int8ModelAgainstTheFloatModel) {
   auto plain = Model::load({"tiny", "float32", "cpu", "eager", 7});
   auto int8 = Model::load({"tiny", "float32", "cpu", "eager", 7, "int8"});
   EXPECT_EQ(int8->info().quant, "int8");
   EXPECT_EQ(plain->info().quant, "bf16");
-  EXPECT_TRUE(torch::equal(int8->lm_head(), plain->lm_head()));
+  EXPECT_TRUE(torch::equal(int8->lm_head_float32(), plain->lm_head_float32()));  // tied: the embedding
   const ModelShape shape = shape_of(plain->config());
   EXPECT_EQ(static_cast<std::uint64_t>(plain->info().weight_bytes), weight_bytes(shape, 4));
   EXPECT_EQ(static_cast<std::uint64_t>(int8->info().weight_bytes), weight_bytes(shape, 4, 1));

@@ -172,6 +172,32 @@ TEST(Gemv, DequantizeKernelMatchesTheCpu) {
   }
 }
 
+// The plain path of quantized weights dequantizes a block of rows at a time and lets cuBLAS write each
+// block's product into its columns of y (ldc = N): at most 1, 5 and 16 of the 100 rows per block (100
+// blocks of 1, 20 of 5, and 7 of 15 with a last one of 10), with and without bias, against float32 on the
+// dequantized weight.
+TEST(Gemv, BlockedDequantizeLinearMatchesFloat32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(2);
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  torch::Tensor x = torch::randn({3, 40, 64}, opts).to(torch::kBFloat16);   // [B, S, K]
+  torch::Tensor bias = torch::randn({100}, opts).to(torch::kBFloat16);      // [N]
+  for (WeightFormat f : formats()) {
+    if (f == WeightFormat::plain) continue;
+    const TestWeight tw = test_weight(torch::randn({100, 64}, opts) * 0.05, f);  // [N, K]
+    for (std::int64_t rows : {1, 5, 16}) {
+      SCOPED_TRACE(cat(to_string(f), " rows per block ", rows));
+      LinearPaths blocked;
+      blocked.dequant_block_elems = rows * 64;
+      for (const torch::Tensor& b : {bias, torch::Tensor()}) {
+        torch::Tensor y = linear(x, tw.q, tw.scale, b, blocked);  // [B, S, N] bf16
+        ASSERT_EQ(y.sizes(), (std::vector<std::int64_t>{3, 40, 100}));
+        EXPECT_LT(rel_diff(y, reference(x, tw, b)), 2e-2);
+      }
+    }
+  }
+}
+
 // The kernel is capturable: a CUDA graph replay gives the eager launch's output for new inputs, step
 // after step. DecodeGraph's constructor runs its own prefill and warm-up steps and resets the cache at the
 // end (decode_graph.h), so it is built before the prefill the replay continues from (built after it, the

@@ -27,7 +27,7 @@ ModelShape shape_of(const ModelConfig& config);
 struct ModelSize {
   std::int64_t params = 0;            // every parameter
   std::int64_t embedding_params = 0;  // the token-embedding table (read by index, not streamed)
-  std::int64_t matmul_params = 0;     // qkv, o, gate_up and down of every layer (what --weights quantizes)
+  std::int64_t matmul_params = 0;     // qkv, o, gate_up, down of every layer + an untied lm_head (what --weights quantizes)
   std::int64_t matmul_rows = 0;       // their output channels (one float32 scale each when quantized)
 };
 ModelSize model_size(const ModelShape& s);
@@ -53,7 +53,7 @@ struct MemoryEstimate {
   std::uint64_t activations = 0;
   std::uint64_t total() const { return weights + kv_cache + activations; }
 };
-// Quantized weights (matmul_elem_bytes > 0) add the prefill's dequantized copy of the largest weight; an
+// Quantized weights (matmul_elem_bytes > 0) add the prefill's dequantized block of a quantized weight; an
 // fp8 KV cache (kv_elem_bytes 1) is counted at 1 byte per element plus scales, and adds one layer's float32
 // k/v copy of the prefill's quantization and one layer's dequantized K and V of the plain decode path.
 MemoryEstimate estimate_memory(const ModelShape& s, std::int64_t batch, std::int64_t prompt_len,

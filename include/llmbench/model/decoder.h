@@ -97,6 +97,8 @@ class Decoder {
   template <class Attend>
   torch::Tensor layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                       Attend&& attend) const;
+  // Normed hidden states h [R, H] → logits [R, V] float32 through the lm_head (quantized or not).
+  torch::Tensor head(const torch::Tensor& h) const;
   // x [..., K / tp] · w [H, K / tp]ᵀ (quantized: · scale) summed over the ranks (+ b [H]) → [..., H].
   torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                              const torch::Tensor& b = {}) const;

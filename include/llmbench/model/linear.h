@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include <torch/torch.h>
@@ -7,7 +8,9 @@
 // dtype, or int8 / float8 e4m3 with per-output-channel scales (llmbench/model/quantize.h). Paths:
 //   GEMV kernel     CUDA, x with at most cuda::kGemvMaxRows rows (the decode step), when enabled
 //                   (tensor cores or CUDA cores: gemv_uses_mma);
-//   plain           torch::linear on W, or on dequantize(W, scale) for quantized weights;
+//   plain           torch::linear on W; for quantized weights x · dequantize(W, scale)ᵀ, dequantizing W in
+//                   equal blocks of rows of at most dequant_block_elems weights into the model dtype, so a
+//                   large weight (gate_up, an untied lm_head) never exists whole in the model dtype;
 //   scaled_mm       fp8 weights with more rows, when chosen: x quantized per row to fp8, torch::_scaled_mm
 //                   (libtorch ≥ 2.5, CUDA, bf16 activations, K and N multiples of 16; else plain).
 namespace llmbench {
@@ -18,9 +21,15 @@ enum class Fp8Gemm { dequant, scaled_mm };
 Fp8Gemm parse_fp8_gemm(const std::string& name);
 const char* to_string(Fp8Gemm gemm);
 
+// Weights dequantized per block by the plain path of quantized weights, at most: 80 Mi (160 MiB in bf16).
+// Large enough that qkv, o and down stay one GEMM and gate_up two halves (Qwen2.5-7B, Llama-3-8B), so the
+// prefill's GEMMs keep their shapes; an untied lm_head goes in about 7.
+constexpr std::int64_t kDequantBlockElems = std::int64_t{80} << 20;
+
 struct LinearPaths {
   bool gemv = false;                     // the CUDA GEMV kernel for small row counts
   Fp8Gemm fp8_gemm = Fp8Gemm::dequant;   // fp8 weights beyond the GEMV's rows
+  std::int64_t dequant_block_elems = kDequantBlockElems;  // plain path of quantized weights (at least one row)
 };
 
 // x [..., K] (model dtype), w [N, K] (model dtype; or int8/float8 with scale [N] float32), bias [N] (model

@@ -126,7 +126,8 @@ class Model {
   // prefill path (no fused kernels, no graph) → hidden states after the final norm, [B, S, H] model dtype.
   // Overwrites the cache: call reset_cache() before the next generate.
   torch::Tensor forward_normed(const torch::Tensor& ids);
-  const torch::Tensor& lm_head() const { return weights_.lm_head; }  // [V, H] model dtype
+  // The lm_head in float32 (a quantized one dequantized: q · scale), for teacher-forced references.
+  torch::Tensor lm_head_float32() const;  // [V, H] float32
 
   // Left-pads the prompts, allocates the cache for P + max_new_tokens, prefills and decodes.
   // Throws UsageError for an empty prompt, an id outside the vocabulary or a too-long context.

@@ -30,6 +30,8 @@ struct Weights {
   std::vector<LayerWeights> layers;
   torch::Tensor final_norm;  // [H]
   torch::Tensor lm_head;     // [V, H]; the same tensor as embed when tied
+  // An untied lm_head is quantized with the layers (int8/float8 [V, H]); this is then its per-row scale.
+  torch::Tensor lm_head_scale;  // [V] float32, or undefined (model dtype)
 
   // Bytes of all distinct tensors on the device (a tied head counts once).
   std::int64_t bytes() const;
