@@ -7,6 +7,8 @@
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
 // others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
 // in the same run. The "layer" line sums qkv + o + gate_up + down: × layers it is the step's GEMV time.
+// Then the prefill path's dequantize kernel (int8/fp8 → bf16) per matrix: bytes read + written per time,
+// each result checked bit for bit against torch's float(q) · scale rounded once.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
@@ -62,6 +64,48 @@ const std::vector<Variant> kBaseVariants = {
     {"fp8 simt", llmbench::WeightFormat::fp8, false, llmbench::cuda::GemvKernel::simt},
     {"fp8 mma", llmbench::WeightFormat::fp8, false, llmbench::cuda::GemvKernel::mma},
 };
+
+// The dequantize kernel of the prefill path (int8/fp8 W → bf16), per matrix of the model: q copies cycled
+// past L2 as for the GEMV; bandwidth = (bytes of q + scales read + bf16 written) / GPU time per call.
+void bench_dequantize(const ModelShapes& m, cudaStream_t stream, double copy_gbs, std::int64_t spill) {
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  double layer_us = 0;
+  for (const Matrix& mat : m.matrices) {
+    torch::manual_seed(0);
+    torch::Tensor w = torch::randn({mat.n, mat.k}, bf16) * 0.02;  // [N, K]
+    torch::Tensor out = torch::empty_like(w);                      // [N, K] bf16
+    for (llmbench::WeightFormat f : {llmbench::WeightFormat::int8, llmbench::WeightFormat::fp8}) {
+      const char* name = f == llmbench::WeightFormat::int8 ? "int8" : "fp8";
+      llmbench::QuantizedTensor qt;
+      try {
+        qt = llmbench::quantize(w, f);
+      } catch (const std::exception& e) {
+        std::printf("%-10s %-8s dequantize %-5s skipped: %s\n", m.model, mat.name, name, e.what());
+        continue;
+      }
+      const std::int64_t q_bytes = qt.q.numel();
+      const int copies = static_cast<int>(std::max<std::int64_t>(1, (spill + q_bytes - 1) / q_bytes));
+      std::vector<torch::Tensor> qs{qt.q};
+      for (int i = 1; i < copies; ++i) qs.push_back(qt.q.clone());
+      int next = 0;
+      const auto weight = f == llmbench::WeightFormat::int8 ? llmbench::cuda::WeightType::int8 : llmbench::cuda::WeightType::fp8_e4m3;
+      auto call = [&] {
+        llmbench::cuda::dequantize(llmbench::cuda::DType::bf16, weight, out.data_ptr(), qs[next++ % copies].data_ptr(),
+                                   qt.scale.data_ptr<float>(), mat.n, mat.k, stream);
+      };
+      call();
+      check(cudaStreamSynchronize(stream), "dequantize");
+      const bool exact = torch::equal(out, (qt.q.to(torch::kFloat32) * qt.scale.unsqueeze(1)).to(torch::kBFloat16));
+      const double ms = time_per_call(stream, 20, 10, call);
+      const double gbs = (3.0 * q_bytes + 4.0 * mat.n) / (ms * 1e-3) / 1e9;
+      if (std::strcmp(mat.name, "lm_head") != 0 && f == llmbench::WeightFormat::int8) layer_us += ms * 1e3;
+      std::printf("%-10s %-8s dequantize %-5s %8.2f us %6.0f GB/s %5.1f %% of copy%s\n", m.model, mat.name, name, ms * 1e3,
+                  gbs, 100.0 * gbs / copy_gbs, exact ? "" : "  WRONG");
+    }
+  }
+  std::printf("%-10s layer    dequantize int8  %8.2f us  × %d layers = %.3f ms per int8 prefill\n", m.model, layer_us,
+              m.layers, layer_us * m.layers / 1e3);
+}
 
 }  // namespace
 
@@ -182,6 +226,7 @@ int main(int argc, char** argv) {
           std::printf("%-10s layer    B=%-2d %-12s %8.2f us  × %d layers = %.3f ms per step\n", m.model, batch, v.name.c_str(),
                       layer_us[v.name], m.layers, layer_us[v.name] * m.layers / 1e3);
     }
+    bench_dequantize(m, stream, copy_gbs, kL2Spill);
   }
   return 0;
 }
