@@ -109,6 +109,27 @@ TEST(Quantize, LinearOnQuantizedWeights) {
   }
 }
 
+// Qwen2.5-7B's bytes by hand. Layers: q, k, v, o = 3584·3584 + 2·3584·512 + 3584·3584 = 29,360,128 and
+// gate, up, down = 3·3584·18944 = 203,685,888 matmul weights; × 28 + the untied head 152064·3584 =
+// 544,997,376 gives 7,070,285,824 quantized weights (1 byte each) with 28·(4608 + 3584 + 37888 + 3584) +
+// 152,064 = 1,542,656 float32 row scales; the rest (embedding 544,997,376, qkv biases 28·4608, norms
+// 57·3584) stays bf16: 545,330,688 · 2 bytes. Total 8,167,117,824 bytes = 7,788.8 MiB, the
+// `memory.weights_bytes` the H200 reported for --weights int8 (docs/quantization.md).
+TEST(Quantize, Qwen7bQuantizedBytesByHand) {
+  const ModelShape s = shape_of(resolve_model("qwen2.5-7b").config);
+  ASSERT_FALSE(s.tied_embeddings);
+  const ModelSize m = model_size(s);
+  EXPECT_EQ(m.matmul_params, 7070285824LL);
+  EXPECT_EQ(m.matmul_rows, 1542656LL);
+  EXPECT_EQ(m.params - m.matmul_params, 545330688LL);
+  EXPECT_EQ(weight_bytes(s, 2, 1), 545330688ULL * 2 + 7070285824ULL + 1542656ULL * 4);
+  EXPECT_EQ(weight_bytes(s, 2, 1), 8167117824ULL);
+  EXPECT_EQ(weight_bytes(s, 2), 7615616512ULL * 2);  // bf16: every parameter at 2 bytes
+  // The prefill's dequantized transient in the estimate: one block (≤ 80 Mi weights + a row), not the head.
+  const MemoryEstimate q = estimate_memory(s, 1, 512, 64, 2, 1), plain = estimate_memory(s, 1, 512, 64, 2);
+  EXPECT_EQ(q.activations - plain.activations, (static_cast<std::uint64_t>(kDequantBlockElems) + 18944) * 2);
+}
+
 // An untied lm_head is quantized with the layers (the qwen2_bias fixture: HF weights, untied head): the
 // byte count is the estimate's with the head at one byte per weight, the dequantized head is within half a
 // step of the float one per row, and the logits (prefill and teacher-forced decode) stay within tolerance.
