@@ -28,6 +28,16 @@ bool is_quantized_dtype(torch::Dtype d) {
   return d == torch::kInt8;
 }
 
+// int8 → kInt8; fp8 → float8 e4m3fn, or the one-line UsageError where this libtorch has none.
+torch::Dtype storage_dtype(WeightFormat format) {
+  if (format == WeightFormat::int8) return torch::kInt8;
+#ifdef LLMBENCH_TORCH_FP8
+  return torch::kFloat8_e4m3fn;
+#else
+  throw UsageError(kFp8Unsupported);
+#endif
+}
+
 }  // namespace
 
 WeightFormat parse_weight_format(const std::string& name) {
@@ -71,17 +81,9 @@ QuantizedTensor quantize(const torch::Tensor& w, WeightFormat format, std::int64
   torch::NoGradGuard no_grad;
   if (w.dim() != 2) throw Error(cat("quantize: expected a [N, K] weight, got ", w.sizes()));
   if (format == WeightFormat::plain) throw Error("quantize: nothing to do for bf16 weights");
-#ifndef LLMBENCH_TORCH_FP8
-  if (format == WeightFormat::fp8) throw UsageError(kFp8Unsupported);
-#endif
   const double qmax = format == WeightFormat::int8 ? kInt8Max : kFp8Max;
   QuantizedTensor out;
-#ifdef LLMBENCH_TORCH_FP8
-  const torch::Dtype qtype = format == WeightFormat::int8 ? torch::kInt8 : torch::kFloat8_e4m3fn;
-#else
-  const torch::Dtype qtype = torch::kInt8;
-#endif
-  out.q = torch::empty(w.sizes(), w.options().dtype(qtype));               // [N, K]
+  out.q = torch::empty(w.sizes(), w.options().dtype(storage_dtype(format)));  // [N, K]
   out.scale = torch::empty({w.size(0)}, w.options().dtype(torch::kFloat32));  // [N]
   // Rows are independent: a block of rows at a time bounds the float32 temporaries.
   const std::int64_t block = std::max<std::int64_t>(1, block_elems / std::max<std::int64_t>(1, w.size(1)));
