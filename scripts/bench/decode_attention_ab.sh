@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# GPU host: the two decode-attention kernels (split: three launches on CUDA cores; mma: one launch on
-# tensor cores, a cluster per row) side by side, in one invocation:
-#   1. build-gpu/tests/bench_decode_attention: µs per call and KV-read GB/s of both kernels (default
-#      shapes, then batch 64 × 1024 columns with 576 valid, the server's column bucket);
+# GPU host: two settings of the decode attention side by side, in one invocation. By default the two
+# kernels (LLMBENCH_DECODE_ATTENTION=split: three launches on CUDA cores; =mma: one launch on tensor
+# cores, a cluster per row); AB_ENV / AB_VALUES name another switch of the decode step, e.g.
+# AB_ENV=LLMBENCH_PDL AB_VALUES="0 1" (programmatic dependent launch off / on).
+#   1. build-gpu/tests/bench_decode_attention: µs per call and KV-read GB/s (default shapes, then batch 64
+#      × 1024 columns with 576 valid, the server's column bucket): both kernels by default, else the mma
+#      kernel once per value;
 #   2. `llmbench run` (prompt 512, 64 new tokens, verification on) of Qwen2.5-7B at batch 1, 4, 16 and 64
-#      and Llama-3-8B at batch 1 and 4, once per kernel (LLMBENCH_DECODE_ATTENTION), in the order
-#      split, mma, split, mma so that drift hits both; the table gives each kernel's best TPOT and TTFT.
+#      and Llama-3-8B at batch 1 and 4, once per value, in the order a, b, a, b so that drift hits both;
+#      the table gives each value's best TPOT and TTFT.
 # Usage: scripts/bench/decode_attention_ab.sh [build-dir]    (OUT_DIR default out/decode_attention_ab;
 #        RUNS default 10; ROUNDS default 2; AB_WORKLOADS default "qwen2.5-7b:1,4,16,64 llama-3-8b:1,4")
 set -uo pipefail
@@ -14,20 +17,31 @@ build=${1:-build-gpu}
 out=${OUT_DIR:-out/decode_attention_ab}
 runs=${RUNS:-10}
 workloads=${AB_WORKLOADS:-"qwen2.5-7b:1,4,16,64 llama-3-8b:1,4"}
+var=${AB_ENV:-LLMBENCH_DECODE_ATTENTION}
+values=${AB_VALUES:-split mma}
 mkdir -p "$out"
 
 echo "## bench_decode_attention"
-LLMBENCH_BENCH_KERNELS=split,mma "$build/tests/bench_decode_attention" 2>&1 | tee "$out/bench.txt"
-LLMBENCH_BENCH_KERNELS=split,mma LLMBENCH_BENCH_VALID=576 "$build/tests/bench_decode_attention" 64 1024 2>&1 |
-  tee -a "$out/bench.txt"
+if [ "$var" = LLMBENCH_DECODE_ATTENTION ]; then
+  LLMBENCH_BENCH_KERNELS=split,mma "$build/tests/bench_decode_attention" 2>&1 | tee "$out/bench.txt"
+  LLMBENCH_BENCH_KERNELS=split,mma LLMBENCH_BENCH_VALID=576 "$build/tests/bench_decode_attention" 64 1024 2>&1 |
+    tee -a "$out/bench.txt"
+else
+  for v in $values; do
+    echo "# $var=$v" | tee -a "$out/bench.txt"
+    env "$var=$v" LLMBENCH_BENCH_KERNELS=mma "$build/tests/bench_decode_attention" 2>&1 | tee -a "$out/bench.txt"
+    env "$var=$v" LLMBENCH_BENCH_KERNELS=mma LLMBENCH_BENCH_VALID=576 "$build/tests/bench_decode_attention" 64 1024 \
+      2>&1 | tee -a "$out/bench.txt"
+  done
+fi
 
-echo "## llmbench run, split vs mma"
+echo "## llmbench run, $var = ${values// / vs }"
 for round in $(seq 1 "${ROUNDS:-2}"); do
-  for kernel in split mma; do
+  for kernel in $values; do
     for w in $workloads; do
       model=${w%%:*} batches=${w#*:}
       f="$out/run_${kernel}_${model}_r$round.json"
-      if ! LLMBENCH_DECODE_ATTENTION=$kernel timeout 400 "$build/llmbench" --log-level warn run --model "$model" \
+      if ! env "$var=$kernel" timeout 400 "$build/llmbench" --log-level warn run --model "$model" \
         --device cuda --dtype bfloat16 --batch "$batches" --prompt-len 512 --max-new-tokens 64 --warmup 2 \
         --runs "$runs" --output "$f" >"${f%.json}.log" 2>&1; then
         echo "$kernel $model round $round failed: $(tail -1 "${f%.json}.log")"
@@ -36,9 +50,9 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   done
 done
 
-python3 - "$out" <<'PY'
+python3 - "$out" "$var" $values <<'PY'
 import glob, json, os, sys
-out = sys.argv[1]
+out, var, va, vb = sys.argv[1:5]
 best = {}  # (model, batch, kernel) -> (tpot, ttft, verified)
 for f in sorted(glob.glob(os.path.join(out, "run_*.json"))):
     kernel = os.path.basename(f).split("_")[1]
@@ -54,10 +68,11 @@ for f in sorted(glob.glob(os.path.join(out, "run_*.json"))):
             best[key] = (tpot, ttft if old is None else min(ttft, old[1]), ok)
         else:
             best[key] = (old[0], min(ttft, old[1]), old[2] and ok)
-print("| model | batch | TPOT ms split | TPOT ms mma | change | TTFT ms split / mma | verified (split / mma) |")
+print(f"{var}: {va} vs {vb}")
+print(f"| model | batch | TPOT ms {va} | TPOT ms {vb} | change | TTFT ms {va} / {vb} | verified ({va} / {vb}) |")
 print("|---|---|---|---|---|---|---|")
 for (model, batch) in sorted({(m, b) for m, b, _ in best}, key=lambda x: (x[0], x[1])):
-    a, b = best.get((model, batch, "split")), best.get((model, batch, "mma"))
+    a, b = best.get((model, batch, va)), best.get((model, batch, vb))
     if not a or not b:
         print(f"| {model} | {batch} | {a[0] if a else 'failed'} | {b[0] if b else 'failed'} | | | |")
         continue

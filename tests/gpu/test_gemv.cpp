@@ -153,6 +153,25 @@ TEST(Gemv, MmaKernelOnlyWhereItApplies) {
   EXPECT_THROW(linear(x, w, {}, {}, gemv), UsageError);
 }
 
+// The automatic choice (docs/quantization.md): int8 weights at batch 1 on CUDA cores, fp8 and bf16
+// weights and every larger batch on tensor cores (K a multiple of 64, compute capability ≥ 8).
+TEST(Gemv, AutomaticKernelChoice) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  GemvKernelEnv env("auto");
+  torch::Tensor w = torch::randn({48, 128}, bf16);  // [N, K]
+  for (WeightFormat f : formats()) {
+    const TestWeight tw = test_weight(w, f);
+    for (std::int64_t b : {1, 4}) {
+      SCOPED_TRACE(cat(to_string(f), " B=", b));
+      torch::Tensor x = torch::randn({b, 128}, bf16);  // [B, K]
+      EXPECT_EQ(gemv_uses_mma(x, tw.q, tw.scale, {}, gemv), !(f == WeightFormat::int8 && b == 1));
+    }
+  }
+}
+
 // The dequantize kernel computes float(q) · scale rounded once, as the CPU's torch ops do: bit-exact.
 TEST(Gemv, DequantizeKernelMatchesTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
