@@ -37,7 +37,7 @@ void add_profile_command(CLI::App& root, Commands& out) {
   app->add_flag("--no-fused", st->no_fused, "Plain ops instead of the fused decode kernels");
   app->add_flag_function(
       "--gemv,!--no-gemv", [st](std::int64_t n) { st->options.gemv = n > 0; },
-      "The GEMV kernel in the decode step (default as in run: on for int8/fp8 weights; docs/quantization.md)");
+      "The GEMV kernel in the decode step (default on, as in run; docs/quantization.md)");
   app->add_flag("--no-prefill", st->no_prefill, "Decode only");
   app->add_flag("--full-names", o.full_names, "Group and print by the full demangled kernel names");
   app->add_option("--max-rows", st->max_rows, "Kernels per table; the rest summed in one row")->capture_default_str();

@@ -89,7 +89,7 @@ std::vector<PointParams> expand(const RunOptions& o) {
               p.device = o.device;
               p.cuda_graph = o.cuda_graph;
               p.fused = o.fused;
-              p.gemv = o.gemv.value_or(weights != "bf16");
+              p.gemv = o.gemv.value_or(true);
               p.fp8_gemm = o.fp8_gemm;
               p.tp = o.tp;
               points.push_back(p);

@@ -431,9 +431,10 @@ void dispatch_weight(WeightType weight, F&& f) {
 GemvKernel gemv_kernel(const GemvArgs& a) {
   if (a.kernel == GemvKernel::simt) return GemvKernel::simt;
   // Automatic: int8 weights at batch 1 stream faster on CUDA cores (H200, Qwen2.5-7B: TPOT 2.932 ms vs
-  // 2.982 on tensor cores); fp8 weights (whose conversion costs the CUDA cores more: 3.260 vs 2.941 ms)
-  // and every other case run on tensor cores where they apply.
-  if (a.kernel == GemvKernel::automatic && a.weight == WeightType::int8 && a.batch == 1) return GemvKernel::simt;
+  // 2.982 on tensor cores), and so do model-dtype weights (bench_gemv, gate_up: 62.8 vs 67.8 µs); fp8
+  // weights (whose conversion costs the CUDA cores more: 3.260 vs 2.941 ms) and every larger batch run
+  // on tensor cores where they apply.
+  if (a.kernel == GemvKernel::automatic && a.weight != WeightType::fp8_e4m3 && a.batch == 1) return GemvKernel::simt;
   if (mma_applies(a)) return GemvKernel::mma;
   if (a.kernel == GemvKernel::mma)
     throw Error(cat("gemv: the mma kernel needs bf16/fp16 activations, K a multiple of ",

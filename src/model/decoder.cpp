@@ -9,7 +9,6 @@ namespace llmbench {
 
 namespace {
 
-const LinearPaths kPlainPaths{};
 
 }  // namespace
 
@@ -57,9 +56,9 @@ torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch
 }
 
 torch::Tensor Decoder::head(const torch::Tensor& h) const {
-  // A model-dtype head always takes cuBLAS; a quantized one the GEMV (when on) or dequantize-then-GEMM.
-  const LinearPaths& paths = weights_.lm_head_scale.defined() ? paths_ : kPlainPaths;
-  return linear(h, weights_.lm_head, weights_.lm_head_scale, {}, paths).to(torch::kFloat32);  // [R, V]
+  // The GEMV where it applies (a quantized head; a model-dtype head at one row), else cuBLAS or
+  // dequantize-then-GEMM.
+  return linear(h, weights_.lm_head, weights_.lm_head_scale, {}, paths_).to(torch::kFloat32);  // [R, V]
 }
 
 torch::Tensor Decoder::logits(const torch::Tensor& last_hidden) const {

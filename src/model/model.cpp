@@ -91,8 +91,14 @@ bool Model::gemv_enabled() const { return decoder_->linear_paths().gemv; }
 bool Model::gemv_active(std::int64_t rows) const {
   if (weights_.layers.empty()) return false;
   const LayerWeights& l = weights_.layers[0];
-  torch::Tensor x = torch::empty({rows, config().hidden_size}, weights_.embed.options());  // [B, H] probe
-  return gemv_applies(x, l.qkv, l.qkv_scale, l.qkv_bias, decoder_->linear_paths());
+  const LinearPaths& paths = decoder_->linear_paths();
+  auto takes = [&](const torch::Tensor& w, const torch::Tensor& scale, const torch::Tensor& bias) {
+    torch::Tensor x = torch::empty({rows, w.size(1)}, weights_.embed.options());  // [B, K] probe
+    return gemv_applies(x, w, scale, bias, paths);
+  };
+  return takes(l.qkv, l.qkv_scale, l.qkv_bias) || takes(l.o, l.o_scale, l.o_bias) ||
+         takes(l.gate_up, l.gate_up_scale, {}) || takes(l.down, l.down_scale, {}) ||
+         takes(weights_.lm_head, weights_.lm_head_scale, {});
 }
 
 bool Model::gemv_mma(std::int64_t rows) const {

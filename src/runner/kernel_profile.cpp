@@ -70,7 +70,7 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
   torch::NoGradGuard no_grad;
   std::unique_ptr<Model> model = Model::load({o.model, o.dtype, device_name, o.attn, o.seed, o.weights, tp.group});
   model->set_fused(o.fused);
-  model->set_gemv(o.gemv.value_or(o.weights != "bf16"));
+  model->set_gemv(o.gemv.value_or(true));
   model->allocate_cache(o.batch, columns);
   const ModelConfig& cfg = model->config();
   PromptSpec spec;

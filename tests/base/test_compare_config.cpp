@@ -279,15 +279,15 @@ models:
                                           "c.yaml");
   ASSERT_EQ(plan.models.size(), 2u);
   EXPECT_EQ(plan.models[0].weights, (std::vector<std::string>{"bf16", "int8"}));
-  EXPECT_FALSE(plan.models[0].gemv.has_value());  // not given: on for int8/fp8 only (docs/quantization.md)
+  EXPECT_FALSE(plan.models[0].gemv.has_value());  // not given: on (docs/quantization.md)
   EXPECT_EQ(plan.models[1].weights, (std::vector<std::string>{"fp8"}));
   EXPECT_EQ(plan.models[1].fp8_gemm, "scaled-mm");
   EXPECT_EQ(plan.models[1].gemv, std::optional<bool>(true));
   const auto points = expand(plan.models[0]);
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(points[1].weights, "int8");
-  EXPECT_FALSE(points[0].gemv);  // bf16: cuBLAS
-  EXPECT_TRUE(points[1].gemv);   // int8: the GEMV kernel, not a dequantize + matmul per step
+  EXPECT_TRUE(points[0].gemv);  // bf16: the kernel where it beats cuBLAS (one row of gate_up / lm_head)
+  EXPECT_TRUE(points[1].gemv);  // int8: the GEMV kernel, not a dequantize + matmul per step
   RunOptions off = plan.models[0];
   off.gemv = false;  // --no-gemv / gemv: false wins for every weight format
   for (const PointParams& p : expand(off)) EXPECT_FALSE(p.gemv);

@@ -52,11 +52,19 @@ torch::Tensor reference(const torch::Tensor& x, const TestWeight& w, const torch
   return bias.defined() ? ref + bias.to(torch::kFloat32) : ref;
 }
 
+// Sets LLMBENCH_GEMV_KERNEL for one scope (linear() reads it at every call).
+struct GemvKernelEnv {
+  explicit GemvKernelEnv(const char* kernel) { setenv("LLMBENCH_GEMV_KERNEL", kernel, 1); }
+  ~GemvKernelEnv() { unsetenv("LLMBENCH_GEMV_KERNEL"); }
+};
+
 }  // namespace
 
 // The GEMV kernel (through linear()) against torch's float32 matmul of the dequantized weight, for each
 // weight format, B in {1, 2, 4, 16}, an odd N, K on the 16-byte path (256) and K a multiple of 8 only
-// (136: int8/fp8 rows are then 8-byte aligned and take the scalar path), with and without a bias.
+// (136: int8/fp8 rows are then 8-byte aligned and take the scalar path), with and without a bias. The
+// automatic kernel for int8/fp8; bf16 weights, which the automatic choice leaves to cuBLAS at these
+// shapes, on the simt kernel.
 TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   torch::manual_seed(0);
@@ -64,6 +72,7 @@ TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
   LinearPaths gemv;
   gemv.gemv = true;
   for (WeightFormat f : formats()) {
+    GemvKernelEnv env(f == WeightFormat::plain ? "simt" : "auto");
     for (std::int64_t k : {256, 136}) {
       for (std::int64_t b : {1, 2, 4, 16}) {
         for (bool with_bias : {false, true}) {
@@ -87,16 +96,6 @@ TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
     }
   }
 }
-
-namespace {
-
-// Sets LLMBENCH_GEMV_KERNEL for one scope (linear() reads it at every call).
-struct GemvKernelEnv {
-  explicit GemvKernelEnv(const char* kernel) { setenv("LLMBENCH_GEMV_KERNEL", kernel, 1); }
-  ~GemvKernelEnv() { unsetenv("LLMBENCH_GEMV_KERNEL"); }
-};
-
-}  // namespace
 
 // Each kernel forced in turn (simt: CUDA cores; mma: tensor cores), against float32 on the dequantized
 // weight: every weight format, B from 1 to 16 (one and two MMA n-tiles, odd counts), N with a partial
@@ -141,9 +140,12 @@ TEST(Gemv, MmaKernelOnlyWhereItApplies) {
   gemv.gemv = true;
   torch::Tensor x = torch::randn({2, 96}, bf16);  // [B, K]: 96 = 3 · 32, not a multiple of 64
   torch::Tensor w = torch::randn({40, 96}, bf16);  // [N, K]
-  EXPECT_TRUE(gemv_uses_mma(x, w, {}, {}, gemv));  // bf16 W: step 32
+  {
+    GemvKernelEnv forced("mma");
+    EXPECT_TRUE(gemv_uses_mma(x, w, {}, {}, gemv));  // bf16 W: step 32
+  }
   QuantizedTensor qt = quantize(w, WeightFormat::int8);
-  EXPECT_FALSE(gemv_uses_mma(x, qt.q, qt.scale, {}, gemv));  // int8 W: step 64
+  EXPECT_FALSE(gemv_uses_mma(x, qt.q, qt.scale, {}, gemv));  // int8 W: step 64, so simt
   torch::Tensor simt = linear(x, qt.q, qt.scale, {}, gemv);                                                   // [B, N] bf16
   torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), dequantize(qt.q, qt.scale, torch::kFloat32).t());  // [B, N]
   EXPECT_LT(rel_diff(simt, ref), 1e-2);
@@ -153,21 +155,27 @@ TEST(Gemv, MmaKernelOnlyWhereItApplies) {
   EXPECT_THROW(linear(x, w, {}, {}, gemv), UsageError);
 }
 
-// The automatic choice (docs/quantization.md): int8 weights at batch 1 on CUDA cores, fp8 and bf16
-// weights and every larger batch on tensor cores (K a multiple of 64, compute capability ≥ 8).
+// The automatic choice (docs/quantization.md): int8 weights at batch 1 on CUDA cores, fp8 weights on
+// tensor cores; model-dtype weights take the kernel (simt) only at one row of a wide matrix (N ≥ 4 K:
+// gate_up, lm_head), cuBLAS otherwise.
 TEST(Gemv, AutomaticKernelChoice) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   LinearPaths gemv;
   gemv.gemv = true;
   GemvKernelEnv env("auto");
-  torch::Tensor w = torch::randn({48, 128}, bf16);  // [N, K]
-  for (WeightFormat f : formats()) {
-    const TestWeight tw = test_weight(w, f);
-    for (std::int64_t b : {1, 4}) {
-      SCOPED_TRACE(cat(to_string(f), " B=", b));
-      torch::Tensor x = torch::randn({b, 128}, bf16);  // [B, K]
-      EXPECT_EQ(gemv_uses_mma(x, tw.q, tw.scale, {}, gemv), !(f == WeightFormat::int8 && b == 1));
+  for (std::int64_t n : {48, 512}) {
+    torch::Tensor w = torch::randn({n, 128}, bf16) * 0.05;  // [N, K]: narrow, then wide (N = 4 K)
+    for (WeightFormat f : formats()) {
+      const TestWeight tw = test_weight(w, f);
+      for (std::int64_t b : {1, 4}) {
+        SCOPED_TRACE(cat(to_string(f), " N=", n, " B=", b));
+        torch::Tensor x = torch::randn({b, 128}, bf16);  // [B, K]
+        const bool plain = f == WeightFormat::plain;
+        EXPECT_EQ(gemv_applies(x, tw.q, tw.scale, {}, gemv), !plain || (b == 1 && n == 512));
+        EXPECT_EQ(gemv_uses_mma(x, tw.q, tw.scale, {}, gemv), !plain && !(f == WeightFormat::int8 && b == 1));
+        EXPECT_LT(rel_diff(linear(x, tw.q, tw.scale, {}, gemv), reference(x, tw, {})), 1e-2);
+      }
     }
   }
 }
@@ -274,6 +282,8 @@ TEST(Gemv, ModelDecodeMatchesThePlainPath) {
   for (WeightFormat f : formats()) {
     for (const char* name : {"qwen2_bias", "llama3_tied"}) {
       SCOPED_TRACE(cat(name, " ", to_string(f)));
+      // bf16 weights at batch 2 would stay on cuBLAS under the automatic choice: force the tensor-core kernel.
+      GemvKernelEnv env(f == WeightFormat::plain ? "mma" : "auto");
       auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", "eager", 0,
                             to_string(f)});
       torch::Tensor ids = torch::tensor({17, 45, 203, 9, 88, 150, 31, 250, 4, 66, 123, 77, 5, 199}, torch::kInt64)

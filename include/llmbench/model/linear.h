@@ -37,12 +37,14 @@ struct LinearPaths {
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                      const torch::Tensor& bias, const LinearPaths& paths);
 
-// True when linear(x, w, ...) takes the GEMV kernel.
+// True when linear(x, w, ...) takes the GEMV kernel: paths.gemv on, CUDA, 1 to 16 rows, and for weights
+// in the model dtype (no scale) only one row of a wide matrix (N ≥ 4 K) unless LLMBENCH_GEMV_KERNEL
+// forces a kernel (cuBLAS measured faster on the other shapes).
 bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                   const torch::Tensor& bias, const LinearPaths& paths);
 // True when linear(x, w, ...) takes the GEMV kernel on tensor cores (the mma kernel of
-// llmbench/cuda/gemv.h: bf16/fp16, K a multiple of 32 (bf16 W) or 64 (int8/fp8), sm_80+; int8/fp8 at
-// batch 1 take the simt kernel unless forced), honouring
+// llmbench/cuda/gemv.h: bf16/fp16, K a multiple of 32 (bf16 W) or 64 (int8/fp8), sm_80+; int8 at
+// batch 1 takes the simt kernel unless forced), honouring
 // LLMBENCH_GEMV_KERNEL=auto|simt|mma (forces a kernel for A/B runs; mma where it cannot run: Error).
 bool gemv_uses_mma(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                    const torch::Tensor& bias, const LinearPaths& paths);

@@ -91,10 +91,11 @@ class Model {
   void set_fused(bool fused);
   // True when the decode step currently takes the fused kernels.
   bool fused_active() const;
-  // The CUDA GEMV kernel for the decode step's matmuls (B ≤ 16; llmbench/model/linear.h); off by default.
+  // The CUDA GEMV kernel for the decode step's matmuls (B ≤ 16; llmbench/model/linear.h: for bf16 weights
+  // only one row of a wide matrix); off by default here, on by default in `run` and `profile`.
   void set_gemv(bool gemv);
   bool gemv_enabled() const;
-  // True when a decode step of `rows` rows takes the GEMV kernel for its layer matmuls.
+  // True when a decode step of `rows` rows takes the GEMV kernel for any matmul (a layer's or the head).
   bool gemv_active(std::int64_t rows = 1) const;
   // ... and that kernel is the tensor-core one (llmbench/model/linear.h gemv_uses_mma).
   bool gemv_mma(std::int64_t rows = 1) const;

@@ -23,7 +23,7 @@ struct ProfileOptions {
   int warmup = 3;                 // untimed calls before each mode's timing
   bool cuda_graph = true;         // also record graph replays (eager steps are always recorded)
   bool fused = true;
-  std::optional<bool> gemv;       // unset: as `run` (on for int8/fp8 weights, off for bf16)
+  std::optional<bool> gemv;       // unset: as `run` (on)
   bool prefill = true;
   std::uint64_t seed = 0;
   bool full_names = false;        // group and print by the full demangled names
