@@ -8,8 +8,10 @@
 #include "llmbench/base/error.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/linear.h"
+#include <torch/version.h>
 
 #ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
@@ -174,7 +176,13 @@ std::uint64_t device_in_use_bytes(const torch::Device& device) {
 
 void release_cached_memory(const torch::Device& device) {
 #ifdef LLMBENCH_WITH_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+  if (!device.is_cuda()) return;
+#if TORCH_VERSION_MAJOR >= 2
+  // cuBLAS keeps a workspace per (handle, stream) in the caching allocator — one more for the stream a
+  // CUDA graph was captured on — that would stay allocated and count in every later point's peak.
+  at::cuda::clearCublasWorkspaces();
+#endif
+  c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
 }
 
