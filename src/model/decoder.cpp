@@ -7,11 +7,6 @@
 
 namespace llmbench {
 
-namespace {
-
-
-}  // namespace
-
 DecodeState DecodeState::view(std::int64_t row, std::int64_t rows, std::int64_t columns) const {
   return {positions.narrow(0, row, rows), column.narrow(0, row, rows), active.narrow(0, row, rows),
           valid.narrow(0, row, rows).narrow(1, 0, columns)};

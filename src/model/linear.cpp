@@ -70,8 +70,9 @@ torch::Tensor dequant_linear(const torch::Tensor& x, const torch::Tensor& w, con
 // Qwen2.5-7B gate_up 62.8 µs vs cuBLAS 67.7, lm_head 232 vs 247; qkv, o and down are faster in cuBLAS).
 constexpr std::int64_t kWideGemvRatio = 4;
 
-// LLMBENCH_GEMV_KERNEL=simt|mma forces one GEMV kernel (A/B runs and tests); unset or "auto": mma where it
-// applies. Read at every call, so a test can switch it between calls.
+// LLMBENCH_GEMV_KERNEL=simt|mma forces one GEMV kernel (A/B runs and tests); unset or "auto": the automatic
+// choice (here, which matmuls take the GEMV; cuda::gemv_kernel, which kernel). Read at every call, so a
+// test can switch it between calls.
 cuda::GemvKernel forced_gemv_kernel() {
   const char* v = std::getenv("LLMBENCH_GEMV_KERNEL");
   const std::string s = v ? v : "";
