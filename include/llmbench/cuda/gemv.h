@@ -15,9 +15,9 @@
 //   simt  everything else: each warp owns a few rows and keeps B float accumulators per row.
 // automatic: simt for int8 and model-dtype weights at batch 1 (measured faster on the H200), mma
 // elsewhere (fp8 at batch 1 included) where it applies. Both read x through the L1 cache, accumulate in
-// float and write float(acc · scale + bias) rounded once to the activation dtype. Launched with programmatic dependent launch (sm_90; see
-// src/cuda/common.cuh), each block first pulls its rows of W into L2 (up to 32 MiB per launch), which do
-// not depend on the kernel still running before it. No host sync and no allocation: capturable in a
+// float and write float(acc · scale + bias) rounded once to the activation dtype. Launched with
+// programmatic dependent launch (sm_90; see src/cuda/common.cuh), each block first pulls its rows of W
+// into L2 (up to 32 MiB per launch), which do not depend on the kernel still running before it. No host sync and no allocation: capturable in a
 // CUDA graph.
 namespace llmbench::cuda {
 
