@@ -10,7 +10,8 @@
 #      and Llama-3-8B at batch 1 and 4, once per value, in the order a, b, a, b so that drift hits both;
 #      the table gives each value's best TPOT and TTFT.
 # Usage: scripts/bench/decode_attention_ab.sh [build-dir]    (OUT_DIR default out/decode_attention_ab;
-#        RUNS default 10; ROUNDS default 2; AB_WORKLOADS default "qwen2.5-7b:1,4,16,64 llama-3-8b:1,4")
+#        RUNS default 10; ROUNDS default 2; AB_WORKLOADS default "qwen2.5-7b:1,4,16,64 llama-3-8b:1,4";
+#        AB_RUN_ARGS: more `llmbench run` options, e.g. "--weights int8"; SKIP_MICRO=1 skips step 1)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-gpu}
@@ -22,7 +23,9 @@ values=${AB_VALUES:-split mma}
 mkdir -p "$out"
 
 echo "## bench_decode_attention"
-if [ "$var" = LLMBENCH_DECODE_ATTENTION ]; then
+if [ "${SKIP_MICRO:-0}" = 1 ]; then
+  echo "skipped"
+elif [ "$var" = LLMBENCH_DECODE_ATTENTION ]; then
   LLMBENCH_BENCH_KERNELS=split,mma "$build/tests/bench_decode_attention" 2>&1 | tee "$out/bench.txt"
   LLMBENCH_BENCH_KERNELS=split,mma LLMBENCH_BENCH_VALID=576 "$build/tests/bench_decode_attention" 64 1024 2>&1 |
     tee -a "$out/bench.txt"
@@ -43,7 +46,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
       f="$out/run_${kernel}_${model}_r$round.json"
       if ! env "$var=$kernel" timeout 400 "$build/llmbench" --log-level warn run --model "$model" \
         --device cuda --dtype bfloat16 --batch "$batches" --prompt-len 512 --max-new-tokens 64 --warmup 2 \
-        --runs "$runs" --output "$f" >"${f%.json}.log" 2>&1; then
+        --runs "$runs" ${AB_RUN_ARGS:-} --output "$f" >"${f%.json}.log" 2>&1; then
         echo "$kernel $model round $round failed: $(tail -1 "${f%.json}.log")"
       fi
     done

@@ -100,18 +100,21 @@ __device__ __forceinline__ void load_x(const TA* p, float* out) {
   }
 }
 
-// Each warp owns kR consecutive rows of W and all kB rows of x. Lanes walk K in chunks of kE elements
-// (16 bytes of W) strided by the warp; the partial sums meet in a shuffle reduction at the end.
-template <class TA, class TW, int kB, int kR, int kE>
+// Each group of kS warps owns kR consecutive rows of W and all kB rows of x; a block holds kWarps / kS
+// groups. The group's lanes walk K in chunks of kE elements (16 bytes of W) strided by the group, so a
+// tall-K matrix (down) is spread over more warps and blocks; the partial sums meet in a shuffle reduction,
+// then (kS > 1) in shared memory.
+template <class TA, class TW, int kB, int kR, int kE, int kS>
 __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
-  const std::int64_t block_row0 = static_cast<std::int64_t>(blockIdx.x) * kWarps * kR;
+  constexpr int kGroups = kWarps / kS;
+  const std::int64_t block_row0 = static_cast<std::int64_t>(blockIdx.x) * kGroups * kR;
   prefetch_block_l2(static_cast<const TW*>(a.w) + block_row0 * a.k, a.k * static_cast<std::int64_t>(sizeof(TW)),
-                    static_cast<int>(min(static_cast<std::int64_t>(kWarps * kR), a.n - block_row0)),
+                    static_cast<int>(min(static_cast<std::int64_t>(kGroups * kR), a.n - block_row0)),
                     a.k * static_cast<std::int64_t>(sizeof(TW)));
   pdl_enter();
-  const int lane = threadIdx.x % 32;
-  const std::int64_t row0 = block_row0 + static_cast<std::int64_t>(threadIdx.x / 32) * kR;
-  if (row0 >= a.n) return;  // the whole warp leaves together
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, part = warp % kS;
+  const std::int64_t row0 = block_row0 + static_cast<std::int64_t>(warp / kS) * kR;
+  if (kS == 1 && row0 >= a.n) return;  // the whole warp leaves together (kS > 1: every warp reaches the barrier)
   const TA* x = static_cast<const TA*>(a.x);
   const TW* w = static_cast<const TW*>(a.w);
   const TW* rows[kR];
@@ -126,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
 
   const std::int64_t k_vec = a.k / kE * kE;
 #pragma unroll 2
-  for (std::int64_t c = static_cast<std::int64_t>(lane) * kE; c < k_vec; c += 32 * kE) {
+  for (std::int64_t c = static_cast<std::int64_t>(part * 32 + lane) * kE; c < k_vec; c += 32 * kS * kE) {
     Vec<TW, kE> wv[kR];
 #pragma unroll
     for (int r = 0; r < kR; ++r) wv[r] = load_weights<TW, kE>(rows[r] + c);
@@ -144,7 +147,7 @@ __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
         for (int e = 0; e < kE; ++e) acc[r][b] = fmaf(wf[r][e], xf[e], acc[r][b]);
     }
   }
-  for (std::int64_t c = k_vec + lane; c < a.k; c += 32) {  // the tail when K is not a multiple of kE
+  for (std::int64_t c = k_vec + part * 32 + lane; c < a.k; c += 32 * kS) {  // the tail when K is not a multiple of kE
 #pragma unroll
     for (int b = 0; b < kB; ++b) {
       if (b >= a.batch) break;
@@ -152,6 +155,28 @@ __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
 #pragma unroll
       for (int r = 0; r < kR; ++r) acc[r][b] = fmaf(weight_to_float(rows[r][c]), xv, acc[r][b]);
     }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int b = 0; b < kB; ++b) acc[r][b] = warp_sum(acc[r][b]);
+  if constexpr (kS > 1) {
+    // The group's other warps hand their sums to its first warp.
+    __shared__ float partial[kWarps][kR][kB];
+    if (lane == 0 && part > 0)
+#pragma unroll
+      for (int r = 0; r < kR; ++r)
+#pragma unroll
+        for (int b = 0; b < kB; ++b) partial[warp][r][b] = acc[r][b];
+    __syncthreads();
+    if (part > 0 || row0 >= a.n) return;
+#pragma unroll
+    for (int p = 1; p < kS; ++p)
+#pragma unroll
+      for (int r = 0; r < kR; ++r)
+#pragma unroll
+        for (int b = 0; b < kB; ++b) acc[r][b] += partial[warp + p][r][b];
   }
 
   TA* y = static_cast<TA*>(a.y);
@@ -164,19 +189,45 @@ __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
 #pragma unroll
     for (int b = 0; b < kB; ++b) {
       if (b >= a.batch) break;
-      const float v = warp_sum(acc[r][b]);
-      if (lane == 0 && row < a.n) y[b * a.y_stride + row] = from_f<TA>(fmaf(v, scale, add));
+      if (lane == 0 && row < a.n) y[b * a.y_stride + row] = from_f<TA>(fmaf(acc[r][b], scale, add));
     }
   }
+}
+
+// Warps per row group of the simt kernel: `a.splits` when set, else the most (up to 8) that leave each
+// warp at least kSimtMinChunks of its 16-byte chunks per row (a warp streams 32 per pass).
+constexpr std::int64_t kSimtMinChunks = 8 * 32;
+
+template <int kE>
+int simt_splits(const GemvArgs& a) {
+  if (a.splits > 0) return a.splits;
+  int s = 1;
+  while (s < kWarps && a.k / kE >= 2 * s * kSimtMinChunks) s *= 2;
+  return s;
 }
 
 template <class TA, class TW, int kB, int kE>
 void launch_gemv(const GemvArgs& a, Stream stream) {
   constexpr int kR = kB <= 2 ? 2 : 4;  // rows per warp: more rows reuse each x load more often
-  const std::int64_t rows_per_block = static_cast<std::int64_t>(kWarps) * kR;
-  const std::int64_t blocks = (a.n + rows_per_block - 1) / rows_per_block;
-  launch_kernel("gemv simt kernel", simt_kernel<TA, TW, kB, kR, kE>, {dim3(static_cast<unsigned>(blocks)), dim3(kThreads)},
-                stream, a);
+  auto run = [&](auto split) {
+    constexpr int kS = decltype(split)::value;
+    const std::int64_t rows_per_block = static_cast<std::int64_t>(kWarps / kS) * kR;
+    const std::int64_t blocks = (a.n + rows_per_block - 1) / rows_per_block;
+    launch_kernel("gemv simt kernel", simt_kernel<TA, TW, kB, kR, kE, kS>,
+                  {dim3(static_cast<unsigned>(blocks)), dim3(kThreads)}, stream, a);
+  };
+  if constexpr (kE == 1) {  // the unaligned fallback: one warp per row group
+    if (a.splits > 1) throw Error("gemv: the simt kernel splits K only for 16-byte aligned rows");
+    run(std::integral_constant<int, 1>{});
+  } else {
+    switch (simt_splits<kE>(a)) {
+      case 1: return run(std::integral_constant<int, 1>{});
+      case 2: return run(std::integral_constant<int, 2>{});
+      case 4: return run(std::integral_constant<int, 4>{});
+      case 8: return run(std::integral_constant<int, 8>{});
+      default: throw Error(cat("gemv: the simt kernel splits K over 1, 2, 4 or 8 warps, not ", a.splits));
+    }
+  }
 }
 
 template <class TA, class TW, int kB>
@@ -456,9 +507,11 @@ void gemv(const GemvArgs& a, Stream stream) {
   if (!a.x || !a.w || !a.y) throw Error("gemv: null x, w or y");
   if (a.weight != WeightType::act && !a.scale) throw Error("gemv: quantized weights need their scales");
   if (a.splits < 0 || a.splits > 8) throw Error(cat("gemv: splits ", a.splits, " outside [0, 8]"));
-  if (a.splits > 1 && device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9)
-    throw Error("gemv: split K (clusters) needs a GPU of compute capability 9.0 or later");
   const bool mma = gemv_kernel(a) == GemvKernel::mma;
+  if (mma && a.splits > 1 && device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9)
+    throw Error("gemv: split K (clusters) needs a GPU of compute capability 9.0 or later");
+  if (!mma && a.splits > 0 && (a.splits & (a.splits - 1)) != 0)
+    throw Error(cat("gemv: the simt kernel splits K over 1, 2, 4 or 8 warps, not ", a.splits));
   dispatch(a.dtype, [&](auto tag) {
     using TA = typename decltype(tag)::type;
     auto run = [&](auto wtag) {

@@ -82,6 +82,17 @@ cuda::GemvKernel forced_gemv_kernel() {
   throw UsageError(cat("LLMBENCH_GEMV_KERNEL must be auto, simt or mma, got '", s, "'"));
 }
 
+// LLMBENCH_GEMV_SPLITS=N forces the kernels' K split (cuda::GemvArgs::splits; A/B runs); unset or 0: chosen
+// by size.
+int forced_gemv_splits() {
+  const char* v = std::getenv("LLMBENCH_GEMV_SPLITS");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 8) throw UsageError(cat("LLMBENCH_GEMV_SPLITS must be 0 … 8, got '", v, "'"));
+  return static_cast<int>(n);
+}
+
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
                          const torch::Tensor& bias, void* y) {
@@ -102,6 +113,7 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
   a.n = n;
   a.k = k;
   a.kernel = forced_gemv_kernel();
+  a.splits = forced_gemv_splits();
   return a;
 }
 

@@ -2,7 +2,10 @@
 // matrices of Qwen2.5-7B and Llama-3-8B (qkv, o, gate_up, down, lm_head) at B = 1, 4, 16, with W in
 // bf16 (cuBLAS through torch::mm_out, the simt and the mma kernel), int8 and fp8 (simt, mma).
 // Usage: bench_gemv [model]   (qwen2.5-7b | llama-3-8b | all; default all)
-//        LLMBENCH_BENCH_SPLITS=0,1,2,4,8: the mma kernel's K splits to time (default 0: its own choice)
+//        LLMBENCH_BENCH_SPLITS=0,1,2,4,8: the kernels' K splits to time (default 0: their own choice; mma:
+//        blocks per 16-row tile, simt: warps per row group); LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: only variants
+//        whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4 (default 1,4,16); LLMBENCH_BENCH_NO_DEQUANTIZE=1
+//        skips the dequantize kernel
 // Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
 // others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
@@ -124,9 +127,29 @@ int main(int argc, char** argv) {
       if (*c) ++c;
     }
   }
+  // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4.
+  const char* variant_filter = std::getenv("LLMBENCH_BENCH_VARIANTS");
+  std::vector<int> batches{1, 4, 16};
+  if (const char* e = std::getenv("LLMBENCH_BENCH_BATCHES")) {
+    batches.clear();
+    for (const char* c = e; *c;) {
+      batches.push_back(std::atoi(c));
+      while (*c && *c != ',') ++c;
+      if (*c) ++c;
+    }
+  }
   std::vector<Variant> kVariants;
   for (const Variant& v : kBaseVariants) {
-    if (v.kernel != llmbench::cuda::GemvKernel::mma) {
+    if (variant_filter) {  // a comma list of texts, one of which the name must hold
+      bool keep = false;
+      for (std::string f = variant_filter; !keep && !f.empty();) {
+        const std::size_t comma = f.find(',');
+        keep = v.name.find(f.substr(0, comma)) != std::string::npos;
+        f = comma == std::string::npos ? "" : f.substr(comma + 1);
+      }
+      if (!keep) continue;
+    }
+    if (v.cublas) {
       kVariants.push_back(v);
       continue;
     }
@@ -155,7 +178,7 @@ int main(int argc, char** argv) {
 
   for (const ModelShapes& m : kModels) {
     if (which != "all" && which != m.model) continue;
-    for (int batch : {1, 4, 16}) {
+    for (int batch : batches) {
       std::map<std::string, double> layer_us;  // variant → qkv + o + gate_up + down
       for (const Matrix& mat : m.matrices) {
         torch::manual_seed(0);
@@ -226,7 +249,7 @@ int main(int argc, char** argv) {
           std::printf("%-10s layer    B=%-2d %-12s %8.2f us  × %d layers = %.3f ms per step\n", m.model, batch, v.name.c_str(),
                       layer_us[v.name], m.layers, layer_us[v.name] * m.layers / 1e3);
     }
-    bench_dequantize(m, stream, copy_gbs, kL2Spill);
+    if (!std::getenv("LLMBENCH_BENCH_NO_DEQUANTIZE")) bench_dequantize(m, stream, copy_gbs, kL2Spill);
   }
   return 0;
 }

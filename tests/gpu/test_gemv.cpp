@@ -131,6 +131,40 @@ TEST(Gemv, BothKernelsMatchFloat32) {
   }
 }
 
+// The simt kernel's K split (warps per row group, LLMBENCH_GEMV_SPLITS; 0: chosen by size, 4 for the
+// int8 K = 18944 below) against float32: every weight format, B 1, 4 and 16, N leaving the last block's
+// groups partly past the end (their warps still meet the block's barrier), K of several passes per warp
+// and K with passes left over for some warps; an odd split is an error.
+TEST(Gemv, SimtKernelSplitsK) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(4);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  GemvKernelEnv env("simt");
+  for (const char* splits : {"0", "1", "2", "4", "8"}) {
+    setenv("LLMBENCH_GEMV_SPLITS", splits, 1);
+    for (WeightFormat f : formats()) {
+      for (std::int64_t k : {4352, 18944}) {
+        for (std::int64_t b : {1, 4, 16}) {
+          SCOPED_TRACE(cat("splits ", splits, " ", to_string(f), " K=", k, " B=", b));
+          const std::int64_t n = 37;
+          torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
+          torch::Tensor x = torch::randn({b, k}, bf16);         // [B, K]
+          torch::Tensor bias = torch::randn({n}, bf16);         // [N]
+          const TestWeight tw = test_weight(w, f);
+          torch::Tensor y = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N] bf16
+          EXPECT_LT(rel_diff(y, reference(x, tw, bias)), 1e-2);
+        }
+      }
+    }
+  }
+  setenv("LLMBENCH_GEMV_SPLITS", "3", 1);
+  const TestWeight tw = test_weight(torch::randn({16, 256}, bf16), WeightFormat::int8);
+  EXPECT_THROW(linear(torch::randn({1, 256}, bf16), tw.q, tw.scale, {}, gemv), Error);
+  unsetenv("LLMBENCH_GEMV_SPLITS");
+}
+
 // The mma kernel needs K a multiple of its step (32 columns for bf16 W, 64 for int8/fp8): otherwise the
 // automatic choice is the simt kernel, and forcing mma is a clear error, not a wrong result.
 TEST(Gemv, MmaKernelOnlyWhereItApplies) {

@@ -12,7 +12,8 @@
 //         16-byte loads and multiplies them on tensor cores (m16n8k16, W converted to the activation
 //         dtype, exact for int8 and e4m3), the batch in the MMA's n dimension; partial sums meet in
 //         shared memory, then distributed shared memory.
-//   simt  everything else: each warp owns a few rows and keeps B float accumulators per row.
+//   simt  everything else: each group of 1–8 warps owns a few rows and keeps B float accumulators per
+//         row, the group's warps splitting K (a tall-K matrix: more warps, more bytes in flight).
 // automatic: simt for int8 and model-dtype weights at batch 1 (measured faster on the H200), mma
 // elsewhere (fp8 at batch 1 included) where it applies. Both read x through the L1 cache, accumulate in
 // float and write float(acc · scale + bias) rounded once to the activation dtype. Launched with
@@ -39,7 +40,9 @@ struct GemvArgs {
   int batch = 0;                        // B in [1, kGemvMaxRows]
   std::int64_t n = 0, k = 0;
   GemvKernel kernel = GemvKernel::automatic;  // mma when it does not apply: Error
-  int splits = 0;  // mma: blocks (a cluster, sm_90) splitting K per 16-row tile, 1 … 8; 0: chosen by size
+  // How many split K, 0: chosen by size. mma: blocks (a cluster, sm_90) per 16-row tile, 1 … 8; simt:
+  // warps per row group, 1, 2, 4 or 8.
+  int splits = 0;
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).
