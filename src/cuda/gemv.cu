@@ -194,15 +194,26 @@ __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
   }
 }
 
-// Warps per row group of the simt kernel: `a.splits` when set, else the most (up to 8) that leave each
-// warp at least kSimtMinChunks of its 16-byte chunks per row (a warp streams 32 per pass).
-constexpr std::int64_t kSimtMinChunks = 8 * 32;
+// Warps per row group of the simt kernel: `a.splits` when set, else chosen by size (H200, bench_gemv
+// qwen2.5-7b, batch 1, µs at 1 warp → the chosen split: int8 qkv 8.5 → 7.9, o 7.4 → 6.2, down 29.6 →
+// 23.0; bf16 qkv 13.6 → 10.5, o 12.0 → 8.7, down 48.2 → 34.2; gate_up and lm_head stay at 1, where
+// splits measured slower). At one or two rows (two rows per warp): one warp per row group when the rows
+// alone give kSimtFullGridWarps warps (gate_up, lm_head), else as many (up to 8) as leave each warp at
+// least 1.75 passes of 32 16-byte chunks per row. Larger batches (compute-bound; the simt kernel is not
+// the automatic choice there): at least 8 passes per warp.
+constexpr std::int64_t kSimtFullGridWarps = 8192;  // about the H200's 132 SMs × 64 resident warps
 
 template <int kE>
 int simt_splits(const GemvArgs& a) {
   if (a.splits > 0) return a.splits;
+  const std::int64_t chunks = a.k / kE;  // 16-byte chunks per row
   int s = 1;
-  while (s < kWarps && a.k / kE >= 2 * s * kSimtMinChunks) s *= 2;
+  if (a.batch <= 2) {
+    if ((a.n + 1) / 2 >= kSimtFullGridWarps) return 1;
+    while (s < kWarps && chunks * 4 >= 2 * s * 32 * 7) s *= 2;  // 2s warps: chunks / (32 · 2s) ≥ 7 / 4
+  } else {
+    while (s < kWarps && chunks >= 2 * s * 32 * 8) s *= 2;
+  }
   return s;
 }
 

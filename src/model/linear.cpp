@@ -66,9 +66,19 @@ torch::Tensor dequant_linear(const torch::Tensor& x, const torch::Tensor& w, con
 }
 
 #ifdef LLMBENCH_WITH_CUDA
-// Model-dtype weights take the GEMV automatically at one row when N ≥ this × K (H200, bf16, batch 1:
-// Qwen2.5-7B gate_up 62.8 µs vs cuBLAS 67.7, lm_head 232 vs 247; qkv, o and down are faster in cuBLAS).
+// Model-dtype weights take the GEMV automatically at one row (simt kernel with its K split; H200, bf16,
+// bench_gemv qwen2.5-7b at batch 1, µs GEMV vs cuBLAS: qkv 10.5 vs 10.5, o 8.7 vs 10.6, gate_up 63.7 vs
+// 69.9, down 34.2 vs 37.6, lm_head 237 vs 258). LLMBENCH_GEMV_MODEL_DTYPE=wide keeps the session-9 policy
+// for A/B runs: only where N ≥ kWideGemvRatio × K (gate_up, lm_head).
 constexpr std::int64_t kWideGemvRatio = 4;
+
+bool model_dtype_gemv(std::int64_t n, std::int64_t k) {
+  const char* v = std::getenv("LLMBENCH_GEMV_MODEL_DTYPE");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "all") return true;
+  if (s == "wide") return n >= kWideGemvRatio * k;
+  throw UsageError(cat("LLMBENCH_GEMV_MODEL_DTYPE must be all or wide, got '", s, "'"));
+}
 
 // LLMBENCH_GEMV_KERNEL=simt|mma forces one GEMV kernel (A/B runs and tests); unset or "auto": the automatic
 // choice (here, which matmuls take the GEMV; cuda::gemv_kernel, which kernel). Read at every call, so a
@@ -176,10 +186,10 @@ bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::T
   if (rows < 1 || rows > cuda::kGemvMaxRows || w.size(1) != k) return false;
   if (bias.defined() && (bias.scalar_type() != s || !bias.is_contiguous())) return false;
   if (!scale.defined()) {
-    // Weights in the model dtype: cuBLAS streams most shapes as fast; the kernel only where it measured
-    // faster (one row × a wide matrix: gate_up, lm_head), unless LLMBENCH_GEMV_KERNEL forces a kernel.
+    // Weights in the model dtype: the kernel at one row (faster than cuBLAS there); more rows stay with
+    // cuBLAS (as fast or faster), unless LLMBENCH_GEMV_KERNEL forces a kernel.
     if (w.scalar_type() != s) return false;
-    return forced_gemv_kernel() != cuda::GemvKernel::automatic || (rows == 1 && w.size(0) >= kWideGemvRatio * k);
+    return forced_gemv_kernel() != cuda::GemvKernel::automatic || (rows == 1 && model_dtype_gemv(w.size(0), k));
   }
   return (w.scalar_type() == torch::kInt8 || is_fp8(w)) && scale.scalar_type() == torch::kFloat32 &&
          scale.is_contiguous();

@@ -190,8 +190,8 @@ TEST(Gemv, MmaKernelOnlyWhereItApplies) {
 }
 
 // The automatic choice (docs/quantization.md): int8 weights at batch 1 on CUDA cores, fp8 weights on
-// tensor cores; model-dtype weights take the kernel (simt) only at one row of a wide matrix (N ≥ 4 K:
-// gate_up, lm_head), cuBLAS otherwise.
+// tensor cores; model-dtype weights take the kernel (simt) at one row, cuBLAS otherwise; with
+// LLMBENCH_GEMV_MODEL_DTYPE=wide (the session-9 policy) only at one row of a wide matrix (N ≥ 4 K).
 TEST(Gemv, AutomaticKernelChoice) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
@@ -206,9 +206,14 @@ TEST(Gemv, AutomaticKernelChoice) {
         SCOPED_TRACE(cat(to_string(f), " N=", n, " B=", b));
         torch::Tensor x = torch::randn({b, 128}, bf16);  // [B, K]
         const bool plain = f == WeightFormat::plain;
-        EXPECT_EQ(gemv_applies(x, tw.q, tw.scale, {}, gemv), !plain || (b == 1 && n == 512));
+        EXPECT_EQ(gemv_applies(x, tw.q, tw.scale, {}, gemv), !plain || b == 1);
         EXPECT_EQ(gemv_uses_mma(x, tw.q, tw.scale, {}, gemv), !plain && !(f == WeightFormat::int8 && b == 1));
         EXPECT_LT(rel_diff(linear(x, tw.q, tw.scale, {}, gemv), reference(x, tw, {})), 1e-2);
+        setenv("LLMBENCH_GEMV_MODEL_DTYPE", "wide", 1);
+        EXPECT_EQ(gemv_applies(x, tw.q, tw.scale, {}, gemv), !plain || (b == 1 && n == 512));
+        setenv("LLMBENCH_GEMV_MODEL_DTYPE", "fast", 1);
+        if (plain && b == 1) EXPECT_THROW(gemv_applies(x, tw.q, tw.scale, {}, gemv), UsageError);
+        unsetenv("LLMBENCH_GEMV_MODEL_DTYPE");
       }
     }
   }

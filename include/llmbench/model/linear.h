@@ -38,8 +38,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
                      const torch::Tensor& bias, const LinearPaths& paths);
 
 // True when linear(x, w, ...) takes the GEMV kernel: paths.gemv on, CUDA, 1 to 16 rows, and for weights
-// in the model dtype (no scale) only one row of a wide matrix (N ≥ 4 K) unless LLMBENCH_GEMV_KERNEL
-// forces a kernel (cuBLAS measured faster on the other shapes).
+// in the model dtype (no scale) only one row (LLMBENCH_GEMV_MODEL_DTYPE=wide: one row of a wide matrix,
+// N ≥ 4 K) unless LLMBENCH_GEMV_KERNEL forces a kernel (cuBLAS measured as fast or faster at more rows).
 bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                   const torch::Tensor& bias, const LinearPaths& paths);
 // True when linear(x, w, ...) takes the GEMV kernel on tensor cores (the mma kernel of
