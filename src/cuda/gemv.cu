@@ -492,10 +492,11 @@ void dispatch_weight(WeightType weight, F&& f) {
 
 GemvKernel gemv_kernel(const GemvArgs& a) {
   if (a.kernel == GemvKernel::simt) return GemvKernel::simt;
-  // Automatic: batch 1 streams faster on CUDA cores with the K split of simt_splits (H200, bench_gemv
-  // qwen2.5-7b, µs per layer simt vs mma: int8 75.9 vs 84.3, fp8 78.4 vs 80.3; bf16 gate_up 62.8 vs 67.8);
-  // every larger batch runs on tensor cores where they apply.
-  if (a.kernel == GemvKernel::automatic && a.batch == 1) return GemvKernel::simt;
+  // Automatic: int8 weights at batch 1 stream faster on CUDA cores (H200, Qwen2.5-7B: TPOT 2.932 ms vs
+  // 2.982 on tensor cores), and so do model-dtype weights (bench_gemv, gate_up: 62.8 vs 67.8 µs); fp8
+  // weights (whose conversion costs the CUDA cores more: 3.260 vs 2.941 ms) and every larger batch run
+  // on tensor cores where they apply.
+  if (a.kernel == GemvKernel::automatic && a.weight != WeightType::fp8_e4m3 && a.batch == 1) return GemvKernel::simt;
   if (mma_applies(a)) return GemvKernel::mma;
   if (a.kernel == GemvKernel::mma)
     throw Error(cat("gemv: the mma kernel needs bf16/fp16 activations, K a multiple of ",

@@ -43,8 +43,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
 bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                   const torch::Tensor& bias, const LinearPaths& paths);
 // True when linear(x, w, ...) takes the GEMV kernel on tensor cores (the mma kernel of
-// llmbench/cuda/gemv.h: bf16/fp16, K a multiple of 32 (bf16 W) or 64 (int8/fp8), sm_80+; batch 1
-// takes the simt kernel unless forced), honouring
+// llmbench/cuda/gemv.h: bf16/fp16, K a multiple of 32 (bf16 W) or 64 (int8/fp8), sm_80+; int8 and
+// bf16 weights at batch 1 take the simt kernel unless forced), honouring
 // LLMBENCH_GEMV_KERNEL=auto|simt|mma (forces a kernel for A/B runs; mma where it cannot run: Error).
 bool gemv_uses_mma(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                    const torch::Tensor& bias, const LinearPaths& paths);
