@@ -494,8 +494,8 @@ GemvKernel gemv_kernel(const GemvArgs& a) {
   if (a.kernel == GemvKernel::simt) return GemvKernel::simt;
   // Automatic: int8 weights at batch 1 stream faster on CUDA cores (H200, Qwen2.5-7B: TPOT 2.932 ms vs
   // 2.982 on tensor cores), and so do model-dtype weights (bench_gemv, gate_up: 62.8 vs 67.8 µs); fp8
-  // weights (whose conversion costs the CUDA cores more: 3.260 vs 2.941 ms) and every larger batch run
-  // on tensor cores where they apply.
+  // weights (whose conversion costs the CUDA cores more: 3.260 vs 2.941 ms; with simt's K split still
+  // 2.992 vs 2.920, Llama-3-8B 3.323 vs 3.284) and every larger batch run on tensor cores where they apply.
   if (a.kernel == GemvKernel::automatic && a.weight != WeightType::fp8_e4m3 && a.batch == 1) return GemvKernel::simt;
   if (mma_applies(a)) return GemvKernel::mma;
   if (a.kernel == GemvKernel::mma)

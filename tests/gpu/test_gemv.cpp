@@ -63,8 +63,8 @@ struct GemvKernelEnv {
 // The GEMV kernel (through linear()) against torch's float32 matmul of the dequantized weight, for each
 // weight format, B in {1, 2, 4, 16}, an odd N, K on the 16-byte path (256) and K a multiple of 8 only
 // (136: int8/fp8 rows are then 8-byte aligned and take the scalar path), with and without a bias. The
-// automatic kernel for int8/fp8; bf16 weights, which the automatic choice leaves to cuBLAS at these
-// shapes, on the simt kernel.
+// automatic kernel for int8/fp8; bf16 weights, which the automatic choice leaves to cuBLAS above one
+// row, on the simt kernel.
 TEST(Gemv, MatchesTorchOnTheDequantizedWeight) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   torch::manual_seed(0);

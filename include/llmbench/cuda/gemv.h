@@ -14,12 +14,12 @@
 //         shared memory, then distributed shared memory.
 //   simt  everything else: each group of 1–8 warps owns a few rows and keeps B float accumulators per
 //         row, the group's warps splitting K (a tall-K matrix: more warps, more bytes in flight).
-// automatic: simt for int8 and model-dtype weights at batch 1 (measured faster on the H200), mma
-// elsewhere (fp8 at batch 1 included) where it applies. Both read x through the L1 cache, accumulate in
-// float and write float(acc · scale + bias) rounded once to the activation dtype. Launched with
-// programmatic dependent launch (sm_90; see src/cuda/common.cuh), each block first pulls its rows of W
-// into L2 (up to 32 MiB per launch), which do not depend on the kernel still running before it. No host sync and no allocation: capturable in a
-// CUDA graph.
+// automatic: simt for int8 and model-dtype weights at batch 1 (measured faster on the H200, with its K
+// split), mma elsewhere (fp8 at batch 1 included) where it applies. Both read x through the L1 cache,
+// accumulate in float and write float(acc · scale + bias) rounded once to the activation dtype. Launched
+// with programmatic dependent launch (sm_90; see src/cuda/common.cuh), each block first pulls its rows of
+// W into L2 (up to 32 MiB per launch), which do not depend on the kernel still running before it. No
+// host sync and no allocation: capturable in a CUDA graph.
 namespace llmbench::cuda {
 
 enum class WeightType { act, int8, fp8_e4m3 };  // act: the same dtype as x (no scale)
