@@ -110,6 +110,19 @@ void bench_dequantize(const ModelShapes& m, cudaStream_t stream, double copy_gbs
               m.layers, layer_us * m.layers / 1e3);
 }
 
+// A comma list of integers from the environment variable `name`, or `fallback` when it is unset.
+std::vector<int> env_ints(const char* name, std::vector<int> fallback) {
+  const char* e = std::getenv(name);
+  if (!e) return fallback;
+  std::vector<int> out;
+  for (const char* c = e; *c;) {
+    out.push_back(std::atoi(c));
+    while (*c && *c != ',') ++c;
+    if (*c) ++c;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,26 +131,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string which = argc > 1 ? argv[1] : "all";
-  std::vector<int> splits{0};
-  if (const char* e = std::getenv("LLMBENCH_BENCH_SPLITS")) {
-    splits.clear();
-    for (const char* c = e; *c;) {
-      splits.push_back(std::atoi(c));
-      while (*c && *c != ',') ++c;
-      if (*c) ++c;
-    }
-  }
-  // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4.
+  const std::vector<int> splits = env_ints("LLMBENCH_BENCH_SPLITS", {0});
+  const std::vector<int> batches = env_ints("LLMBENCH_BENCH_BATCHES", {1, 4, 16});
+  // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts.
   const char* variant_filter = std::getenv("LLMBENCH_BENCH_VARIANTS");
-  std::vector<int> batches{1, 4, 16};
-  if (const char* e = std::getenv("LLMBENCH_BENCH_BATCHES")) {
-    batches.clear();
-    for (const char* c = e; *c;) {
-      batches.push_back(std::atoi(c));
-      while (*c && *c != ',') ++c;
-      if (*c) ++c;
-    }
-  }
   std::vector<Variant> kVariants;
   for (const Variant& v : kBaseVariants) {
     if (variant_filter) {  // a comma list of texts, one of which the name must hold
