@@ -215,15 +215,25 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
   }
   torch::Tensor positions = torch::cat({state.positions, torch::tensor(chunk_positions, torch::kInt64).to(ids.device())})
                                 .view({1, n});                                        // [1, N]
-  auto [cos, sin] = rope.cos_sin(positions);                                          // [1, 1, N, D]
+  // RoPE with the q/k/v split in one kernel where the tables exist (the prefill's), else the plain ops.
+  const bool rope_tables = rope.has_tables();
+  torch::Tensor cos, sin;                                                             // [1, 1, N, D]
+  if (!rope_tables) std::tie(cos, sin) = rope.cos_sin(positions);
   state.valid.scatter_(1, state.column.view({r, 1}), true);                           // decode rows' new token
-  // Each chunk sees columns [0, start + j] from its token j: [1, 1, length, start + length] bool.
+  // Each chunk sees columns [0, start + j] from its token j: [1, 1, length, start + length] bool. A first
+  // chunk (start 0) is a prefill over its own columns: causal, so sdpa may take its flash kernels and the
+  // eager tiles skip the columns after their last row; every chunk's eager softmax runs in the prefill's
+  // kernel where it applies.
+  const bool fused_softmax = fused_active(weights_.embed, rope);
   std::vector<AttnMask> chunk_masks;
   for (const ChunkSpan& c : chunks) {
     torch::Tensor cols = torch::arange(c.start + c.length, i64).view({1, -1});        // [1, start + length]
     torch::Tensor last = torch::arange(c.start, c.start + c.length, i64).view({-1, 1});  // [length, 1]
     AttnMask m;
     m.allowed = (cols <= last).view({1, 1, c.length, c.start + c.length});
+    m.causal = c.start == 0;
+    m.padded = c.start != 0;
+    m.fused = fused_softmax;
     chunk_masks.push_back(m);
   }
 
@@ -257,11 +267,19 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
   torch::Tensor h = fused::rms_norm(residual, weights_.layers[0].input_norm, config_.rms_norm_eps);  // [1, N, H]
   for (std::int64_t i = 0; i < layers; ++i) {
     const LayerWeights& w = weights_.layers[i];
-    torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);           // [1, N, (Hq + 2 Hkv) D]
-    auto parts = qkv.split({hq * d, hkv * d, hkv * d}, -1);
-    torch::Tensor q = apply_rope(parts[0].view({1, n, hq, d}).transpose(1, 2), cos, sin);   // [1, Hq, N, D]
-    torch::Tensor k = apply_rope(parts[1].view({1, n, hkv, d}).transpose(1, 2), cos, sin);  // [1, Hkv, N, D]
-    torch::Tensor v = parts[2].view({1, n, hkv, d}).transpose(1, 2);                        // [1, Hkv, N, D]
+    torch::Tensor q, k, v;  // [1, Hq, N, D], [1, Hkv, N, D], [1, Hkv, N, D]
+    if (rope_tables) {
+      torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, {}, paths_);                  // [1, N, (Hq + 2 Hkv) D]
+      fused::PrefillQkv p =
+          fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv, w.qkv_bias);  // + bias
+      q = p.q, k = p.k, v = p.v;
+    } else {
+      torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, w.qkv_bias, paths_);         // [1, N, (Hq + 2 Hkv) D]
+      auto parts = qkv.split({hq * d, hkv * d, hkv * d}, -1);
+      q = apply_rope(parts[0].view({1, n, hq, d}).transpose(1, 2), cos, sin);
+      k = apply_rope(parts[1].view({1, n, hkv, d}).transpose(1, 2), cos, sin);
+      v = parts[2].view({1, n, hkv, d}).transpose(1, 2);
+    }
     torch::Tensor a = attend(i, q, k, v).transpose(1, 2).reshape({1, n, hq * d});           // [1, N, Hq D]
     torch::Tensor o = row_parallel(a, w.o, w.o_scale, w.o_bias);                            // [1, N, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);                   // residual += o; norm

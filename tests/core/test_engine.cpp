@@ -230,13 +230,19 @@ TEST(EngineSlots, BatchedPrefillMatchesEachPromptAlone) {
 
 // Chunked prefill (SlotBatch::reserve + mixed): prompts fed in chunks inside decode steps, next to rows
 // that decode, through a plain decode step while a prompt is half in, and a compaction that moves a
-// half-prefilled row; every row's logits equal those of its prompt prefilled and decoded alone.
-TEST(EngineSlots, ChunkedPrefillMatchesEachPromptAlone) {
-  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
-  auto ref = Model::load({"tiny", "float32", "cpu", "eager", 0});
+// half-prefilled row; every row's logits equal those of its prompt prefilled and decoded alone. The tiny
+// preset, and a Qwen2 fixture whose qkv bias goes through the mixed step's RoPE split.
+class ChunkedPrefill : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChunkedPrefill, MatchesEachPromptAlone) {
+  const std::string model = GetParam() == "tiny" ? "tiny" : std::string(LLMBENCH_TEST_DATA) + "/models/" + GetParam();
+  auto m = Model::load({model, "float32", "cpu", "eager", 0});
+  auto ref = Model::load({model, "float32", "cpu", "eager", 0});
   std::mt19937 rng(9);
   std::vector<std::vector<std::int64_t>> prompts{random_prompt(rng, 6), random_prompt(rng, 23), random_prompt(rng, 5),
                                                  random_prompt(rng, 11)};
+  for (auto& p : prompts)
+    for (auto& id : p) id %= m->config().vocab_size;
   SlotBatch batch(*m, 4, 300, false);
   std::vector<std::vector<torch::Tensor>> got(4);
   std::vector<int> row_of{0, -1, -1, -1};  // prompt → row
@@ -296,6 +302,8 @@ TEST(EngineSlots, ChunkedPrefillMatchesEachPromptAlone) {
   }
   EXPECT_THROW(batch.mixed(std::vector<std::int64_t>(batch.size(), 0), {{1, {5}, true}}), Error);  // row 1 decodes
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, ChunkedPrefill, ::testing::Values("tiny", "qwen2_bias"));
 
 // Requests that wait at the same step boundary are prefilled together: one pass per boundary, the oldest
 // first, as many as fit in the free slots and in max_prefill_tokens (requests × longest prompt); a prompt
