@@ -131,8 +131,8 @@ TEST(Gemv, BothKernelsMatchFloat32) {
   }
 }
 
-// The simt kernel's K split (warps per row group, LLMBENCH_GEMV_SPLITS; 0: chosen by size, 4 for the
-// int8 K = 18944 below) against float32: every weight format, B 1, 4 and 16, N leaving the last block's
+// The simt kernel's K split (warps per row group, LLMBENCH_GEMV_SPLITS; 0: chosen by size — for the int8
+// K = 18944 below 8 at batch 1, 4 at batches 4 and 16) against float32: every weight format, B 1, 4 and 16, N leaving the last block's
 // groups partly past the end (their warps still meet the block's barrier), K of several passes per warp
 // and K with passes left over for some warps; an odd split is an error.
 TEST(Gemv, SimtKernelSplitsK) {
