@@ -217,9 +217,8 @@ int simt_splits(const GemvArgs& a) {
   return s;
 }
 
-template <class TA, class TW, int kB, int kE>
-void launch_gemv(const GemvArgs& a, Stream stream) {
-  constexpr int kR = kB <= 2 ? 2 : 4;  // rows per warp: more rows reuse each x load more often
+template <class TA, class TW, int kB, int kR, int kE>
+void launch_gemv_rows(const GemvArgs& a, Stream stream) {
   auto run = [&](auto split) {
     constexpr int kS = decltype(split)::value;
     const std::int64_t rows_per_block = static_cast<std::int64_t>(kWarps / kS) * kR;
@@ -239,6 +238,17 @@ void launch_gemv(const GemvArgs& a, Stream stream) {
       default: throw Error(cat("gemv: the simt kernel splits K over 1, 2, 4 or 8 warps, not ", a.splits));
     }
   }
+}
+
+// Rows of W per warp: 2 at one or two rows of x, 4 above (more rows reuse each x load more often);
+// a.rows = 4 gives 4 at one or two rows of x too (16-byte path).
+template <class TA, class TW, int kB, int kE>
+void launch_gemv(const GemvArgs& a, Stream stream) {
+  if (a.rows != 0 && a.rows != 2 && a.rows != 4) throw Error(cat("gemv: rows per warp must be 2 or 4, not ", a.rows));
+  if constexpr (kB <= 2 && kE > 1) {
+    if (a.rows == 4) return launch_gemv_rows<TA, TW, kB, 4, kE>(a, stream);
+  }
+  launch_gemv_rows<TA, TW, kB, (kB <= 2 ? 2 : 4), kE>(a, stream);
 }
 
 template <class TA, class TW, int kB>

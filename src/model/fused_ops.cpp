@@ -60,6 +60,18 @@ cuda::DecodeAttnKernel decode_attention_kernel() {
   if (s == "mma") return cuda::DecodeAttnKernel::mma;
   throw UsageError(cat("LLMBENCH_DECODE_ATTENTION must be auto, split or mma, got '", s, "'"));
 }
+
+// LLMBENCH_DECODE_ATTENTION_SPLITS=N forces the planner's split of the cache columns (A/B runs); unset or 0:
+// chosen by shape.
+int decode_attention_splits() {
+  const char* v = std::getenv("LLMBENCH_DECODE_ATTENTION_SPLITS");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 64)
+    throw UsageError(cat("LLMBENCH_DECODE_ATTENTION_SPLITS must be 0 … 64, got '", v, "'"));
+  return static_cast<int>(n);
+}
 #endif
 
 bool is_fp8(const torch::Tensor& t) {
@@ -302,7 +314,8 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
   c10::cuda::CUDAGuard guard(q.device());
   const cuda::DecodeAttnPlan plan =
       cuda::plan_decode_attention(kernel_dtype(q), static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
-                                  static_cast<int>(d), t_max, cuda::sm_count(), 0, decode_attention_kernel());
+                                  static_cast<int>(d), t_max, cuda::sm_count(), decode_attention_splits(),
+                                  decode_attention_kernel());
   torch::Tensor workspace = torch::empty({static_cast<std::int64_t>(plan.workspace_bytes)},
                                          q.options().dtype(torch::kUInt8));  // scores and split partials
   torch::Tensor out = torch::empty_like(q);                                  // [B, Hq, D]
@@ -343,7 +356,7 @@ bool decode_attention_uses_mma(const torch::Tensor& like, std::int64_t batch, st
   c10::cuda::CUDAGuard guard(like.device());
   return cuda::plan_decode_attention(kernel_dtype(like), static_cast<int>(batch), static_cast<int>(heads_q),
                                      static_cast<int>(heads_kv), static_cast<int>(head_dim), t_max, cuda::sm_count(),
-                                     0, decode_attention_kernel())
+                                     decode_attention_splits(), decode_attention_kernel())
              .kernel == cuda::DecodeAttnKernel::mma;
 #else
   (void)batch, (void)heads_q, (void)heads_kv, (void)head_dim, (void)t_max;

@@ -103,6 +103,16 @@ int forced_gemv_splits() {
   return static_cast<int>(n);
 }
 
+// LLMBENCH_GEMV_ROWS=2|4 forces the simt kernel's rows of W per warp (cuda::GemvArgs::rows; A/B runs);
+// unset or 0: chosen by batch.
+int forced_gemv_rows() {
+  const char* v = std::getenv("LLMBENCH_GEMV_ROWS");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "0") return 0;
+  if (s == "2" || s == "4") return std::stoi(s);
+  throw UsageError(cat("LLMBENCH_GEMV_ROWS must be 0, 2 or 4, got '", s, "'"));
+}
+
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
                          const torch::Tensor& bias, void* y) {
@@ -124,6 +134,7 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
   a.k = k;
   a.kernel = forced_gemv_kernel();
   a.splits = forced_gemv_splits();
+  a.rows = forced_gemv_rows();
   return a;
 }
 

@@ -5,7 +5,7 @@
 //        LLMBENCH_BENCH_SPLITS=0,1,2,4,8: the kernels' K splits to time (default 0: their own choice; mma:
 //        blocks per 16-row tile, simt: warps per row group); LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: only variants
 //        whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4 (default 1,4,16); LLMBENCH_BENCH_NO_DEQUANTIZE=1
-//        skips the dequantize kernel
+//        skips the dequantize kernel; LLMBENCH_BENCH_ROWS=0,4: the simt kernel's rows of W per warp (0: chosen)
 // Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
 // others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
@@ -56,6 +56,7 @@ struct Variant {
   bool cublas;
   llmbench::cuda::GemvKernel kernel;
   int splits = 0;
+  int rows = 0;
 };
 
 const std::vector<Variant> kBaseVariants = {
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   }
   const std::string which = argc > 1 ? argv[1] : "all";
   const std::vector<int> splits = env_ints("LLMBENCH_BENCH_SPLITS", {0});
+  const std::vector<int> rows = env_ints("LLMBENCH_BENCH_ROWS", {0});  // simt rows of W per warp (0: chosen)
   const std::vector<int> batches = env_ints("LLMBENCH_BENCH_BATCHES", {1, 4, 16});
   // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts.
   const char* variant_filter = std::getenv("LLMBENCH_BENCH_VARIANTS");
@@ -151,10 +153,15 @@ int main(int argc, char** argv) {
       continue;
     }
     for (int sp : splits) {
-      Variant m = v;
-      m.splits = sp;
-      if (sp > 0) m.name += "/" + std::to_string(sp);
-      kVariants.push_back(m);
+      for (int r : rows) {
+        if (r != 0 && v.kernel != llmbench::cuda::GemvKernel::simt) continue;  // rows per warp: simt only
+        Variant m = v;
+        m.splits = sp;
+        m.rows = r;
+        if (sp > 0) m.name += "/" + std::to_string(sp);
+        if (r > 0) m.name += " r" + std::to_string(r);
+        kVariants.push_back(m);
+      }
     }
   }
   c10::cuda::CUDAStream torch_stream = c10::cuda::getStreamFromPool();
@@ -221,6 +228,7 @@ int main(int argc, char** argv) {
             a.k = mat.k;
             a.kernel = v.kernel;
             a.splits = v.splits;
+            a.rows = v.rows;
             llmbench::cuda::gemv(a, stream);
           };
           try {

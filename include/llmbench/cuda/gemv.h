@@ -43,6 +43,8 @@ struct GemvArgs {
   // How many split K, 0: chosen by size. mma: blocks (a cluster, sm_90) per 16-row tile, 1 … 8; simt:
   // warps per row group, 1, 2, 4 or 8.
   int splits = 0;
+  // simt: rows of W per warp, 0: chosen (2 at B ≤ 2, 4 above); 4 at B ≤ 2 for A/B runs (16-byte path).
+  int rows = 0;
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).
