@@ -197,8 +197,8 @@ __global__ void __launch_bounds__(kThreads) simt_kernel(GemvArgs a) {
 // Warps per row group of the simt kernel: `a.splits` when set, else chosen by size (H200, bench_gemv
 // qwen2.5-7b, batch 1, µs at 1 warp → the chosen split: int8 qkv 8.5 → 7.9, o 7.4 → 6.2, down 29.6 →
 // 23.0; bf16 qkv 13.6 → 10.5, o 12.0 → 8.7, down 48.2 → 34.2; gate_up and lm_head stay at 1, where
-// splits measured slower). At one or two rows (two rows per warp): one warp per row group when the rows
-// alone give kSimtFullGridWarps warps (gate_up, lm_head), else as many (up to 8) as leave each warp at
+// splits measured slower). At one or two rows: one warp per row group when the rows alone give
+// kSimtFullGridWarps pairs of rows (gate_up, lm_head), else as many (up to 8) as leave each warp at
 // least 1.75 passes of 32 16-byte chunks per row. Larger batches (compute-bound; the simt kernel is not
 // the automatic choice there): at least 8 passes per warp.
 constexpr std::int64_t kSimtFullGridWarps = 8192;  // about the H200's 132 SMs × 64 resident warps
@@ -240,13 +240,17 @@ void launch_gemv_rows(const GemvArgs& a, Stream stream) {
   }
 }
 
-// Rows of W per warp: 2 at one or two rows of x, 4 above (more rows reuse each x load more often);
-// a.rows = 4 gives 4 at one or two rows of x too (16-byte path).
+// Rows of W per warp (a.rows, else chosen): 4 above two rows of x (more rows reuse each x load more
+// often); at one or two rows 4 for int8 W and 2 for the others. H200, bench_gemv qwen2.5-7b at batch 1, µs
+// with 2 → 4 rows per warp: int8 gate_up 38.9 → 34.8, lm_head 138.4 → 125.4, qkv 7.9 → 7.5, o 6.2 → 6.5,
+// down 22.8 → 22.6 (each warp streams twice the bytes between its fixed costs); bf16 gate_up 62.8 → 60.3
+// but down 33.4 → 34.9 and lm_head 232.4 → 235.8, and `llmbench run` bf16 unchanged, so bf16 keeps 2.
 template <class TA, class TW, int kB, int kE>
 void launch_gemv(const GemvArgs& a, Stream stream) {
   if (a.rows != 0 && a.rows != 2 && a.rows != 4) throw Error(cat("gemv: rows per warp must be 2 or 4, not ", a.rows));
   if constexpr (kB <= 2 && kE > 1) {
-    if (a.rows == 4) return launch_gemv_rows<TA, TW, kB, 4, kE>(a, stream);
+    const int rows = a.rows != 0 ? a.rows : std::is_same_v<TW, std::int8_t> ? 4 : 2;
+    if (rows == 4) return launch_gemv_rows<TA, TW, kB, 4, kE>(a, stream);
   }
   launch_gemv_rows<TA, TW, kB, (kB <= 2 ? 2 : 4), kE>(a, stream);
 }

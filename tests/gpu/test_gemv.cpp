@@ -132,9 +132,11 @@ TEST(Gemv, BothKernelsMatchFloat32) {
 }
 
 // The simt kernel's K split (warps per row group, LLMBENCH_GEMV_SPLITS; 0: chosen by size — for the int8
-// K = 18944 below 8 at batch 1, 4 at batches 4 and 16) against float32: every weight format, B 1, 4 and 16, N leaving the last block's
-// groups partly past the end (their warps still meet the block's barrier), K of several passes per warp
-// and K with passes left over for some warps; an odd split is an error.
+// K = 18944 below 8 at batch 1, 4 at batches 4 and 16), with the chosen rows of W per warp and with 2
+// and 4 forced (LLMBENCH_GEMV_ROWS; they differ at B ≤ 2), against float32: every weight format, B 1, 2,
+// 4 and 16, N leaving the last block's groups partly past the end (their warps still meet the block's
+// barrier), K of several passes per warp and K with passes left over for some warps; an odd split and
+// 3 rows per warp are errors.
 TEST(Gemv, SimtKernelSplitsK) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   torch::manual_seed(4);
@@ -142,27 +144,34 @@ TEST(Gemv, SimtKernelSplitsK) {
   LinearPaths gemv;
   gemv.gemv = true;
   GemvKernelEnv env("simt");
-  for (const char* splits : {"0", "1", "2", "4", "8"}) {
-    setenv("LLMBENCH_GEMV_SPLITS", splits, 1);
-    for (WeightFormat f : formats()) {
-      for (std::int64_t k : {4352, 18944}) {
-        for (std::int64_t b : {1, 4, 16}) {
-          SCOPED_TRACE(cat("splits ", splits, " ", to_string(f), " K=", k, " B=", b));
-          const std::int64_t n = 37;
-          torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
-          torch::Tensor x = torch::randn({b, k}, bf16);         // [B, K]
-          torch::Tensor bias = torch::randn({n}, bf16);         // [N]
-          const TestWeight tw = test_weight(w, f);
-          torch::Tensor y = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N] bf16
-          EXPECT_LT(rel_diff(y, reference(x, tw, bias)), 1e-2);
+  for (const char* rows : {"0", "2", "4"}) {  // rows of W per warp: chosen (at B ≤ 2: 4 for int8, else 2), 2, 4
+    setenv("LLMBENCH_GEMV_ROWS", rows, 1);
+    for (const char* splits : {"0", "1", "2", "4", "8"}) {
+      setenv("LLMBENCH_GEMV_SPLITS", splits, 1);
+      for (WeightFormat f : formats()) {
+        for (std::int64_t k : {4352, 18944}) {
+          for (std::int64_t b : {1, 2, 4, 16}) {
+            SCOPED_TRACE(cat("rows ", rows, " splits ", splits, " ", to_string(f), " K=", k, " B=", b));
+            const std::int64_t n = 37;
+            torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
+            torch::Tensor x = torch::randn({b, k}, bf16);         // [B, K]
+            torch::Tensor bias = torch::randn({n}, bf16);         // [N]
+            const TestWeight tw = test_weight(w, f);
+            torch::Tensor y = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N] bf16
+            EXPECT_LT(rel_diff(y, reference(x, tw, bias)), 1e-2);
+          }
         }
       }
     }
   }
+  unsetenv("LLMBENCH_GEMV_ROWS");
   setenv("LLMBENCH_GEMV_SPLITS", "3", 1);
   const TestWeight tw = test_weight(torch::randn({16, 256}, bf16), WeightFormat::int8);
   EXPECT_THROW(linear(torch::randn({1, 256}, bf16), tw.q, tw.scale, {}, gemv), Error);
   unsetenv("LLMBENCH_GEMV_SPLITS");
+  setenv("LLMBENCH_GEMV_ROWS", "3", 1);
+  EXPECT_THROW(linear(torch::randn({1, 256}, bf16), tw.q, tw.scale, {}, gemv), Error);
+  unsetenv("LLMBENCH_GEMV_ROWS");
 }
 
 // The mma kernel needs K a multiple of its step (32 columns for bf16 W, 64 for int8/fp8): otherwise the

@@ -43,7 +43,8 @@ struct GemvArgs {
   // How many split K, 0: chosen by size. mma: blocks (a cluster, sm_90) per 16-row tile, 1 … 8; simt:
   // warps per row group, 1, 2, 4 or 8.
   int splits = 0;
-  // simt: rows of W per warp, 0: chosen (2 at B ≤ 2, 4 above); 4 at B ≤ 2 for A/B runs (16-byte path).
+  // simt: rows of W per warp, 0: chosen (4, but 2 at B ≤ 2 for model-dtype and fp8 W); 2 or 4 at B ≤ 2
+  // forces one (A/B runs; 16-byte path), above B = 2 always 4.
   int rows = 0;
 };
 
