@@ -323,7 +323,10 @@ __device__ __forceinline__ void to_pairs(const int4& raw, uint32_t (&out)[kMmaE<
 // kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16. Grid: splits × (N / 16) blocks; the `splits`
 // blocks of one row tile (a cluster along x, sm_90) each take a contiguous range of the K steps, and the
 // cluster's first block adds the others' sums through distributed shared memory.
-template <class TA, class TW, int kNT>
+// kGuarded: the warp's last steps (fewer than kMmaUnroll) run as one more unrolled round whose missing
+// steps load and multiply nothing, so their loads are in flight together; else they run one step at a
+// time (GemvArgs::mma_serial_tail, A/B runs).
+template <class TA, class TW, int kNT, bool kGuarded>
 __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits) {
   constexpr int kE = kMmaE<TW>;
   constexpr int kStep = 4 * kE;                                  // columns per warp step
@@ -357,23 +360,28 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits
 #pragma unroll
     for (int i = 0; i < 4; ++i) c[nt][i] = 0.0f;
 
-  // kU steps of this warp (s, s + kMmaWarps, …): every load first, then the MMAs.
-  auto steps_from = [&](int s, auto unroll) {
+  // kU steps of this warp (s, s + kMmaWarps, …; with `guard`, only those before `steps`): every load
+  // first, then the MMAs.
+  auto steps_from = [&](int s, auto unroll, auto guard) {
     constexpr int kU = decltype(unroll)::value;
+    constexpr bool kGuard = decltype(guard)::value;
     int4 lo[kU], hi[kU], xv[kU][kNT][kX];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const std::int64_t col = static_cast<std::int64_t>(s + u * kMmaWarps) * kStep;
-      lo[u] = __ldcs(reinterpret_cast<const int4*>(w_lo + col));
-      hi[u] = __ldcs(reinterpret_cast<const int4*>(w_hi + col));
+      const bool ok = !kGuard || s + u * kMmaWarps < steps;  // the same for the whole warp
+      const std::int64_t col = static_cast<std::int64_t>(ok ? s + u * kMmaWarps : s) * kStep;
+      const int4 zero = make_int4(0, 0, 0, 0);
+      lo[u] = ok ? __ldcs(reinterpret_cast<const int4*>(w_lo + col)) : zero;
+      hi[u] = ok ? __ldcs(reinterpret_cast<const int4*>(w_hi + col)) : zero;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
         for (int j = 0; j < kX; ++j)
-          xv[u][nt][j] = has_x[nt] ? __ldg(reinterpret_cast<const int4*>(xr[nt] + col) + j) : make_int4(0, 0, 0, 0);
+          xv[u][nt][j] = ok && has_x[nt] ? __ldg(reinterpret_cast<const int4*>(xr[nt] + col) + j) : zero;
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
+      if (kGuard && s + u * kMmaWarps >= steps) break;
       uint32_t wl[kE / 2], wh[kE / 2];
       to_pairs<TA, TW>(lo[u], wl);
       to_pairs<TA, TW>(hi[u], wh);
@@ -387,8 +395,15 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits
     }
   };
   for (; s + (kMmaUnroll - 1) * kMmaWarps < steps; s += kMmaUnroll * kMmaWarps)
-    steps_from(s, std::integral_constant<int, kMmaUnroll>{});
-  for (; s < steps; s += kMmaWarps) steps_from(s, std::integral_constant<int, 1>{});
+    steps_from(s, std::integral_constant<int, kMmaUnroll>{}, std::false_type{});
+  if constexpr (kGuarded) {
+    // Fewer than kMmaUnroll steps are left: kMmaUnroll - 1 slots hold them (with kMmaUnroll slots the int8
+    // kernel took 74 registers instead of 54, 3 blocks per SM instead of 4, and Qwen2.5-7B's down, 448
+    // blocks, two waves: 25.1 → 29.5 µs on the H200; with 3 slots 56 registers).
+    if (s < steps) steps_from(s, std::integral_constant<int, kMmaUnroll - 1>{}, std::true_type{});
+  } else {
+    for (; s < steps; s += kMmaWarps) steps_from(s, std::integral_constant<int, 1>{}, std::false_type{});
+  }
 
   __shared__ float partial[kMmaWarps][kNT * 4][32];
 #pragma unroll
@@ -445,10 +460,15 @@ void launch_mma(const GemvArgs& a, Stream stream) {
   const int splits = mma_splits(a);
   const LaunchShape shape{dim3(static_cast<unsigned>((a.n + 15) / 16 * splits)), dim3(kMmaThreads), 0,
                           static_cast<unsigned>(splits)};
-  if (a.batch <= 8)
-    launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 1>, shape, stream, a, splits);
-  else
-    launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 2>, shape, stream, a, splits);
+  auto run = [&](auto guarded) {
+    constexpr bool kGuarded = decltype(guarded)::value;
+    if (a.batch <= 8)
+      launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 1, kGuarded>, shape, stream, a, splits);
+    else
+      launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 2, kGuarded>, shape, stream, a, splits);
+  };
+  if (a.mma_serial_tail) return run(std::false_type{});
+  run(std::true_type{});
 }
 
 template <class T, class TW, int kE>

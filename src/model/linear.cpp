@@ -113,6 +113,16 @@ int forced_gemv_rows() {
   throw UsageError(cat("LLMBENCH_GEMV_ROWS must be 0, 2 or 4, got '", s, "'"));
 }
 
+// LLMBENCH_GEMV_MMA_TAIL=serial runs the mma kernel's last steps one at a time (cuda::GemvArgs::
+// mma_serial_tail; A/B runs); unset or unrolled: as one more unrolled round.
+bool forced_gemv_serial_tail() {
+  const char* v = std::getenv("LLMBENCH_GEMV_MMA_TAIL");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "unrolled") return false;
+  if (s == "serial") return true;
+  throw UsageError(cat("LLMBENCH_GEMV_MMA_TAIL must be unrolled or serial, got '", s, "'"));
+}
+
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
                          const torch::Tensor& bias, void* y) {
@@ -135,6 +145,7 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
   a.kernel = forced_gemv_kernel();
   a.splits = forced_gemv_splits();
   a.rows = forced_gemv_rows();
+  a.mma_serial_tail = forced_gemv_serial_tail();
   return a;
 }
 

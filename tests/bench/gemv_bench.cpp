@@ -5,7 +5,8 @@
 //        LLMBENCH_BENCH_SPLITS=0,1,2,4,8: the kernels' K splits to time (default 0: their own choice; mma:
 //        blocks per 16-row tile, simt: warps per row group); LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: only variants
 //        whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4 (default 1,4,16); LLMBENCH_BENCH_NO_DEQUANTIZE=1
-//        skips the dequantize kernel; LLMBENCH_BENCH_ROWS=0,4: the simt kernel's rows of W per warp (0: chosen)
+//        skips the dequantize kernel; LLMBENCH_BENCH_ROWS=0,4: the simt kernel's rows of W per warp (0: chosen);
+//        LLMBENCH_BENCH_MMA_TAIL=0,1: the mma kernel's last steps as one unrolled round (0) or one at a time (1)
 // Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
 // others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
@@ -57,6 +58,7 @@ struct Variant {
   llmbench::cuda::GemvKernel kernel;
   int splits = 0;
   int rows = 0;
+  bool serial_tail = false;  // mma: last steps one at a time
 };
 
 const std::vector<Variant> kBaseVariants = {
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   const std::vector<int> splits = env_ints("LLMBENCH_BENCH_SPLITS", {0});
   const std::vector<int> rows = env_ints("LLMBENCH_BENCH_ROWS", {0});  // simt rows of W per warp (0: chosen)
+  const std::vector<int> tails = env_ints("LLMBENCH_BENCH_MMA_TAIL", {0});  // mma: 1 = serial tail
   const std::vector<int> batches = env_ints("LLMBENCH_BENCH_BATCHES", {1, 4, 16});
   // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts.
   const char* variant_filter = std::getenv("LLMBENCH_BENCH_VARIANTS");
@@ -154,13 +157,18 @@ int main(int argc, char** argv) {
     }
     for (int sp : splits) {
       for (int r : rows) {
-        if (r != 0 && v.kernel != llmbench::cuda::GemvKernel::simt) continue;  // rows per warp: simt only
-        Variant m = v;
-        m.splits = sp;
-        m.rows = r;
-        if (sp > 0) m.name += "/" + std::to_string(sp);
-        if (r > 0) m.name += " r" + std::to_string(r);
-        kVariants.push_back(m);
+        for (int tail : tails) {
+          if (r != 0 && v.kernel != llmbench::cuda::GemvKernel::simt) continue;     // rows per warp: simt only
+          if (tail != 0 && v.kernel != llmbench::cuda::GemvKernel::mma) continue;  // the tail: mma only
+          Variant m = v;
+          m.splits = sp;
+          m.rows = r;
+          m.serial_tail = tail != 0;
+          if (sp > 0) m.name += "/" + std::to_string(sp);
+          if (r > 0) m.name += " r" + std::to_string(r);
+          if (tail != 0) m.name += " st";
+          kVariants.push_back(m);
+        }
       }
     }
   }
@@ -229,6 +237,7 @@ int main(int argc, char** argv) {
             a.kernel = v.kernel;
             a.splits = v.splits;
             a.rows = v.rows;
+            a.mma_serial_tail = v.serial_tail;
             llmbench::cuda::gemv(a, stream);
           };
           try {

@@ -174,6 +174,38 @@ TEST(Gemv, SimtKernelSplitsK) {
   unsetenv("LLMBENCH_GEMV_ROWS");
 }
 
+// The mma kernel's last steps per warp (fewer than its unroll) run as one guarded unrolled round by
+// default and one at a time with LLMBENCH_GEMV_MMA_TAIL=serial: the same MMAs in the same order, so the
+// outputs are bit-identical — for K of 1 … 7 steps per warp beyond the unrolled rounds, every format.
+TEST(Gemv, MmaTailRoundMatchesSerialSteps) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(7);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  GemvKernelEnv env("mma");
+  for (WeightFormat f : formats()) {
+    for (std::int64_t steps : {1, 3, 7, 9, 31, 37, 56}) {  // 64-column steps (bf16 W: 32-column steps, twice as many)
+      for (std::int64_t b : {1, 4, 16}) {
+        const std::int64_t k = 64 * steps, n = 40;
+        SCOPED_TRACE(cat(to_string(f), " K=", k, " B=", b));
+        torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
+        torch::Tensor x = torch::randn({b, k}, bf16);         // [B, K]
+        const TestWeight tw = test_weight(w, f);
+        torch::Tensor unrolled = linear(x, tw.q, tw.scale, {}, gemv);  // [B, N]
+        setenv("LLMBENCH_GEMV_MMA_TAIL", "serial", 1);
+        torch::Tensor serial = linear(x, tw.q, tw.scale, {}, gemv);  // [B, N]
+        unsetenv("LLMBENCH_GEMV_MMA_TAIL");
+        EXPECT_TRUE(torch::equal(unrolled, serial));
+        EXPECT_LT(rel_diff(unrolled, reference(x, tw, {})), 1e-2);
+      }
+    }
+  }
+  setenv("LLMBENCH_GEMV_MMA_TAIL", "fast", 1);
+  EXPECT_THROW(linear(torch::randn({1, 64}, bf16), torch::randn({16, 64}, bf16), {}, {}, gemv), UsageError);
+  unsetenv("LLMBENCH_GEMV_MMA_TAIL");
+}
+
 // The mma kernel needs K a multiple of its step (32 columns for bf16 W, 64 for int8/fp8): otherwise the
 // automatic choice is the simt kernel, and forcing mma is a clear error, not a wrong result.
 TEST(Gemv, MmaKernelOnlyWhereItApplies) {

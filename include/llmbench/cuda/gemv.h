@@ -46,6 +46,9 @@ struct GemvArgs {
   // simt: rows of W per warp, 0: chosen (4, but 2 at B ≤ 2 for model-dtype and fp8 W); 2 or 4 at B ≤ 2
   // forces one (A/B runs; 16-byte path), above B = 2 always 4.
   int rows = 0;
+  // mma: each warp's last steps (fewer than its unroll) one at a time, as before session 12 (A/B runs);
+  // false: as one more unrolled round, their loads in flight together.
+  bool mma_serial_tail = false;
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).
