@@ -176,7 +176,8 @@ TEST(Gemv, SimtKernelSplitsK) {
 
 // The mma kernel's last steps per warp (fewer than its unroll) run as one guarded unrolled round by
 // default and one at a time with LLMBENCH_GEMV_MMA_TAIL=serial: the same MMAs in the same order, so the
-// outputs are bit-identical — for K of 1 … 7 steps per warp beyond the unrolled rounds, every format.
+// outputs are bit-identical — every format, K of 1 to 296 steps of 64 columns (tails of 0 to 3 steps per
+// warp; 296 steps, as Qwen2.5-7B's down, split over a 2-block cluster on sm_90).
 TEST(Gemv, MmaTailRoundMatchesSerialSteps) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   torch::manual_seed(7);
@@ -185,7 +186,7 @@ TEST(Gemv, MmaTailRoundMatchesSerialSteps) {
   gemv.gemv = true;
   GemvKernelEnv env("mma");
   for (WeightFormat f : formats()) {
-    for (std::int64_t steps : {1, 3, 7, 9, 31, 37, 56}) {  // 64-column steps (bf16 W: 32-column steps, twice as many)
+    for (std::int64_t steps : {1, 3, 7, 9, 31, 37, 56, 296}) {  // 64 columns each (bf16 W: steps of 32, twice as many)
       for (std::int64_t b : {1, 4, 16}) {
         const std::int64_t k = 64 * steps, n = 40;
         SCOPED_TRACE(cat(to_string(f), " K=", k, " B=", b));
