@@ -58,7 +58,7 @@ import glob, json, os, sys
 out, var, va, vb = sys.argv[1:5]
 best = {}  # (model, batch, kernel) -> (tpot, ttft, verified)
 for f in sorted(glob.glob(os.path.join(out, "run_*.json"))):
-    kernel = os.path.basename(f).split("_")[1]
+    kernel = os.path.basename(f)[len("run_"):].rsplit("_", 2)[0]  # run_<value>_<model>_r<round>.json
     for p in json.load(open(f))["points"]:
         if p.get("status") != "ok":
             continue
