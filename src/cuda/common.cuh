@@ -127,22 +127,6 @@ __device__ __forceinline__ void pdl_enter() {
 
 // Cache line of p pulled into L2 (no register, no wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
-
-// The lines of every span of `a`, spread over all threads of the grid (any grid shape).
-__device__ __forceinline__ void prefetch_spans_l2(const L2PrefetchArgs& a) {
-  const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * gridDim.y * gridDim.z * blockDim.x;
-  const std::int64_t block = blockIdx.x + static_cast<std::int64_t>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
-  const std::int64_t first = block * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int s = 0; s < kL2PrefetchSpans; ++s) {
-    if (s >= a.count) break;
-    const auto begin = reinterpret_cast<std::uintptr_t>(a.span[s].ptr) / 128 * 128;
-    const auto end = reinterpret_cast<std::uintptr_t>(a.span[s].ptr) + a.span[s].bytes;
-    const auto lines = static_cast<std::int64_t>((end - begin + 127) / 128);
-    for (std::int64_t i = first; i < lines; i += threads) prefetch_l2(reinterpret_cast<const void*>(begin + i * 128));
-  }
-}
 
 // PDL on sm_90+ unless LLMBENCH_PDL=0 (read at every launch, so an A/B run or a test can switch it).
 inline bool pdl_enabled() {

@@ -127,7 +127,6 @@ __device__ __forceinline__ float kv_scale(const float* scales, const DecodeAttnA
 template <class T, class TKV, int NG>
 __global__ void __launch_bounds__(kThreads) scores_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                           int group_size, Work w, int splits) {
-  prefetch_spans_l2(a.prefetch);
   pdl_enter();
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kLoads = kBuf * sizeof(T) / sizeof(TKV);  // loads in flight per column: 128 bytes either way

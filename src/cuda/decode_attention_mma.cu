@@ -82,7 +82,6 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
 template <class T, class TKV, int NC>
 __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
                                                        int group_size) {
-  prefetch_spans_l2(a.prefetch);
   pdl_enter();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kD = NC * 32;
@@ -136,20 +135,6 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
       for (int cc = 0; cc < NC; ++cc) {
         ka[cc] = __ldg(ra + 4 * cc);  // + 32 cc elements
         kc[cc] = __ldg(rb + 4 * cc);
-      }
-      if (a.v_prefetch != 0) {  // pass 2's V rows of this tile, fetched while K is in flight
-        const Raw* va = reinterpret_cast<const Raw*>(vb + (in_a ? ca : t0) * a.kv_stride_t);
-        const Raw* vc = reinterpret_cast<const Raw*>(vb + (in_b ? cb : t0) * a.kv_stride_t);
-#pragma unroll
-        for (int cc = 0; cc < NC; ++cc) {
-          if (a.v_prefetch == 1) {
-            prefetch_l2(va + 4 * cc);
-            prefetch_l2(vc + 4 * cc);
-          } else {
-            prefetch_l1(va + 4 * cc);
-            prefetch_l1(vc + 4 * cc);
-          }
-        }
       }
 #pragma unroll
       for (int cc = 0; cc < NC; ++cc) {

@@ -320,38 +320,29 @@ __device__ __forceinline__ void to_pairs(const int4& raw, uint32_t (&out)[kMmaE<
   }
 }
 
-// kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16. kMT m-tiles of 16 rows of W per block (and per
-// warp): 2 doubles the bytes each warp streams between the block's fixed costs (prefetch, the shared-memory
-// reduction, the write) and shares each load of x between the two tiles; its rounds then hold kMmaUnroll / 2
-// steps of both tiles, the same bytes in flight. Grid: splits × (N / (16 kMT)) blocks; the `splits`
+// kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16. Grid: splits × (N / 16) blocks; the `splits`
 // blocks of one row tile (a cluster along x, sm_90) each take a contiguous range of the K steps, and the
 // cluster's first block adds the others' sums through distributed shared memory.
-// kGuarded: the warp's last steps (fewer than a round) run as one more unrolled round whose missing
+// kGuarded: the warp's last steps (fewer than kMmaUnroll) run as one more unrolled round whose missing
 // steps load and multiply nothing, so their loads are in flight together; else they run one step at a
 // time (GemvArgs::mma_serial_tail, A/B runs).
-template <class TA, class TW, int kNT, int kMT, bool kGuarded>
+template <class TA, class TW, int kNT, bool kGuarded>
 __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits) {
   constexpr int kE = kMmaE<TW>;
   constexpr int kStep = 4 * kE;                                  // columns per warp step
   constexpr int kX = kE * static_cast<int>(sizeof(TA)) / 16;     // 16-byte loads of x per lane and n-tile
-  constexpr int kRound = kMmaUnroll / kMT;                       // steps per round of loads
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const int split = static_cast<int>(blockIdx.x) % splits;
-  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x / splits) * 16 * kMT;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x / splits) * 16;
   const TW* w = static_cast<const TW*>(a.w);
-  const TW* w_lo[kMT];
-  const TW* w_hi[kMT];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {  // past the end: recompute the last row
-    w_lo[mt] = w + min(row0 + 16 * mt + g, a.n - 1) * a.k + t * kE;
-    w_hi[mt] = w + min(row0 + 16 * mt + 8 + g, a.n - 1) * a.k + t * kE;
-  }
+  const TW* w_lo = w + min(row0 + g, a.n - 1) * a.k + t * kE;      // past the end: recompute the last row
+  const TW* w_hi = w + min(row0 + 8 + g, a.n - 1) * a.k + t * kE;
   const int all_steps = static_cast<int>(a.k / kStep), per_split = (all_steps + splits - 1) / splits;
   const int steps = min(all_steps, (split + 1) * per_split);
   int s = split * per_split + warp;
   // W does not depend on the kernels before this one: pull the block's range into L2 while they finish.
   prefetch_block_l2(w + row0 * a.k + static_cast<std::int64_t>(split) * per_split * kStep,
-                    a.k * static_cast<std::int64_t>(sizeof(TW)), static_cast<int>(min(std::int64_t{16} * kMT, a.n - row0)),
+                    a.k * static_cast<std::int64_t>(sizeof(TW)), static_cast<int>(min(std::int64_t{16}, a.n - row0)),
                     static_cast<std::int64_t>(max(0, min(per_split, all_steps - split * per_split))) * kStep *
                         static_cast<std::int64_t>(sizeof(TW)));
   pdl_enter();
@@ -363,30 +354,25 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits
     has_x[nt] = b < a.batch;
     xr[nt] = static_cast<const TA*>(a.x) + (has_x[nt] ? b : 0) * a.x_stride + t * kE;
   }
-  float c[kMT][kNT][4];
+  float c[kNT][4];
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+  for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) c[mt][nt][i] = 0.0f;
+    for (int i = 0; i < 4; ++i) c[nt][i] = 0.0f;
 
   // kU steps of this warp (s, s + kMmaWarps, …; with `guard`, only those before `steps`): every load
   // first, then the MMAs.
   auto steps_from = [&](int s, auto unroll, auto guard) {
     constexpr int kU = decltype(unroll)::value;
     constexpr bool kGuard = decltype(guard)::value;
-    int4 lo[kU][kMT], hi[kU][kMT], xv[kU][kNT][kX];
+    int4 lo[kU], hi[kU], xv[kU][kNT][kX];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const bool ok = !kGuard || s + u * kMmaWarps < steps;  // the same for the whole warp
       const std::int64_t col = static_cast<std::int64_t>(ok ? s + u * kMmaWarps : s) * kStep;
       const int4 zero = make_int4(0, 0, 0, 0);
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        lo[u][mt] = ok ? __ldcs(reinterpret_cast<const int4*>(w_lo[mt] + col)) : zero;
-        hi[u][mt] = ok ? __ldcs(reinterpret_cast<const int4*>(w_hi[mt] + col)) : zero;
-      }
+      lo[u] = ok ? __ldcs(reinterpret_cast<const int4*>(w_lo + col)) : zero;
+      hi[u] = ok ? __ldcs(reinterpret_cast<const int4*>(w_hi + col)) : zero;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
@@ -396,82 +382,60 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       if (kGuard && s + u * kMmaWarps >= steps) break;
+      uint32_t wl[kE / 2], wh[kE / 2];
+      to_pairs<TA, TW>(lo[u], wl);
+      to_pairs<TA, TW>(hi[u], wh);
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        uint32_t wl[kE / 2], wh[kE / 2];
-        to_pairs<TA, TW>(lo[u][mt], wl);
-        to_pairs<TA, TW>(hi[u][mt], wh);
+      for (int nt = 0; nt < kNT; ++nt) {
+        const uint32_t* xp = reinterpret_cast<const uint32_t*>(xv[u][nt]);
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          const uint32_t* xp = reinterpret_cast<const uint32_t*>(xv[u][nt]);
-#pragma unroll
-          for (int j = 0; j < kE / 4; ++j)
-            mma16816<TA>(c[mt][nt], wl[2 * j], wh[2 * j], wl[2 * j + 1], wh[2 * j + 1], xp[2 * j], xp[2 * j + 1]);
-        }
+        for (int j = 0; j < kE / 4; ++j)
+          mma16816<TA>(c[nt], wl[2 * j], wh[2 * j], wl[2 * j + 1], wh[2 * j + 1], xp[2 * j], xp[2 * j + 1]);
       }
     }
   };
-  for (; s + (kRound - 1) * kMmaWarps < steps; s += kRound * kMmaWarps)
-    steps_from(s, std::integral_constant<int, kRound>{}, std::false_type{});
-  if constexpr (kGuarded && kRound > 1) {
-    // Fewer than kRound steps are left: kRound - 1 slots hold them (with kMmaUnroll slots the int8
+  for (; s + (kMmaUnroll - 1) * kMmaWarps < steps; s += kMmaUnroll * kMmaWarps)
+    steps_from(s, std::integral_constant<int, kMmaUnroll>{}, std::false_type{});
+  if constexpr (kGuarded) {
+    // Fewer than kMmaUnroll steps are left: kMmaUnroll - 1 slots hold them (with kMmaUnroll slots the int8
     // kernel took 74 registers instead of 54, 3 blocks per SM instead of 4, and Qwen2.5-7B's down, 448
     // blocks, two waves: 25.1 → 29.5 µs on the H200; with 3 slots 56 registers).
-    if (s < steps) steps_from(s, std::integral_constant<int, kRound - 1>{}, std::true_type{});
+    if (s < steps) steps_from(s, std::integral_constant<int, kMmaUnroll - 1>{}, std::true_type{});
   } else {
     for (; s < steps; s += kMmaWarps) steps_from(s, std::integral_constant<int, 1>{}, std::false_type{});
   }
 
-  // Accumulator v of kAcc (m-tile v / (4 kNT), n-tile v / 4 % kNT, element v % 4) is summed by warp
-  // v % kMmaWarps over the block's warps into partial[0][v], then over the cluster's blocks (every thread
-  // reaches the cluster barriers).
-  constexpr int kAcc = kMT * kNT * 4, kOwn = (kAcc + kMmaWarps - 1) / kMmaWarps;
-  __shared__ float partial[kMmaWarps][kAcc][32];
+  __shared__ float partial[kMmaWarps][kNT * 4][32];
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+  for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][(mt * kNT + nt) * 4 + i][lane] = c[mt][nt][i];
+    for (int i = 0; i < 4; ++i) partial[warp][nt * 4 + i][lane] = c[nt][i];
   __syncthreads();
-  float v[kOwn];
+  // Warp v < kNT · 4 sums accumulator v (n-tile v / 4, element v % 4) over the block's warps into
+  // partial[0][v], then over the cluster's blocks (every thread reaches the cluster barriers).
+  const bool owner = warp < kNT * 4;
+  float v = 0.0f;
+  if (owner) {
 #pragma unroll
-  for (int j = 0; j < kOwn; ++j) {
-    const int acc = warp + j * kMmaWarps;
-    v[j] = 0.0f;
-    if (acc < kAcc) {
-#pragma unroll
-      for (int w2 = 0; w2 < kMmaWarps; ++w2) v[j] += partial[w2][acc][lane];
-      partial[0][acc][lane] = v[j];
-    }
+    for (int w2 = 0; w2 < kMmaWarps; ++w2) v += partial[w2][warp][lane];
+    partial[0][warp][lane] = v;
   }
 #if __CUDA_ARCH__ >= 900
   if (splits > 1) {
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
-    if (split == 0)
-#pragma unroll
-      for (int j = 0; j < kOwn; ++j) {
-        const int acc = warp + j * kMmaWarps;
-        if (acc < kAcc)
-          for (int r = 1; r < splits; ++r) v[j] += cluster.map_shared_rank(&partial[0][acc][lane], r)[0];
-      }
+    if (split == 0 && owner)
+      for (int r = 1; r < splits; ++r) v += cluster.map_shared_rank(&partial[0][warp][lane], r)[0];
     cluster.sync();  // the other blocks keep their shared memory until the first has read it
   }
 #endif
-  if (split != 0) return;
-#pragma unroll
-  for (int j = 0; j < kOwn; ++j) {
-    const int acc = warp + j * kMmaWarps;
-    if (acc >= kAcc) break;
-    const int mt = acc / (4 * kNT), nt = acc / 4 % kNT, e = acc % 4;
-    const std::int64_t row = row0 + 16 * mt + g + (e >= 2 ? 8 : 0);
-    const int b = 8 * nt + 2 * t + e % 2;
-    if (row >= a.n || b >= a.batch) continue;
-    const float scale = a.scale ? a.scale[row] : 1.0f;
-    const float add = a.bias ? to_f(static_cast<const TA*>(a.bias)[row]) : 0.0f;
-    static_cast<TA*>(a.y)[b * a.y_stride + row] = from_f<TA>(fmaf(v[j], scale, add));
-  }
+  if (!owner || split != 0) return;
+  const std::int64_t row = row0 + g + (warp % 4 >= 2 ? 8 : 0);
+  const int b = 8 * (warp / 4) + 2 * t + warp % 2;
+  if (row >= a.n || b >= a.batch) return;
+  const float scale = a.scale ? a.scale[row] : 1.0f;
+  const float add = a.bias ? to_f(static_cast<const TA*>(a.bias)[row]) : 0.0f;
+  static_cast<TA*>(a.y)[b * a.y_stride + row] = from_f<TA>(fmaf(v, scale, add));
 }
 
 bool mma_applies(const GemvArgs& a) {
@@ -484,37 +448,27 @@ bool mma_applies(const GemvArgs& a) {
 // Splits of K per 16-row tile (sm_90 clusters): 2 for a tall-K matrix with fewer tiles than 2 per SM
 // (Qwen2.5-7B's down: 224 tiles × 592 steps measured 44.6 → 37.4 µs at batch 1), else 1 — more splits,
 // or splits of a wide matrix, measured slower (cluster scheduling) on the H200.
-int mma_splits(const GemvArgs& a, int m_tiles) {
+int mma_splits(const GemvArgs& a) {
   if (a.splits > 0) return a.splits;
   if (device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9) return 1;
-  const std::int64_t tiles = (a.n + 16 * m_tiles - 1) / (16 * m_tiles), steps = a.k / (a.weight == WeightType::act ? 32 : 64);
+  const std::int64_t tiles = (a.n + 15) / 16, steps = a.k / (a.weight == WeightType::act ? 32 : 64);
   return tiles < 2 * sm_count() && steps >= 8 * kMmaUnroll * kMmaWarps ? 2 : 1;
-}
-
-// 16-row tiles per block (GemvArgs::mma_tiles): 0 is 1 for now (2 is under measurement); -1 ("wide"): 2
-// where the matrix has at least 8 tiles of 16 rows per SM (gate_up, lm_head), else 1. The serial tail
-// (A/B runs) keeps 1.
-int mma_m_tiles(const GemvArgs& a) {
-  if (a.mma_serial_tail) return 1;
-  if (a.mma_tiles == -1) return (a.n + 15) / 16 >= 8 * static_cast<std::int64_t>(sm_count()) ? 2 : 1;
-  return a.mma_tiles == 2 ? 2 : 1;
 }
 
 template <class TA, class TW>
 void launch_mma(const GemvArgs& a, Stream stream) {
-  const int m_tiles = mma_m_tiles(a), splits = mma_splits(a, m_tiles);
-  const LaunchShape shape{dim3(static_cast<unsigned>((a.n + 16 * m_tiles - 1) / (16 * m_tiles) * splits)),
-                          dim3(kMmaThreads), 0, static_cast<unsigned>(splits)};
-  auto run = [&](auto nt, auto mt, auto guarded) {
-    constexpr int kNT = decltype(nt)::value, kMT = decltype(mt)::value;
+  const int splits = mma_splits(a);
+  const LaunchShape shape{dim3(static_cast<unsigned>((a.n + 15) / 16 * splits)), dim3(kMmaThreads), 0,
+                          static_cast<unsigned>(splits)};
+  auto run = [&](auto guarded) {
     constexpr bool kGuarded = decltype(guarded)::value;
-    launch_kernel("gemv mma kernel", mma_kernel<TA, TW, kNT, kMT, kGuarded>, shape, stream, a, splits);
+    if (a.batch <= 8)
+      launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 1, kGuarded>, shape, stream, a, splits);
+    else
+      launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 2, kGuarded>, shape, stream, a, splits);
   };
-  using One = std::integral_constant<int, 1>;
-  using Two = std::integral_constant<int, 2>;
-  if (a.mma_serial_tail) return a.batch <= 8 ? run(One{}, One{}, std::false_type{}) : run(Two{}, One{}, std::false_type{});
-  if (m_tiles == 2) return a.batch <= 8 ? run(One{}, Two{}, std::true_type{}) : run(Two{}, Two{}, std::true_type{});
-  a.batch <= 8 ? run(One{}, One{}, std::true_type{}) : run(Two{}, One{}, std::true_type{});
+  if (a.mma_serial_tail) return run(std::false_type{});
+  run(std::true_type{});
 }
 
 template <class T, class TW, int kE>
@@ -598,7 +552,6 @@ void gemv(const GemvArgs& a, Stream stream) {
   if (!a.x || !a.w || !a.y) throw Error("gemv: null x, w or y");
   if (a.weight != WeightType::act && !a.scale) throw Error("gemv: quantized weights need their scales");
   if (a.splits < 0 || a.splits > 8) throw Error(cat("gemv: splits ", a.splits, " outside [0, 8]"));
-  if (a.mma_tiles < -1 || a.mma_tiles > 2) throw Error(cat("gemv: mma tiles ", a.mma_tiles, " outside [-1, 2]"));
   const bool mma = gemv_kernel(a) == GemvKernel::mma;
   if (mma && a.splits > 1 && device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9)
     throw Error("gemv: split K (clusters) needs a GPU of compute capability 9.0 or later");

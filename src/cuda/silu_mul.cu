@@ -6,8 +6,7 @@ using namespace detail;
 
 // One thread per kVec outputs over the flattened [N, I/kVec] grid.
 template <class T, int kVec>
-__global__ void silu_mul_kernel(T* out, const T* gate_up, std::int64_t inter, std::int64_t total, L2PrefetchArgs prefetch) {
-  prefetch_spans_l2(prefetch);
+__global__ void silu_mul_kernel(T* out, const T* gate_up, std::int64_t inter, std::int64_t total) {
   pdl_enter();
   using V = Vec<T, kVec>;
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -27,27 +26,25 @@ __global__ void silu_mul_kernel(T* out, const T* gate_up, std::int64_t inter, st
 }
 
 template <class T, int kVec>
-void launch(void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream,
-            const L2PrefetchArgs& prefetch) {
+void launch(void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream) {
   const std::int64_t total = rows * (inter / kVec);
   constexpr int kThreads = 256;
   const std::int64_t blocks = (total + kThreads - 1) / kThreads;
   launch_kernel("silu_mul kernel", silu_mul_kernel<T, kVec>, {dim3(static_cast<unsigned>(blocks)), dim3(kThreads)}, stream,
-                static_cast<T*>(out), static_cast<const T*>(gate_up), inter, total, prefetch);
+                static_cast<T*>(out), static_cast<const T*>(gate_up), inter, total);
 }
 
 }  // namespace
 
-void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream,
-              const L2PrefetchArgs& prefetch) {
+void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream) {
   if (rows <= 0 || inter <= 0) return;
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     constexpr int kVec = 16 / sizeof(T);
     if (inter % kVec == 0 && aligned16(out) && aligned16(gate_up))
-      launch<T, kVec>(out, gate_up, rows, inter, stream, prefetch);
+      launch<T, kVec>(out, gate_up, rows, inter, stream);
     else
-      launch<T, 1>(out, gate_up, rows, inter, stream, prefetch);
+      launch<T, 1>(out, gate_up, rows, inter, stream);
   });
 }
 

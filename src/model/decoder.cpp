@@ -1,9 +1,5 @@
 #include "llmbench/model/decoder.h"
 
-#include <cstdlib>
-#include <sstream>
-#include <string>
-
 #include "llmbench/base/error.h"
 #include "llmbench/model/fused_ops.h"
 #include "llmbench/model/fused_prefill.h"
@@ -143,47 +139,12 @@ bool Decoder::fused_active(const torch::Tensor& x, const Rope& rope) const {
   return fused_ && rope.has_tables() && fused::uses_kernels(x);
 }
 
-namespace {
-
-// Which weights the fused decode step pulls into L2 before their matmul, while the HBM would idle
-// (docs/performance.md, "L2 prefetch"): LLMBENCH_L2_PREFETCH, a comma list of o (the o projection, by the
-// decode attention's blocks), gate_up (the first LLMBENCH_L2_PREFETCH_MB MiB of gate_up, default 16, there
-// too) and qkv (the next layer's qkv, by SiLU·mul's blocks); off or unset: none. Read at every step (a
-// CUDA graph keeps what its capture read), so an A/B run or a test can switch it.
-struct L2Plan {
-  bool o = false, qkv = false;
-  std::int64_t gate_up_bytes = 0;
-};
-
-L2Plan l2_plan() {
-  L2Plan plan;
-  const char* v = std::getenv("LLMBENCH_L2_PREFETCH");
-  if (!v || !*v || std::string(v) == "off" || std::string(v) == "0") return plan;
-  std::int64_t mib = 16;
-  if (const char* m = std::getenv("LLMBENCH_L2_PREFETCH_MB"); m && *m) {
-    char* end = nullptr;
-    mib = std::strtoll(m, &end, 10);
-    if (*end != '\0' || mib < 0 || mib > 4096) throw Error(cat("LLMBENCH_L2_PREFETCH_MB=", m, ": expected MiB in [0, 4096]"));
-  }
-  std::stringstream list(v);
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item == "o") plan.o = true;
-    else if (item == "qkv") plan.qkv = true;
-    else if (item == "gate_up") plan.gate_up_bytes = mib << 20;
-    else throw Error(cat("LLMBENCH_L2_PREFETCH=", v, ": expected off or a comma list of o, gate_up, qkv"));
-  }
-  return plan;
-}
-
-}  // namespace
-
 // The same step as decode_step with the small ops fused: per layer two GEMMs around the attention
 // kernel and two around the MLP, with the residual adds folded into the next RMSNorm.
 torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache,
                                          DecodeState& state) const {
   const auto b = tokens.size(0), n = config_.num_layers;
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim;
-  const L2Plan l2 = l2_plan();
   state.valid.scatter_(1, state.column.view({b, 1}), true);                           // the new token is visible
 
   torch::Tensor residual = torch::embedding(weights_.embed, tokens.view({b, 1}));     // [B, 1, H]
@@ -199,12 +160,10 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     torch::Tensor q = fused::rope_qkv_cache(qkv, bias_in_gemv ? torch::Tensor() : w.qkv_bias, rope.cos_table(),
                                             rope.sin_table(), state.positions, state.column, keys, values, hq, hkv,
                                             k_scale, v_scale);  // [B, Hq, D]
-    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale,
-                                              {{l2.o ? &w.o : nullptr, -1}, {&w.gate_up, l2.gate_up_bytes}});  // [B, Hq, D]
+    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale);     // [B, Hq, D]
     torch::Tensor o = row_parallel(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias);  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
-    const torch::Tensor* next_qkv = l2.qkv && i + 1 < n ? &weights_.layers[i + 1].qkv : nullptr;
-    torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_), {{next_qkv, -1}});  // [B, 1, I]
+    torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, 1, I]
     torch::Tensor down = row_parallel(m, w.down, w.down_scale);  // [B, 1, H]
     const torch::Tensor& next_norm = i + 1 < n ? weights_.layers[i + 1].input_norm : weights_.final_norm;
     fused::add_rms_norm_(down, residual, next_norm, config_.rms_norm_eps);           // residual += down; norm

@@ -1,6 +1,5 @@
 #include "llmbench/model/fused_ops.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
@@ -51,17 +50,6 @@ void same_device(const char* op, const torch::Tensor& a, const torch::Tensor& b,
 #ifdef LLMBENCH_WITH_CUDA
 cuda::Stream stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
-cuda::L2PrefetchArgs prefetch_args(std::initializer_list<PrefetchSpan> spans) {
-  cuda::L2PrefetchArgs a;
-  for (const PrefetchSpan& s : spans) {
-    if (!s.tensor || !s.tensor->defined() || !s.tensor->is_cuda() || s.bytes == 0) continue;
-    expect(a.count < cuda::kL2PrefetchSpans, "L2 prefetch", cat("more than ", cuda::kL2PrefetchSpans, " tensors"));
-    const auto all = static_cast<std::int64_t>(s.tensor->nbytes());
-    a.span[a.count++] = {s.tensor->data_ptr(), s.bytes < 0 ? all : std::min(s.bytes, all)};
-  }
-  return a;
-}
-
 // LLMBENCH_DECODE_ATTENTION=split|mma forces one decode-attention kernel (A/B runs and tests); unset or
 // "auto": the planner's choice. Read at every call, so a test can switch it between calls.
 cuda::DecodeAttnKernel decode_attention_kernel() {
@@ -83,17 +71,6 @@ int decode_attention_splits() {
   if (*end != '\0' || n < 0 || n > 64)
     throw UsageError(cat("LLMBENCH_DECODE_ATTENTION_SPLITS must be 0 … 64, got '", v, "'"));
   return static_cast<int>(n);
-}
-
-// LLMBENCH_DECODE_ATTENTION_V_PREFETCH=l2|l1: the mma kernel prefetches each tile's V rows into that
-// cache while it loads K (A/B runs); unset or off: no prefetch.
-int decode_attention_v_prefetch() {
-  const char* v = std::getenv("LLMBENCH_DECODE_ATTENTION_V_PREFETCH");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "off") return 0;
-  if (s == "l2") return 1;
-  if (s == "l1") return 2;
-  throw UsageError(cat("LLMBENCH_DECODE_ATTENTION_V_PREFETCH must be off, l2 or l1, got '", s, "'"));
 }
 #endif
 
@@ -190,7 +167,7 @@ void add_rms_norm_(torch::Tensor& x, torch::Tensor& residual, const torch::Tenso
 #endif
 }
 
-torch::Tensor silu_mul(const torch::Tensor& gate_up, std::initializer_list<PrefetchSpan> prefetch) {
+torch::Tensor silu_mul(const torch::Tensor& gate_up) {
   const char* op = "fused silu_mul";
   expect(gate_up.dim() >= 1 && gate_up.size(-1) % 2 == 0, op, cat("gate_up ", shape(gate_up), " has an odd last dim"));
   if (!uses_kernels(gate_up)) {
@@ -205,7 +182,7 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up, std::initializer_list<Prefe
   sizes.back() = inter;
   torch::Tensor out = torch::empty(sizes, gate_up.options());  // [..., I]
   cuda::silu_mul(kernel_dtype(gate_up), out.data_ptr(), gate_up.data_ptr(), gate_up.numel() / (2 * inter), inter,
-                 stream(), prefetch_args(prefetch));
+                 stream());
   return out;
 #else
   throw Error(cat(op, ": built without CUDA"));  // unreachable: uses_kernels() is false
@@ -307,8 +284,7 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 }
 
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                               const torch::Tensor& valid, const torch::Tensor& k_scale, const torch::Tensor& v_scale,
-                               std::initializer_list<PrefetchSpan> prefetch) {
+                               const torch::Tensor& valid, const torch::Tensor& k_scale, const torch::Tensor& v_scale) {
   const char* op = "fused decode_attention";
   expect(q.dim() == 3 && keys.dim() == 4 && values.sizes() == keys.sizes(), op,
          cat("q ", shape(q), " / keys ", shape(keys), " / values ", shape(values),
@@ -366,8 +342,6 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
   a.heads_kv = static_cast<int>(hkv);
   a.head_dim = static_cast<int>(d);
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  a.prefetch = prefetch_args(prefetch);
-  a.v_prefetch = decode_attention_v_prefetch();
   cuda::decode_attention(a, plan, workspace.data_ptr(), stream());
   return out;
 #else

@@ -123,17 +123,6 @@ bool forced_gemv_serial_tail() {
   throw UsageError(cat("LLMBENCH_GEMV_MMA_TAIL must be unrolled or serial, got '", s, "'"));
 }
 
-// LLMBENCH_GEMV_MMA_TILES=1|2|wide sets the mma kernel's 16-row tiles of W per block (cuda::GemvArgs::
-// mma_tiles; A/B runs); unset or 0: chosen.
-int forced_gemv_mma_tiles() {
-  const char* v = std::getenv("LLMBENCH_GEMV_MMA_TILES");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "0") return 0;
-  if (s == "1" || s == "2") return std::stoi(s);
-  if (s == "wide") return -1;
-  throw UsageError(cat("LLMBENCH_GEMV_MMA_TILES must be 0, 1, 2 or wide, got '", s, "'"));
-}
-
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
                          const torch::Tensor& bias, void* y) {
@@ -157,7 +146,6 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
   a.splits = forced_gemv_splits();
   a.rows = forced_gemv_rows();
   a.mma_serial_tail = forced_gemv_serial_tail();
-  a.mma_tiles = forced_gemv_mma_tiles();
   return a;
 }
 

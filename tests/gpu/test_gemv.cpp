@@ -207,49 +207,6 @@ TEST(Gemv, MmaTailRoundMatchesSerialSteps) {
   unsetenv("LLMBENCH_GEMV_MMA_TAIL");
 }
 
-// Two 16-row tiles of W per block and warp (LLMBENCH_GEMV_MMA_TILES=2, or "wide": only where the matrix
-// has at least 8 tiles per SM) run each tile's MMAs in the same order and sum the warps in the same order
-// as one tile per block: bit-identical outputs for every format, B 1 / 4 / 16, with a bias, a last block
-// of one partial tile (N = 40) and clusters of 1 and 2 blocks; and the results stay within 1e-2 of float.
-TEST(Gemv, MmaTwoTilesMatchOneTile) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
-  torch::manual_seed(11);
-  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
-  LinearPaths gemv;
-  gemv.gemv = true;
-  GemvKernelEnv env("mma");
-  struct Shape {
-    std::int64_t n, steps;
-    const char* tiles;
-  };
-  for (WeightFormat f : formats()) {
-    for (Shape sh : {Shape{40, 7, "2"}, Shape{72, 56, "2"}, Shape{48, 296, "2"}, Shape{16900, 3, "wide"}}) {
-      for (const char* splits : {"1", "2"}) {
-        for (std::int64_t b : {1, 4, 16}) {
-          const std::int64_t k = 64 * sh.steps, n = sh.n;
-          SCOPED_TRACE(cat(to_string(f), " N=", n, " K=", k, " B=", b, " splits ", splits, " tiles ", sh.tiles));
-          torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
-          torch::Tensor x = torch::randn({b, k}, bf16);         // [B, K]
-          torch::Tensor bias = torch::randn({n}, bf16);         // [N]
-          const TestWeight tw = test_weight(w, f);
-          setenv("LLMBENCH_GEMV_SPLITS", splits, 1);
-          setenv("LLMBENCH_GEMV_MMA_TILES", "1", 1);
-          torch::Tensor one = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N]
-          setenv("LLMBENCH_GEMV_MMA_TILES", sh.tiles, 1);
-          torch::Tensor two = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N]
-          unsetenv("LLMBENCH_GEMV_MMA_TILES");
-          unsetenv("LLMBENCH_GEMV_SPLITS");
-          EXPECT_TRUE(torch::equal(one, two));
-          EXPECT_LT(rel_diff(two, reference(x, tw, bias)), 1e-2);
-        }
-      }
-    }
-  }
-  setenv("LLMBENCH_GEMV_MMA_TILES", "3", 1);
-  EXPECT_THROW(linear(torch::randn({1, 64}, bf16), torch::randn({16, 64}, bf16), {}, {}, gemv), UsageError);
-  unsetenv("LLMBENCH_GEMV_MMA_TILES");
-}
-
 // The mma kernel needs K a multiple of its step (32 columns for bf16 W, 64 for int8/fp8): otherwise the
 // automatic choice is the simt kernel, and forcing mma is a clear error, not a wrong result.
 TEST(Gemv, MmaKernelOnlyWhereItApplies) {

@@ -49,9 +49,6 @@ struct GemvArgs {
   // mma: each warp's last steps (fewer than its unroll) one at a time, as before session 12 (A/B runs);
   // false: as one more unrolled round, their loads in flight together.
   bool mma_serial_tail = false;
-  // mma: 16-row tiles of W per block and warp: 0 chosen (1 for now), 1, 2, or -1 (2 where the matrix has
-  // at least 8 tiles per SM, as gate_up and lm_head; A/B runs).
-  int mma_tiles = 0;
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).

@@ -20,20 +20,6 @@ enum class DType { f32, f16, bf16 };
 // stored q = e4m3(clamp(x / scale, ±448)) (round to nearest even), read x ≈ float(q) · scale.
 enum class KvType { act, fp8_e4m3 };
 
-// Byte ranges of device memory a kernel pulls into L2 (prefetch.global.L2) before it waits for the kernel
-// before it, e.g. the weights of a matmul two kernels ahead, fetched while the HBM would idle (the decode
-// attention reads 1 MB where a GEMV reads 30–140 MB). The lines are spread over all the kernel's threads;
-// they change no number. Spans of 0 bytes are skipped.
-struct L2PrefetchSpan {
-  const void* ptr = nullptr;
-  std::int64_t bytes = 0;
-};
-constexpr int kL2PrefetchSpans = 4;
-struct L2PrefetchArgs {
-  L2PrefetchSpan span[kL2PrefetchSpans];
-  int count = 0;
-};
-
 // out [N, H] = rms_norm(x [N, H]) · weight [H]: x in float, · rsqrt(mean(x²) + eps), rounded to the
 // dtype, then · weight rounded again (HF's order). Rows contiguous; out may alias x.
 void rms_norm(DType dtype, void* out, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
@@ -44,10 +30,8 @@ void rms_norm(DType dtype, void* out, const void* x, const void* weight, std::in
 void add_rms_norm(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,
                   std::int64_t hidden, float eps, Stream stream);
 
-// gate_up [N, 2I] (gate | up) → out [N, I] = dtype(silu(gate)) · up, silu computed in float; `prefetch`
-// pulled into L2 first.
-void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream,
-              const L2PrefetchArgs& prefetch = {});
+// gate_up [N, 2I] (gate | up) → out [N, I] = dtype(silu(gate)) · up, silu computed in float.
+void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream);
 
 // One decode token (S = 1) per row: bias, RoPE (rotate_half layout) on q and k, q out, k/v into the cache.
 struct RopeQkvArgs {
@@ -105,8 +89,6 @@ struct DecodeAttnArgs {
   std::int64_t max_len = 0;           // T_max
   int batch = 0, heads_q = 0, heads_kv = 0, head_dim = 0;
   float scale = 0;                    // 1/√D
-  L2PrefetchArgs prefetch;            // pulled into L2 by the (first) kernel before it waits
-  int v_prefetch = 0;                 // mma kernel: 1 (2) prefetches each tile's V rows into L2 (L1) with its K loads
 };
 
 enum class DecodeAttnKernel { automatic, split, mma };

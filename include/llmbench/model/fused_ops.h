@@ -1,6 +1,5 @@
 #pragma once
 #include <cstdint>
-#include <initializer_list>
 
 #include <torch/torch.h>
 
@@ -10,15 +9,6 @@
 // every build. Both paths give the same numbers within float-accumulation-order noise.
 // Bad dtypes, shapes or layouts throw llmbench::Error.
 namespace llmbench::fused {
-
-// The first `bytes` of a tensor (all of it when negative or larger) that a kernel pulls into the GPU's L2
-// cache before it waits for the kernel before it (llmbench/cuda/kernels.h L2PrefetchArgs): the decode step
-// fetches the next matmuls' weights while the attention and SiLU·mul leave the HBM idle. At most 4 spans;
-// undefined or non-CUDA tensors and 0 bytes are skipped. Changes no number; ignored off the kernels.
-struct PrefetchSpan {
-  const torch::Tensor* tensor = nullptr;
-  std::int64_t bytes = -1;
-};
 
 // True when `t` would take the CUDA kernels (CUDA build, CUDA tensor, float32/float16/bfloat16).
 bool uses_kernels(const torch::Tensor& t);
@@ -31,7 +21,7 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 void add_rms_norm_(torch::Tensor& x, torch::Tensor& residual, const torch::Tensor& weight, double eps);
 
 // gate_up [..., 2I] (gate | up, as the fused gate_up weight produces) → [..., I] = silu(gate) · up.
-torch::Tensor silu_mul(const torch::Tensor& gate_up, std::initializer_list<PrefetchSpan> prefetch = {});
+torch::Tensor silu_mul(const torch::Tensor& gate_up);
 
 // One decode token per row (S = 1): qkv [B, 1, (Hq + 2 Hkv) D] or [B, (Hq + 2 Hkv) D], plus bias
 // [(Hq + 2 Hkv) D] when defined; RoPE from the tables cos/sin [T_rope, D] at positions [B] int64
@@ -54,7 +44,7 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 // element the same way in registers, so the two differ by float summation order only.
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& valid, const torch::Tensor& k_scale = {},
-                               const torch::Tensor& v_scale = {}, std::initializer_list<PrefetchSpan> prefetch = {});
+                               const torch::Tensor& v_scale = {});
 // Whether decode_attention on a [batch, heads_q, head_dim] query like `like` (its device and dtype) over
 // [batch, heads_kv, t_max, head_dim] runs the tensor-core (mma) kernel; false where no kernel runs (CPU).
 bool decode_attention_uses_mma(const torch::Tensor& like, std::int64_t batch, std::int64_t heads_q,
