@@ -58,7 +58,10 @@ import glob, json, os, sys
 out, var, va, vb = sys.argv[1:5]
 best = {}  # (model, batch, kernel) -> (tpot, ttft, verified)
 for f in sorted(glob.glob(os.path.join(out, "run_*.json"))):
-    kernel = os.path.basename(f)[len("run_"):].rsplit("_", 2)[0]  # run_<value>_<model>_r<round>.json
+    name = os.path.basename(f)  # run_<value>_<model>_r<round>.json; a value or model may contain "_"
+    kernel = next((v for v in sorted((va, vb), key=len, reverse=True) if name.startswith(f"run_{v}_")), None)
+    if kernel is None:
+        continue
     for p in json.load(open(f))["points"]:
         if p.get("status") != "ok":
             continue
