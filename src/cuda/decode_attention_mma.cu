@@ -76,14 +76,60 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
   return y;
 }
 
+// The rows of 16 columns c0 + g and c0 + 8 + g at d = 32 cc + 8 t … + 7 (x from ra, y from rb).
+// kL2: through L2 only (ld.global.cg): a read that may run before the kernel that writes the cache has
+// ended must not leave a line in L1 that a later read of the same address would hit.
+template <bool kL2, class Raw, int NC>
+__device__ __forceinline__ void load_rows(const Raw* ra, const Raw* rb, Raw (&x)[NC], Raw (&y)[NC]) {
+#pragma unroll
+  for (int cc = 0; cc < NC; ++cc) {  // + 32 cc elements
+    x[cc] = kL2 ? __ldcg(ra + 4 * cc) : __ldg(ra + 4 * cc);
+    y[cc] = kL2 ? __ldcg(rb + 4 * cc) : __ldg(rb + 4 * cc);
+  }
+}
+
+// Cluster barrier halves. relaxed: no memory ordering (only "every block has started"); the plain pair
+// makes each block's stores into the other blocks' shared memory visible to their reads after the wait.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
+
+// n (max, Σexp) pairs m[i · stride], l[i · stride] as one: the max first, then Σ l · exp(m − max), so the
+// terms are independent (no chain of merges).
+template <int kN>
+__device__ __forceinline__ void merge_all(const float* m, const float* l, int n, int stride, float& mo, float& lo) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kN; ++i)
+    if (i < n) mx = fmaxf(mx, m[i * stride]);
+  float sum = 0.0f;
+  if (mx != -INFINITY) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i)
+      if (i < n && m[i * stride] != -INFINITY) sum += l[i * stride] * expf(m[i * stride] - mx);
+  }
+  mo = mx;
+  lo = sum;
+}
+
 #endif
 
 // Grid (splits, Hkv · groups, B), clusters of `splits` blocks along x; NC = D / 32.
-template <class T, class TKV, int NC>
-__global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::int64_t chunk, int groups,
-                                                       int group_size) {
-  pdl_enter();
+// kPush (for clusters of several blocks, where one block's chain of steps is the kernel's time): the
+// warp's first tile of K and V is loaded at once, before waiting on the previous kernel when a.column
+// names the column that kernel writes (read again after the wait); each block stores its (max, Σexp)
+// and its slices of O into the blocks that merge them (no remote reads, two cluster barriers instead
+// of three); (max, Σexp) pairs merge as max, then one sum. Without kPush (one block per row and kv
+// head group: many blocks, each looping over its tiles): fewer registers, two resident blocks per SM.
+template <class T, class TKV, int NC, bool kPush>
+__global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttnArgs a, std::int64_t chunk,
+                                                                      int groups, int group_size) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kPush) cluster_arrive_relaxed();  // waited for before the first store into another block
+  const bool pre = kPush && a.column != nullptr;
+  if (!pre) pdl_enter();
   constexpr int kD = NC * 32;
   constexpr unsigned kAll = 0xffffffffu;
   using Raw = Raw8<TKV>;
@@ -102,6 +148,51 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
   float* partial = reinterpret_cast<float*>(smem);  // after the scores: [warps, kRows, D]
   __shared__ float warp_m[kWarps][kRows], warp_l[kWarps][kRows];
   __shared__ float block_m[kRows], block_l[kRows], row_m[kRows], row_l[kRows];
+  // kPush: written by every block of the cluster: its (max, Σexp) at [rank], its part of this block's
+  // slice of O at [rank · per] (splits · per ≤ kRows · kD + kMmaMaxSplits).
+  __shared__ float recv_m[kPush ? kMmaMaxSplits : 1][kRows], recv_l[kPush ? kMmaMaxSplits : 1][kRows];
+  __shared__ float recv_o[kPush ? kRows * kD + kMmaMaxSplits : 1];
+
+  const std::int64_t kv_off = b * a.kv_stride_b + kvh * a.kv_stride_h + 8 * t;
+  const TKV* kb = static_cast<const TKV*>(a.k) + kv_off;
+  const TKV* vb = static_cast<const TKV*>(a.v) + kv_off;
+  const std::uint8_t* valid = a.valid + b * a.valid_stride_b;
+
+  // kPush: the warp's first tile (it = warp), K and V, in registers before anything else.
+  Raw k0a[NC], k0b[NC], v0a[NC], v0b[NC];
+  bool f_ok_a = false, f_ok_b = false, f_any = false;
+  if (kPush && warp < ntiles) {
+    const std::int64_t col = pre ? a.column[b * a.column_stride] : -1;
+    const std::int64_t ca = t0 + warp * kMmaTile + g, cb = ca + 8;
+    const bool in_a = ca < t1, in_b = cb < t1;
+    f_ok_a = in_a && valid[ca] != 0;
+    f_ok_b = in_b && valid[cb] != 0;
+    f_any = __any_sync(kAll, f_ok_a || f_ok_b);
+    if (f_any) {
+      const std::int64_t la = in_a ? ca : t0, lb = in_b ? cb : t0;  // the columns the lane reads
+      const Raw* ka = reinterpret_cast<const Raw*>(kb + la * a.kv_stride_t);
+      const Raw* kc = reinterpret_cast<const Raw*>(kb + lb * a.kv_stride_t);
+      const Raw* va = reinterpret_cast<const Raw*>(vb + la * a.kv_stride_t);
+      const Raw* vc = reinterpret_cast<const Raw*>(vb + lb * a.kv_stride_t);
+      if (pre) {
+        load_rows<true>(ka, kc, k0a, k0b);
+        load_rows<true>(va, vc, v0a, v0b);
+        pdl_enter();
+        if (la == col) {
+          load_rows<true>(ka, ka, k0a, k0a);
+          load_rows<true>(va, va, v0a, v0a);
+        }
+        if (lb == col) {
+          load_rows<true>(kc, kc, k0b, k0b);
+          load_rows<true>(vc, vc, v0b, v0b);
+        }
+      } else {
+        load_rows<false>(ka, kc, k0a, k0b);
+        load_rows<false>(va, vc, v0a, v0b);
+      }
+    }
+  }
+  if (pre && !(warp < ntiles && f_any)) pdl_enter();
 
   // Q of head h0 + g (zero past the block's heads) at d = 32 cc + 8 t … + 7: the B operand of Q·Kᵀ.
   uint4 qf[NC];
@@ -109,32 +200,31 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
 #pragma unroll
   for (int cc = 0; cc < NC; ++cc)
     qf[cc] = g < ng ? *reinterpret_cast<const uint4*>(qrow + 32 * cc + 8 * t) : make_uint4(0, 0, 0, 0);
-
-  const std::int64_t kv_off = b * a.kv_stride_b + kvh * a.kv_stride_h + 8 * t;
-  const TKV* kb = static_cast<const TKV*>(a.k) + kv_off;
-  const TKV* vb = static_cast<const TKV*>(a.v) + kv_off;
   float k_scale = 1.0f, v_scale = 1.0f;
   if constexpr (kFp8<TKV>) {
     k_scale = a.k_scale[b * a.scale_stride_b + kvh];
     v_scale = a.v_scale[b * a.scale_stride_b + kvh];
   }
-  const std::uint8_t* valid = a.valid + b * a.valid_stride_b;
 
   // Pass 1: scores of the split's columns into shared memory, the (max, Σexp) of heads 2t, 2t + 1.
   float m0 = -INFINITY, l0 = 0.0f, m1 = -INFINITY, l1 = 0.0f;
   for (int it = warp; it < ntiles; it += kWarps) {
     const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
     const bool in_a = ca < t1, in_b = cb < t1;
-    const bool ok_a = in_a && valid[ca] != 0, ok_b = in_b && valid[cb] != 0;
+    const bool first = kPush && it == warp;
+    const bool ok_a = first ? f_ok_a : in_a && valid[ca] != 0, ok_b = first ? f_ok_b : in_b && valid[cb] != 0;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (__any_sync(kAll, ok_a || ok_b)) {
-      const Raw* ra = reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t);
-      const Raw* rb = reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t);
+    if (first ? f_any : __any_sync(kAll, ok_a || ok_b)) {
       Raw ka[NC], kc[NC];  // all loads issued before any math
+      if (first) {
 #pragma unroll
-      for (int cc = 0; cc < NC; ++cc) {
-        ka[cc] = __ldg(ra + 4 * cc);  // + 32 cc elements
-        kc[cc] = __ldg(rb + 4 * cc);
+        for (int cc = 0; cc < NC; ++cc) {
+          ka[cc] = k0a[cc];
+          kc[cc] = k0b[cc];
+        }
+      } else {
+        load_rows<false>(reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t),
+                         reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t), ka, kc);
       }
 #pragma unroll
       for (int cc = 0; cc < NC; ++cc) {
@@ -172,19 +262,36 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
     warp_l[warp][2 * t + 1] = l1;
   }
   __syncthreads();
-  if (threadIdx.x < kRows) {
-    float m = -INFINITY, l = 0.0f;
-    for (int w = 0; w < kWarps; ++w) merge(m, l, warp_m[w][threadIdx.x], warp_l[w][threadIdx.x]);
-    block_m[threadIdx.x] = m;
-    block_l[threadIdx.x] = l;
-  }
-  cluster.sync();
-  if (threadIdx.x < kRows) {
-    float m = -INFINITY, l = 0.0f;
-    for (int r = 0; r < splits; ++r)
-      merge(m, l, cluster.map_shared_rank(block_m, r)[threadIdx.x], cluster.map_shared_rank(block_l, r)[threadIdx.x]);
-    row_m[threadIdx.x] = m;
-    row_l[threadIdx.x] = l;
+  if constexpr (kPush) {
+    cluster_wait();  // every block of the cluster has started: its shared memory may be written
+    if (threadIdx.x < kRows) {
+      float m, l;
+      merge_all<kWarps>(&warp_m[0][threadIdx.x], &warp_l[0][threadIdx.x], kWarps, kRows, m, l);
+      for (int r = 0; r < splits; ++r) {
+        cluster.map_shared_rank(&recv_m[split][threadIdx.x], r)[0] = m;
+        cluster.map_shared_rank(&recv_l[split][threadIdx.x], r)[0] = l;
+      }
+    }
+    cluster_arrive();
+    cluster_wait();
+    if (threadIdx.x < kRows)
+      merge_all<kMmaMaxSplits>(&recv_m[0][threadIdx.x], &recv_l[0][threadIdx.x], splits, kRows, row_m[threadIdx.x],
+                               row_l[threadIdx.x]);
+  } else {
+    if (threadIdx.x < kRows) {
+      float m = -INFINITY, l = 0.0f;
+      for (int w = 0; w < kWarps; ++w) merge(m, l, warp_m[w][threadIdx.x], warp_l[w][threadIdx.x]);
+      block_m[threadIdx.x] = m;
+      block_l[threadIdx.x] = l;
+    }
+    cluster.sync();
+    if (threadIdx.x < kRows) {
+      float m = -INFINITY, l = 0.0f;
+      for (int r = 0; r < splits; ++r)
+        merge(m, l, cluster.map_shared_rank(block_m, r)[threadIdx.x], cluster.map_shared_rank(block_l, r)[threadIdx.x]);
+      row_m[threadIdx.x] = m;
+      row_l[threadIdx.x] = l;
+    }
   }
   __syncthreads();
 
@@ -214,13 +321,16 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
     live_b |= __shfl_xor_sync(kAll, live_b, 1);
     live_b |= __shfl_xor_sync(kAll, live_b, 2);
     if (!__any_sync(kAll, live_a || live_b)) continue;
-    const Raw* ra = reinterpret_cast<const Raw*>(vb + (in_a ? ca : t0) * a.kv_stride_t);
-    const Raw* rb = reinterpret_cast<const Raw*>(vb + (in_b ? cb : t0) * a.kv_stride_t);
     Raw va[NC], vc[NC];
+    if (kPush && it == warp && f_any) {  // loaded with K, from the same columns
 #pragma unroll
-    for (int cc = 0; cc < NC; ++cc) {
-      va[cc] = __ldg(ra + 4 * cc);
-      vc[cc] = __ldg(rb + 4 * cc);
+      for (int cc = 0; cc < NC; ++cc) {
+        va[cc] = v0a[cc];
+        vc[cc] = v0b[cc];
+      }
+    } else {
+      load_rows<false>(reinterpret_cast<const Raw*>(vb + (in_a ? ca : t0) * a.kv_stride_t),
+                       reinterpret_cast<const Raw*>(vb + (in_b ? cb : t0) * a.kv_stride_t), va, vc);
     }
     const uint32_t pb0 = transpose8x8(pack2<T>(p0, p1)), pb1 = transpose8x8(pack2<T>(p2, p3));
     const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -247,23 +357,46 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(DecodeAttnArgs a, std::in
         mine[(2 * t + 1) * kD + d] = o[cc][jp][2 * e + 1];
       }
   __syncthreads();
-  const int n_out = ng * kD;
-  for (int i = threadIdx.x; i < n_out; i += kThreads) {
-    float s = 0.0f;
-    for (int w = 0; w < kWarps; ++w) s += partial[w * kRows * kD + i];
-    partial[i] = s;  // the block's partial in warp 0's slot (index i is this thread's alone)
-  }
   // The cluster's partials: block `split` sums its slice of the outputs over the blocks, in rank order.
-  cluster.sync();
-  const int per = (n_out + splits - 1) / splits, end = min(n_out, (split + 1) * per);
+  const int n_out = ng * kD, per = (n_out + splits - 1) / splits, end = min(n_out, (split + 1) * per);
   T* out = static_cast<T*>(a.out) + (static_cast<std::int64_t>(b) * a.heads_q + h0) * kD;
-  for (int i = split * per + threadIdx.x; i < end; i += kThreads) {
-    float s = 0.0f;
-    for (int r = 0; r < splits; ++r) s += cluster.map_shared_rank(partial, r)[i];
-    out[i] = from_f<T>(s);
+  if constexpr (kPush) {
+    for (int i = threadIdx.x; i < n_out; i += kThreads) {
+      float s = 0.0f;
+      for (int w = 0; w < kWarps; ++w) s += partial[w * kRows * kD + i];
+      const int owner = i / per;
+      cluster.map_shared_rank(recv_o, owner)[split * per + (i - owner * per)] = s;
+    }
+    cluster_arrive();
+    cluster_wait();
+    for (int i = split * per + threadIdx.x; i < end; i += kThreads) {
+      float s = 0.0f;
+      for (int r = 0; r < splits; ++r) s += recv_o[r * per + (i - split * per)];
+      out[i] = from_f<T>(s);
+    }
+  } else {
+    for (int i = threadIdx.x; i < n_out; i += kThreads) {
+      float s = 0.0f;
+      for (int w = 0; w < kWarps; ++w) s += partial[w * kRows * kD + i];
+      partial[i] = s;  // the block's partial in warp 0's slot (index i is this thread's alone)
+    }
+    cluster.sync();
+    for (int i = split * per + threadIdx.x; i < end; i += kThreads) {
+      float s = 0.0f;
+      for (int r = 0; r < splits; ++r) s += cluster.map_shared_rank(partial, r)[i];
+      out[i] = from_f<T>(s);
+    }
+    cluster.sync();  // the other blocks may still be reading this block's partial
   }
-  cluster.sync();  // the other blocks may still be reading this block's partial
 #endif
+}
+
+// The push kernel for clusters of several blocks unless LLMBENCH_ATTN_PUSH=0 (an A/B switch, read at
+// every launch).
+bool use_push(int splits) {
+  if (splits < 2) return false;
+  const char* v = std::getenv("LLMBENCH_ATTN_PUSH");
+  return !(v && std::strcmp(v, "0") == 0);
 }
 
 template <class T, class TKV, int NC>
@@ -272,7 +405,12 @@ void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stre
   const LaunchShape shape{dim3(static_cast<unsigned>(splits), static_cast<unsigned>(a.heads_kv * l.groups),
                                static_cast<unsigned>(a.batch)),
                           dim3(kThreads), smem_bytes(chunk, a.head_dim), static_cast<unsigned>(splits)};
-  launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC>, shape, stream, a, chunk, l.groups, l.group_size);
+  if (use_push(splits))
+    launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, true>, shape, stream, a, chunk, l.groups,
+                  l.group_size);
+  else
+    launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, false>, shape, stream, a, chunk, l.groups,
+                  l.group_size);
 }
 
 }  // namespace

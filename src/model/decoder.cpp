@@ -160,7 +160,8 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
     torch::Tensor q = fused::rope_qkv_cache(qkv, bias_in_gemv ? torch::Tensor() : w.qkv_bias, rope.cos_table(),
                                             rope.sin_table(), state.positions, state.column, keys, values, hq, hkv,
                                             k_scale, v_scale);  // [B, Hq, D]
-    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale);     // [B, Hq, D]
+    torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale,
+                                               state.column);  // [B, Hq, D]
     torch::Tensor o = row_parallel(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias);  // [B, 1, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
     torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, 1, I]

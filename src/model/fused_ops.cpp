@@ -284,7 +284,8 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 }
 
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
-                               const torch::Tensor& valid, const torch::Tensor& k_scale, const torch::Tensor& v_scale) {
+                               const torch::Tensor& valid, const torch::Tensor& k_scale, const torch::Tensor& v_scale,
+                               const torch::Tensor& written_column) {
   const char* op = "fused decode_attention";
   expect(q.dim() == 3 && keys.dim() == 4 && values.sizes() == keys.sizes(), op,
          cat("q ", shape(q), " / keys ", shape(keys), " / values ", shape(values),
@@ -335,6 +336,14 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys
   a.kv_stride_t = keys.stride(2);
   a.valid = static_cast<const std::uint8_t*>(valid.data_ptr());
   a.valid_stride_b = valid.stride(0);
+  if (written_column.defined()) {
+    expect(written_column.scalar_type() == torch::kLong && written_column.dim() == 1 &&
+               (written_column.size(0) == b || written_column.size(0) == 1),
+           op, cat("written_column ", shape(written_column), " must be [", b, "] or [1] int64"));
+    same_device(op, q, written_column, "written_column");
+    a.column = written_column.data_ptr<std::int64_t>();
+    a.column_stride = written_column.size(0) == 1 ? 0 : written_column.stride(0);
+  }
   a.out = out.data_ptr();
   a.max_len = t_max;
   a.batch = static_cast<int>(b);

@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
                                             : s.columns;
     torch::Tensor valid = torch::zeros({s.batch, s.columns}, opts.dtype(torch::kUInt8));  // [B, T]
     valid.narrow(1, 0, used_cols).fill_(1);
+    // Each row's newest column, as the decode step names it to the kernel (LLMBENCH_ATTN_VARIANT's pre-wait reads).
+    torch::Tensor column = torch::full({s.batch}, used_cols - 1, opts.dtype(torch::kLong));  // [B] int64
     torch::Tensor out = torch::empty_like(q);                                          // [B, Hq, D]
     // LLMBENCH_BENCH_SPLITS=1,2,4,…: also time those plans (0: the planner's choice).
     std::vector<int> forced{0};
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
       a.kv_stride_t = k.stride(2);
       a.valid = valid.data_ptr<std::uint8_t>();
       a.valid_stride_b = valid.stride(0);
+      a.column = column.data_ptr<std::int64_t>();
+      a.column_stride = 1;
       a.out = out.data_ptr();
       a.max_len = s.columns;
       a.batch = s.batch;

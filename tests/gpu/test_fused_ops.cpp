@@ -318,6 +318,37 @@ TEST(FusedOps, DecodeAttentionMatchesEagerWithRandomMasks) {
                            fused::decode_attention(q, keys, values, valid)));
 }
 
+// The decode step's order: rope_qkv_cache writes each row's new column, then decode_attention, told that
+// column, reads the rest of its first tile before the rope kernel has ended (programmatic dependent
+// launch) and that column after. The new columns hold a huge stale value before every step, so any read
+// of it shows; both mma kernels (LLMBENCH_ATTN_PUSH=1: the push kernel that reads early, 0: the loop
+// kernel) are checked against eager attention on the cache as rope left it.
+TEST(FusedOps, DecodeAttentionReadsTheColumnRopeJustWrote) {
+  REQUIRE_CUDA();
+  torch::manual_seed(12);
+  const std::int64_t b = 4, hq = 28, hkv = 4, t = 576, n = (hq + 2 * hkv) * kD;
+  auto [cos_t, sin_t] = rope_tables(t);
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
+  torch::Tensor columns = torch::tensor({575, 300, 17, 450}, i64);                    // [B]
+  torch::Tensor valid = torch::arange(t, i64).view({1, t}) <= columns.view({b, 1});  // [B, T] bool
+  torch::Tensor cache = randn({2, 2, b, hkv, t, kD});                                 // [L, 2, B, Hkv, T, D]
+  torch::Tensor keys = cache[1][0], values = cache[1][1];
+  torch::Tensor at = columns.view({b, 1, 1, 1}).expand({b, hkv, 1, kD});              // [B, Hkv, 1, D]
+  for (const char* push : {"1", "0"}) {
+    setenv("LLMBENCH_ATTN_PUSH", push, 1);
+    for (int step = 0; step < 20 && !HasFailure(); ++step) {
+      keys.scatter_(2, at, 1000.0);
+      values.scatter_(2, at, 1000.0);
+      torch::Tensor qkv = randn({b, 1, n});  // [B, 1, (Hq + 2 Hkv) D]
+      torch::Tensor q = fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, columns, columns, keys, values, hq, hkv);
+      torch::Tensor got = fused::decode_attention(q, keys, values, valid, {}, {}, columns);
+      expect_close(got, plain_attention(q, keys, values, valid), kBf16Rtol, 2e-3,
+                   std::string("LLMBENCH_ATTN_PUSH=") + push + ", step " + std::to_string(step));
+    }
+  }
+  unsetenv("LLMBENCH_ATTN_PUSH");
+}
+
 TEST(FusedOps, RejectsBadInputs) {
   REQUIRE_CUDA();
   torch::Tensor x = randn({2, 64}), w = randn({64});

@@ -85,6 +85,11 @@ struct DecodeAttnArgs {
   std::int64_t scale_stride_b = 0;
   const std::uint8_t* valid = nullptr;  // [B, T_max] bool/uint8, rows valid_stride_b apart (1: attend)
   std::int64_t valid_stride_b = 0;
+  // Optional: the cache column the kernel just before this one in the stream writes, per row ([B] int64,
+  // column_stride 1, or one for all rows, 0). Given, the mma kernel reads the other columns of its first
+  // tile while that kernel still runs (programmatic dependent launch) and this one after it ends.
+  const std::int64_t* column = nullptr;
+  std::int64_t column_stride = 0;
   void* out = nullptr;                // [B, Hq, D] contiguous
   std::int64_t max_len = 0;           // T_max
   int batch = 0, heads_q = 0, heads_kv = 0, head_dim = 0;

@@ -42,9 +42,11 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 // An fp8 cache takes its scales k_scale/v_scale [B, Hkv] float32. The plain ops then attend over
 // dequantize_kv(keys/values) (each element rounded to the dtype); the kernel dequantizes and rounds each
 // element the same way in registers, so the two differ by float summation order only.
+// `written_column` [B] int64 (optional): the column of each row that the op just before this call wrote
+// (rope_qkv_cache's `column`); the kernel may then read the rest of the cache before that op ends.
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& valid, const torch::Tensor& k_scale = {},
-                               const torch::Tensor& v_scale = {});
+                               const torch::Tensor& v_scale = {}, const torch::Tensor& written_column = {});
 // Whether decode_attention on a [batch, heads_q, head_dim] query like `like` (its device and dtype) over
 // [batch, heads_kv, t_max, head_dim] runs the tensor-core (mma) kernel; false where no kernel runs (CPU).
 bool decode_attention_uses_mma(const torch::Tensor& like, std::int64_t batch, std::int64_t heads_q,
