@@ -178,6 +178,7 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
         load_rows<true>(ka, kc, k0a, k0b);
         load_rows<true>(va, vc, v0a, v0b);
         pdl_enter();
+        // The written column again (load_rows fills both arrays from one row: the lane needs that row only).
         if (la == col) {
           load_rows<true>(ka, ka, k0a, k0a);
           load_rows<true>(va, va, v0a, v0a);

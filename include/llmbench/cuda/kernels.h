@@ -87,7 +87,8 @@ struct DecodeAttnArgs {
   std::int64_t valid_stride_b = 0;
   // Optional: the cache column the kernel just before this one in the stream writes, per row ([B] int64,
   // column_stride 1, or one for all rows, 0). Given, the mma kernel reads the other columns of its first
-  // tile while that kernel still runs (programmatic dependent launch) and this one after it ends.
+  // tile while that kernel still runs (programmatic dependent launch) and this one after it ends. That
+  // kernel must write the cache at this column only, and neither `column` nor `valid`.
   const std::int64_t* column = nullptr;
   std::int64_t column_stride = 0;
   void* out = nullptr;                // [B, Hq, D] contiguous
