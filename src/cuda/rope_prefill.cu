@@ -35,11 +35,11 @@ __global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs 
       y2 = round_f<T>(x2 * to_f(c[i + half])) + round_f<T>(x1 * to_f(sn[i + half]));
     }
     if (head < nq) {
-      dst = static_cast<T*>(a.q) + ((b * nq + head) * a.seq + s) * d;
+      dst = static_cast<T*>(a.q) + b * a.q_strides.b + head * a.q_strides.h + s * a.q_strides.s;
     } else if (head < nq + nkv) {
-      dst = static_cast<T*>(a.k) + ((b * nkv + head - nq) * a.seq + s) * d;
+      dst = static_cast<T*>(a.k) + b * a.k_strides.b + (head - nq) * a.k_strides.h + s * a.k_strides.s;
     } else {
-      dst = static_cast<T*>(a.v) + ((b * nkv + head - nq - nkv) * a.seq + s) * d;
+      dst = static_cast<T*>(a.v) + b * a.v_strides.b + (head - nq - nkv) * a.v_strides.h + s * a.v_strides.s;
     }
     dst[i] = from_f<T>(y1);
     dst[i + half] = from_f<T>(y2);
@@ -48,8 +48,15 @@ __global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs 
 
 }  // namespace
 
-void rope_prefill(const RopePrefillArgs& a, Stream stream) {
-  if (a.batch <= 0 || a.seq <= 0) return;
+void rope_prefill(const RopePrefillArgs& args, Stream stream) {
+  if (args.batch <= 0 || args.seq <= 0) return;
+  RopePrefillArgs a = args;
+  auto resolve = [&](HeadMajorStrides& st, int heads) {  // all 0: contiguous [B, H, S, D]
+    if (st.b == 0 && st.h == 0 && st.s == 0) st = {heads * a.seq * a.head_dim, a.seq * a.head_dim, a.head_dim};
+  };
+  resolve(a.q_strides, a.heads_q);
+  resolve(a.k_strides, a.heads_kv);
+  resolve(a.v_strides, a.heads_kv);
   if (a.head_dim <= 0 || a.head_dim % 2 != 0)
     throw Error(cat("rope_prefill kernel: head_dim ", a.head_dim, " must be even and positive"));
   if (a.heads_q <= 0 || a.heads_kv <= 0 || a.rope_len <= 0)

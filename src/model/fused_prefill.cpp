@@ -29,7 +29,7 @@ std::string shape(const torch::Tensor& t) {
 
 PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_table, const torch::Tensor& sin_table,
                           const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv,
-                          const torch::Tensor& bias) {
+                          const torch::Tensor& bias, const PrefillQkvDest& dest) {
   const char* op = "fused rope_split_qkv";
   if (qkv.dim() != 3 || cos_table.dim() != 2 || sin_table.sizes() != cos_table.sizes())
     throw Error(cat(op, ": qkv ", shape(qkv), " / cos ", shape(cos_table), " / sin ", shape(sin_table),
@@ -49,15 +49,29 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
     throw Error(cat(op, ": bias ", shape(bias), " ", bias.scalar_type(), " is not [", qkv.size(2), "] ",
                     qkv.scalar_type(), " on ", qkv.device()));
 
+  const std::vector<std::int64_t> kv_shape{b, heads_kv, s, d};
+  if (dest.k.defined() != dest.v.defined())
+    throw Error(cat(op, ": give both k and v destinations or neither"));
+  for (const torch::Tensor* t : {&dest.k, &dest.v})
+    if (t->defined() && (t->sizes() != torch::IntArrayRef(kv_shape) || t->scalar_type() != qkv.scalar_type() ||
+                         t->device() != qkv.device() || t->stride(3) != 1))
+      throw Error(cat(op, ": a k/v destination ", shape(*t), " ", t->scalar_type(), " is not [", b, ", ", heads_kv,
+                      ", ", s, ", ", d, "] ", qkv.scalar_type(), " on ", qkv.device(), " with D contiguous"));
+
   if (!uses_kernels(qkv)) {  // Decoder::layer's ops
     const torch::Tensor x = bias.defined() ? qkv + bias : qkv;  // [B, S, N]
     auto parts = x.split({heads_q * d, heads_kv * d, heads_kv * d}, -1);
     torch::Tensor flat = positions.reshape({-1}).clamp(0, cos_table.size(0) - 1);         // [B·S]
     torch::Tensor cos = cos_table.index_select(0, flat).view({b, 1, s, d});               // [B, 1, S, D]
     torch::Tensor sin = sin_table.index_select(0, flat).view({b, 1, s, d});               // [B, 1, S, D]
-    return {apply_rope(parts[0].view({b, s, heads_q, d}).transpose(1, 2), cos, sin),     // [B, Hq, S, D]
-            apply_rope(parts[1].view({b, s, heads_kv, d}).transpose(1, 2), cos, sin),    // [B, Hkv, S, D]
-            parts[2].view({b, s, heads_kv, d}).transpose(1, 2)};                         // [B, Hkv, S, D]
+    PrefillQkv out{apply_rope(parts[0].view({b, s, heads_q, d}).transpose(1, 2), cos, sin),   // [B, Hq, S, D]
+                   apply_rope(parts[1].view({b, s, heads_kv, d}).transpose(1, 2), cos, sin),  // [B, Hkv, S, D]
+                   parts[2].view({b, s, heads_kv, d}).transpose(1, 2)};                       // [B, Hkv, S, D]
+    if (dest.k.defined()) {
+      out.k = dest.k.copy_(out.k);
+      out.v = dest.v.copy_(out.v);
+    }
+    return out;
   }
 #ifdef LLMBENCH_WITH_CUDA
   torch::Tensor x = qkv.reshape({b * s, qkv.size(2)});                                    // [B·S, N]
@@ -65,8 +79,14 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   const torch::Tensor cos = cos_table.contiguous(), sin = sin_table.contiguous();
   const torch::Tensor pos = positions.contiguous();
   c10::cuda::CUDAGuard guard(qkv.device());
-  PrefillQkv out{torch::empty({b, heads_q, s, d}, qkv.options()), torch::empty({b, heads_kv, s, d}, qkv.options()),
-                 torch::empty({b, heads_kv, s, d}, qkv.options())};
+  PrefillQkv out;
+  out.q = dest.seq_major_q ? torch::empty({b, s, heads_q, d}, qkv.options()).transpose(1, 2)  // [B, Hq, S, D] view
+                           : torch::empty({b, heads_q, s, d}, qkv.options());                // [B, Hq, S, D]
+  out.k = dest.k.defined() ? dest.k : torch::empty(kv_shape, qkv.options());                 // [B, Hkv, S, D]
+  out.v = dest.v.defined() ? dest.v : torch::empty(kv_shape, qkv.options());                 // [B, Hkv, S, D]
+  auto strides = [](const torch::Tensor& t) {
+    return cuda::HeadMajorStrides{t.stride(0), t.stride(1), t.stride(2)};
+  };
   cuda::RopePrefillArgs a;
   a.dtype = kernel_dtype(qkv);
   a.qkv = x.data_ptr();
@@ -80,6 +100,9 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   a.q = out.q.data_ptr();
   a.k = out.k.data_ptr();
   a.v = out.v.data_ptr();
+  a.q_strides = strides(out.q);
+  a.k_strides = strides(out.k);
+  a.v_strides = strides(out.v);
   a.batch = b;
   a.seq = s;
   a.heads_q = static_cast<int>(heads_q);

@@ -88,8 +88,14 @@ torch::Tensor KvCache::read_values(std::int64_t layer) const {
 void KvCache::write_prefix(std::int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
   const std::int64_t s = k.size(2);
   if (!fp8()) {
-    keys(layer).narrow(2, 0, s).copy_(k);
-    values(layer).narrow(2, 0, s).copy_(v);
+    // k / v may already be these very columns (the fused prefill's RoPE writes them in place): no copy.
+    auto put = [&](const torch::Tensor& dst, const torch::Tensor& src) {
+      const bool same = src.is_alias_of(dst) && src.storage_offset() == dst.storage_offset() &&
+                        src.sizes() == dst.sizes() && src.strides() == dst.strides() && src.dtype() == dst.dtype();
+      if (!same) dst.copy_(src);
+    };
+    put(keys(layer).narrow(2, 0, s), k);
+    put(values(layer).narrow(2, 0, s), v);
     return;
   }
   // In place: a captured decode graph reads these very tensors.

@@ -219,6 +219,29 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_TRUE(torch::equal(got_b.k, apply_rope(biased[1].view({b, s, hkv, kD}).transpose(1, 2), cos, sin)));
   EXPECT_TRUE(torch::equal(got_b.v, biased[2].view({b, s, hkv, kD}).transpose(1, 2)));
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias.narrow(0, 0, n - 1)), Error);
+
+  // Into given places (fused::PrefillQkvDest): k and v into the first S columns of a cache-shaped tensor
+  // (the columns after them untouched), q seq-major; the same bits as the contiguous outputs.
+  const std::int64_t t_max = 64;
+  torch::Tensor cache = torch::full({2, b, hkv, t_max, kD}, 7.0, qkv.options());  // [K/V, B, Hkv, T, D]
+  fused::PrefillQkvDest dest;
+  dest.k = cache[0].narrow(2, 0, s);
+  dest.v = cache[1].narrow(2, 0, s);
+  dest.seq_major_q = true;
+  fused::PrefillQkv placed = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, dest);
+  EXPECT_TRUE(placed.k.is_same(dest.k) && placed.v.is_same(dest.v));
+  EXPECT_TRUE(placed.q.transpose(1, 2).is_contiguous()) << "q is not laid out [B, S, Hq, D]";
+  EXPECT_TRUE(torch::equal(placed.q, got_b.q));
+  EXPECT_TRUE(torch::equal(cache[0].narrow(2, 0, s), got_b.k));
+  EXPECT_TRUE(torch::equal(cache[1].narrow(2, 0, s), got_b.v));
+  EXPECT_TRUE((cache.narrow(4, 0, kD).narrow(3, s, t_max - s) == 7.0).all().item<bool>()) << "wrote past column S";
+  fused::PrefillQkvDest half;
+  half.k = dest.k;
+  EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, half), Error);
+  fused::PrefillQkvDest wrong;
+  wrong.k = cache[0].narrow(2, 0, s - 1);
+  wrong.v = cache[1].narrow(2, 0, s - 1);
+  EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, wrong), Error);
 }
 
 TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {

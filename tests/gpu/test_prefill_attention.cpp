@@ -217,5 +217,31 @@ TEST(GpuPrefillAttention, SdpaCausalUsesAFusedKernelAndMatchesEager) {
 }
 #endif
 
+// The fused prefill's layouts (Decoder::prefill_layers_fused): q seq-major ([B, S, Hq, D] in memory), k and
+// v the first S columns of the cache ([B, Hkv, T_max, D]). sdpa still takes a fused kernel, its output
+// agrees with the one from contiguous inputs, and (cuDNN keeps q's layout) its [B, S, Hq·D] view needs no
+// copy.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+TEST(GpuPrefillAttention, SdpaTakesTheFusedPrefillsLayouts) {
+  REQUIRE_CUDA();
+  torch::manual_seed(4);
+  const std::int64_t b = 2, s = 1000, t_max = 1536;
+  torch::Tensor q = randn({b, s, kHq, kD}).transpose(1, 2);  // [B, Hq, S, D] view, seq-major
+  torch::Tensor cache = randn({2, b, kHkv, t_max, kD});      // [K/V, B, Hkv, T, D]
+  torch::Tensor k = cache[0].narrow(2, 0, s), v = cache[1].narrow(2, 0, s);  // [B, Hkv, S, D] views
+  const std::int64_t choice = at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
+                                                    /*enable_gqa=*/true);
+  EXPECT_GT(choice, 0) << "math fallback for the fused prefill's layouts";
+  AttnMask mask = prefill_mask(torch::ones({b, s}, torch::TensorOptions().device(torch::kCUDA)));
+  ASSERT_TRUE(mask.causal && !mask.padded);
+  const torch::Tensor got = attention(AttnImpl::sdpa, q, k, v, mask);  // [B, Hq, S, D]
+  const torch::Tensor want = attention(AttnImpl::sdpa, q.contiguous(), k.contiguous(), v.contiguous(), mask);
+  const double scale = want.abs().max().item<double>();
+  EXPECT_LE((got - want).abs().max().item<double>(), std::ldexp(1.0, -7) * scale);
+  std::cout << "sdpa choice " << choice << ", output strides " << got.strides() << "\n";
+  EXPECT_TRUE(got.transpose(1, 2).is_contiguous()) << "the output's [B, S, Hq·D] view needs a copy";
+}
+#endif
+
 }  // namespace
 }  // namespace llmbench

@@ -4,12 +4,18 @@
 #include "llmbench/cuda/kernels.h"
 
 // Prefill RoPE (S ≥ 1), torch-free (src/cuda/rope_prefill.cu): splits the fused projection
-// qkv [B, S, (Hq + 2 Hkv) D] into head-major q [B, Hq, S, D], k [B, Hkv, S, D], v [B, Hkv, S, D]
-// (contiguous), rotating q and k at positions [B, S] with the tables cos/sin [T_rope, D]. The same
+// qkv [B, S, (Hq + 2 Hkv) D] into q [B, Hq, S, D], k [B, Hkv, S, D], v [B, Hkv, S, D] (contiguous, or at
+// the given element strides with D contiguous: the KV cache's first S columns, q laid out [B, S, Hq, D]),
+// rotating q and k at positions [B, S] with the tables cos/sin [T_rope, D]. The same
 // roundings as the plain ops (x·cos and rotate_half(x)·sin each rounded to the dtype, then their sum):
 // bit-identical to apply_rope on split, transposed views (of qkv + bias when a bias is given: the add
 // rounded to the dtype as torch's). Positions are clamped into the table.
 namespace llmbench::cuda {
+
+// Element strides of a [B, H, S, D] output (D contiguous); all 0: contiguous.
+struct HeadMajorStrides {
+  std::int64_t b = 0, h = 0, s = 0;
+};
 
 struct RopePrefillArgs {
   DType dtype = DType::bf16;
@@ -23,6 +29,7 @@ struct RopePrefillArgs {
   void* q = nullptr;                    // [B, Hq, S, D]
   void* k = nullptr;                    // [B, Hkv, S, D]
   void* v = nullptr;                    // [B, Hkv, S, D]
+  HeadMajorStrides q_strides, k_strides, v_strides;
   std::int64_t batch = 0, seq = 0;
   int heads_q = 0, heads_kv = 0, head_dim = 0;
 };

@@ -104,9 +104,11 @@ class Decoder {
                              const torch::Tensor& b = {}) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
   // Every layer over x [B, P, H] (prefill) with the fused kernels; positions [B, P] int64. → [B, P, H].
+  // RoPE writes k and v straight into `cache` when it can hold them as they are (a model-dtype cache of B
+  // rows), and q seq-major for an unpadded causal sdpa prefill (fused::PrefillQkvDest).
   template <class Attend>
   torch::Tensor prefill_layers_fused(const torch::Tensor& x, const torch::Tensor& positions, const Rope& rope,
-                                     Attend&& attend) const;
+                                     KvCache& cache, const AttnMask& mask, Attend&& attend) const;
 
   const ModelConfig& config_;
   const Weights& weights_;

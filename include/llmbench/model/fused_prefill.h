@@ -14,12 +14,22 @@ struct PrefillQkv {
   torch::Tensor v;  // [B, Hkv, S, D]
 };
 
+// Where rope_split_qkv puts its results. k / v: [B, Hkv, S, D] views with D contiguous (the KV cache's
+// first S columns) that receive k and v instead of new tensors, so that no copy into the cache follows;
+// seq_major_q: q laid out [B, S, Hq, D] in memory (returned as its [B, Hq, S, D] view), so that an attention
+// kernel that keeps q's layout for its output (cuDNN's) returns a [B, Hq, S, D] whose [B, S, Hq·D] view
+// needs no copy either.
+struct PrefillQkvDest {
+  torch::Tensor k, v;
+  bool seq_major_q = false;
+};
+
 // qkv [B, S, (Hq + 2 Hkv) D], tables cos/sin [T_rope, D], positions [B, S] int64, bias [(Hq + 2 Hkv) D] or
-// undefined (added to qkv first, as `qkv + bias`) → q and k rotated at their positions, v as is; all three
-// contiguous on the kernel path.
+// undefined (added to qkv first, as `qkv + bias`) → q and k rotated at their positions, v as is; on the
+// kernel path contiguous unless `dest` says otherwise (the same values either way).
 PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_table, const torch::Tensor& sin_table,
                           const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv,
-                          const torch::Tensor& bias = {});
+                          const torch::Tensor& bias = {}, const PrefillQkvDest& dest = {});
 
 // The eager prefill's softmax for one query tile, in place: scores [B, Hkv, G·n, te] (contiguous, the model
 // dtype) become dtype(softmax(mask(dtype(scores · scale)))) in float, with allowed [B or 1, 1, P or 1, ≥ te]
