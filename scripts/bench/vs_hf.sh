@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU host: HF transformers (eager, sdpa, static cache + generate()'s own compile) and llmbench (default fast
-# paths, "plain": --no-cuda-graph --no-fused, and --attn sdpa for the long context) on the same workloads in
-# one invocation, then one Markdown table with every row and column.
+# paths, "plain": --no-cuda-graph --no-fused, and --attn sdpa) on the same workloads in one invocation, then
+# one Markdown table with every row and column.
 # Rows: prompt 512 + 64 new tokens: Qwen2.5-7B batch 1, 4 and 16, Llama-3-8B batch 1 and 4; long context:
 # Qwen2.5-7B batch 1, prompt 8192 + 256 new (HF eager and sdpa, llmbench eager and sdpa). bfloat16, random
 # weights, eager attention for llmbench unless said. HF is timed as its users run it: plain model.generate()
@@ -112,6 +112,8 @@ if [ "$compare" = 1 ]; then
     model=${w%%:*} batches=${w#*:}
     step "llmbench_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
       "${timing[@]}" --output "$out/llmbench_$model.json"
+    step "llmbench-sdpa_$model" "$bin" run --model "$model" --batch "$batches" --attn sdpa "${shape[@]}" \
+      "${timing[@]}" --output "$out/llmbench-sdpa_$model.json"
     if [ "$quick" = 0 ]; then
       step "llmbench-plain_$model" "$bin" run --model "$model" --batch "$batches" --attn eager "${shape[@]}" \
         "${timing[@]}" --no-cuda-graph --no-fused --no-roofline --output "$out/llmbench-plain_$model.json"

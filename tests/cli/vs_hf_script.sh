@@ -33,6 +33,7 @@ for a in "\$@"; do [ "\$prev" = --output ] && out=\$a; prev=\$a; done
 case "\$out" in
   "") ;;
   *llmbench-sdpa_*long*) cp "$data/llmbench-sdpa_qwen_long.json" "\$out" ;;
+  *llmbench-sdpa_*) cp "$data/llmbench_qwen.json" "\$out" ;;
   *long*) cp "$data/llmbench_qwen_long.json" "\$out" ;;
   *llmbench-plain_*) cp "$data/llmbench-plain_qwen.json" "\$out" ;;
   *) cp "$data/llmbench_qwen.json" "\$out" ;;
@@ -59,10 +60,15 @@ logged "llmbench run --model qwen2.5-7b --batch 1,4,16 --attn eager --prompt-len
 logged "llmbench run --model llama-3-8b --batch 1,4 --attn eager --prompt-len 512"
 logged "llmbench run --model qwen2.5-7b --batch 1 --attn eager --prompt-len 8192 --max-new-tokens 256"
 logged "llmbench run --model qwen2.5-7b --batch 1 --attn sdpa --prompt-len 8192 --max-new-tokens 256"
+logged "llmbench run --model qwen2.5-7b --batch 1,4,16 --attn sdpa --prompt-len 512 --max-new-tokens 64"
+logged "llmbench run --model llama-3-8b --batch 1,4 --attn sdpa --prompt-len 512"
 count "no-fused" 0  # --quick leaves the plain column out
 grep -qF "| workload | HF eager | HF sdpa | HF compiled | llmbench plain | llmbench | llmbench sdpa |" "$tmp/out/table.md" \
   || fail "table.md lacks the llmbench sdpa column: $(cat "$tmp/out/table.md")"
 grep -qF "| Qwen2.5-7B, batch 1, prompt 8192 + 256 new, TTFT ms |" "$tmp/out/table.md" || fail "no long-context row"
+# The 512-token rows get the llmbench sdpa column and its ratio to HF sdpa too (not "—").
+grep -E "^\| Qwen2.5-7B, batch 1, prompt 512 \+ 64 new, TTFT ms \|" "$tmp/out/table.md" | grep -qE "× \|$" \
+  || fail "the 512-token TTFT row has no sdpa vs HF sdpa ratio: $(cat "$tmp/out/table.md")"
 
 run
 logged "hf --workload qwen2.5-7b:1,4,16 --workload llama-3-8b:1,4 --modes eager,sdpa,compiled --prompt-len 512 --max-new-tokens 64 --runs 10"
