@@ -9,7 +9,7 @@
 # timings disagree by > 10 % or whose compiled decode is not clearly faster than sdpa. Needs llmbench built
 # (scripts/gpu-build.sh) and python3 with torch and transformers.
 # Usage: scripts/bench/vs_hf.sh [--quick] [--diagnose | --diagnose-only]
-#   --quick          about 6 minutes on an H200: 3 timed runs, 1 warm-up, 1 events run (long context: 2 runs);
+#   --quick          about 6–7 minutes on an H200: 3 timed runs, 1 warm-up, 1 events run (long context: 2 runs);
 #                    HF compiled only for Qwen2.5-7B batch 1 (~2 min of compilation), no llmbench plain
 #                    column. Default: 10 runs, 3 warm-ups, HF compiled on every 512-token workload.
 #   --diagnose       first measure why the old HF figures were slow (hf_baseline.py --diagnose: wall-clock decode
