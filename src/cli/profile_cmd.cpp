@@ -41,6 +41,9 @@ void add_profile_command(CLI::App& root, Commands& out) {
   app->add_flag("--no-prefill", st->no_prefill, "Decode only");
   app->add_flag("--full-names", o.full_names, "Group and print by the full demangled kernel names");
   app->add_option("--max-rows", st->max_rows, "Kernels per table; the rest summed in one row")->capture_default_str();
+  app->add_option("--mixed-chunks", o.mixed_chunks, "Also record a chunked-prefill mixed step: the --batch decode "
+                  "rows plus this many prompt chunks (docs/serving.md); 0: none")->capture_default_str();
+  app->add_option("--chunk-len", o.chunk_len, "Tokens per prompt chunk of --mixed-chunks")->capture_default_str();
   app->add_option("--tp", o.tp, "Tensor-parallel ranks, one GPU each (docs/distributed.md); rank 0's kernels are "
                   "reported, NCCL's among them")->capture_default_str();
   app->add_option("--dist-timeout", o.dist_timeout_s, "Seconds a tensor-parallel collective may wait")

@@ -320,13 +320,38 @@ __device__ __forceinline__ void to_pairs(const int4& raw, uint32_t (&out)[kMmaE<
   }
 }
 
+// cp.async (sm_80+): 16 bytes of global memory into shared memory without passing through registers or
+// L1, evict-first in L2 (W is read once per step), completed in commit groups.
+__device__ __forceinline__ std::uint64_t evict_first_policy() {
+  std::uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, std::uint64_t policy) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Shared memory of the mma kernel's ring: kRing slots × kMmaWarps warps × (row g, row g + 8) × 32 lanes
+// of 16 bytes (a lane's two loads of one step, 32 lanes apart: conflict-free).
+constexpr std::size_t mma_ring_bytes(int ring) { return static_cast<std::size_t>(ring) * kMmaWarps * 2 * 32 * 16; }
+
 // kNT n-tiles of 8 batch rows: 1 for B ≤ 8, 2 for B ≤ 16. Grid: splits × (N / 16) blocks; the `splits`
 // blocks of one row tile (a cluster along x, sm_90) each take a contiguous range of the K steps, and the
 // cluster's first block adds the others' sums through distributed shared memory.
 // kGuarded: the warp's last steps (fewer than kMmaUnroll) run as one more unrolled round whose missing
 // steps load and multiply nothing, so their loads are in flight together; else they run one step at a
 // time (GemvArgs::mma_serial_tail, A/B runs).
-template <class TA, class TW, int kNT, bool kGuarded>
+// kRing > 0: instead, the warp keeps its next kRing steps of W in flight through a ring in shared memory
+// (cp.async, the first ones issued before the wait on the previous kernel: no kernel writes W), refilling
+// each slot once its step is multiplied; the same MMAs in the same order, so the same bits.
+template <class TA, class TW, int kNT, bool kGuarded, int kRing>
 __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits) {
   constexpr int kE = kMmaE<TW>;
   constexpr int kStep = 4 * kE;                                  // columns per warp step
@@ -345,6 +370,25 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits
                     a.k * static_cast<std::int64_t>(sizeof(TW)), static_cast<int>(min(std::int64_t{16}, a.n - row0)),
                     static_cast<std::int64_t>(max(0, min(per_split, all_steps - split * per_split))) * kStep *
                         static_cast<std::int64_t>(sizeof(TW)));
+  // kRing: the warp's steps s + i · kMmaWarps (i < n) go through slot i % kRing: the lane's row g at
+  // [slot][warp][0][lane], row g + 8 at [slot][warp][1][lane].
+  extern __shared__ int4 ring[];
+  const int n = kRing > 0 && s < steps ? (steps - s + kMmaWarps - 1) / kMmaWarps : 0;
+  int4* mine = ring + warp * 64 + lane;
+  const std::uint64_t policy = kRing > 0 ? evict_first_policy() : 0;
+  auto issue = [&](int i) {  // step i into its slot; one commit group per step (empty past the last)
+    if (i < n) {
+      const std::int64_t col = static_cast<std::int64_t>(s + i * kMmaWarps) * kStep;
+      int4* slot = mine + (i % (kRing > 0 ? kRing : 1)) * kMmaWarps * 64;
+      cp_async16(slot, w_lo + col, policy);
+      cp_async16(slot + 32, w_hi + col, policy);
+    }
+    cp_async_commit();
+  };
+  if constexpr (kRing > 0) {
+#pragma unroll
+    for (int i = 0; i < kRing; ++i) issue(i);
+  }
   pdl_enter();
   const TA* xr[kNT];
   bool has_x[kNT];
@@ -394,6 +438,32 @@ __global__ void __launch_bounds__(kMmaThreads) mma_kernel(GemvArgs a, int splits
       }
     }
   };
+  if constexpr (kRing > 0) {
+    for (int i = 0; i < n; ++i) {
+      const std::int64_t col = static_cast<std::int64_t>(s + i * kMmaWarps) * kStep;
+      const int4 zero = make_int4(0, 0, 0, 0);
+      int4 xv[kNT][kX];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int j = 0; j < kX; ++j)
+          xv[nt][j] = has_x[nt] ? __ldg(reinterpret_cast<const int4*>(xr[nt] + col) + j) : zero;
+      cp_async_wait<kRing - 1>();  // step i's group has landed (a lane reads only its own copies)
+      const int4* slot = mine + (i % kRing) * kMmaWarps * 64;
+      uint32_t wl[kE / 2], wh[kE / 2];
+      to_pairs<TA, TW>(slot[0], wl);
+      to_pairs<TA, TW>(slot[32], wh);
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const uint32_t* xp = reinterpret_cast<const uint32_t*>(xv[nt]);
+#pragma unroll
+        for (int j = 0; j < kE / 4; ++j)
+          mma16816<TA>(c[nt], wl[2 * j], wh[2 * j], wl[2 * j + 1], wh[2 * j + 1], xp[2 * j], xp[2 * j + 1]);
+      }
+      issue(i + kRing);  // the slot's values are in registers and used: refill it
+    }
+    s = steps;  // nothing left for the register loops below
+  }
   for (; s + (kMmaUnroll - 1) * kMmaWarps < steps; s += kMmaUnroll * kMmaWarps)
     steps_from(s, std::integral_constant<int, kMmaUnroll>{}, std::false_type{});
   if constexpr (kGuarded) {
@@ -455,20 +525,54 @@ int mma_splits(const GemvArgs& a) {
   return tiles < 2 * sm_count() && steps >= 8 * kMmaUnroll * kMmaWarps ? 2 : 1;
 }
 
+// Ring slots per warp: GemvArgs::mma_ring; -1 (default): none; -2: chosen by the rule below, a ring only for a small matrix — one block per
+// 16-row tile, fewer tiles than 3 per SM and at most 16 steps per warp (qkv and o of Qwen2.5-7B and
+// Llama-3-8B) —, of 4 steps for 1-byte W and 8 for 2-byte W. H200, bench_gemv qwen2.5-7b (2026-12-02
+// 20:30 UTC), µs registers → ring 4 / 8 / 12 at batch 4: int8 qkv 9.57 → 8.34 / 10.01 / 11.75, o 7.38 →
+// 6.22 / 7.60 / 6.85; fp8 qkv 8.32 → 7.66, o 7.20 → 5.98 (ring 4); bf16 qkv 14.91 → 12.31, o 12.85 →
+// 10.48 (ring 8); the same at batch 1. The large ones lose with a ring (int8 gate_up 40.7 → 41.4 / 53.5,
+// down 24.4 → 29.2, lm_head 152 → 166 at ring 4): fewer resident blocks, no more bandwidth.
+int mma_ring(const GemvArgs& a, int splits) {
+  if (a.mma_ring == -1) return 0;  // the default: registers (the rule below is not yet measured in the step)
+  if (a.mma_ring >= 0) {
+    if (a.mma_ring != 0 && a.mma_ring != 4 && a.mma_ring != 8 && a.mma_ring != 12)
+      throw Error(cat("gemv: the mma kernel's ring holds 0, 4, 8 or 12 steps, not ", a.mma_ring));
+    return a.mma_ring;
+  }
+  const std::int64_t tiles = (a.n + 15) / 16, steps = a.k / (a.weight == WeightType::act ? 32 : 64);
+  if (splits != 1 || tiles >= 3 * sm_count() || steps > 16 * kMmaWarps) return 0;
+  return a.weight == WeightType::act ? 8 : 4;
+}
+
 template <class TA, class TW>
 void launch_mma(const GemvArgs& a, Stream stream) {
-  const int splits = mma_splits(a);
-  const LaunchShape shape{dim3(static_cast<unsigned>((a.n + 15) / 16 * splits)), dim3(kMmaThreads), 0,
-                          static_cast<unsigned>(splits)};
-  auto run = [&](auto guarded) {
+  const int splits = mma_splits(a), ring = mma_ring(a, splits);
+  const LaunchShape shape{dim3(static_cast<unsigned>((a.n + 15) / 16 * splits)), dim3(kMmaThreads),
+                          mma_ring_bytes(ring), static_cast<unsigned>(splits)};
+  auto run = [&](auto guarded, auto ring_tag) {
     constexpr bool kGuarded = decltype(guarded)::value;
+    constexpr int kRing = decltype(ring_tag)::value;
+    auto go = [&](auto kernel) {
+      if (shape.smem > 48 * 1024) {  // above the default limit of dynamic shared memory: opt in
+        const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(shape.smem));
+        if (e != cudaSuccess) throw Error(cat("gemv mma kernel: shared memory: ", cudaGetErrorString(e)));
+      }
+      launch_kernel("gemv mma kernel", kernel, shape, stream, a, splits);
+    };
     if (a.batch <= 8)
-      launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 1, kGuarded>, shape, stream, a, splits);
+      go(mma_kernel<TA, TW, 1, kGuarded, kRing>);
     else
-      launch_kernel("gemv mma kernel", mma_kernel<TA, TW, 2, kGuarded>, shape, stream, a, splits);
+      go(mma_kernel<TA, TW, 2, kGuarded, kRing>);
   };
-  if (a.mma_serial_tail) return run(std::false_type{});
-  run(std::true_type{});
+  switch (ring) {  // the tail switch concerns the register loops only
+    case 4: return run(std::true_type{}, std::integral_constant<int, 4>{});
+    case 8: return run(std::true_type{}, std::integral_constant<int, 8>{});
+    case 12: return run(std::true_type{}, std::integral_constant<int, 12>{});
+    default:
+      if (a.mma_serial_tail) return run(std::false_type{}, std::integral_constant<int, 0>{});
+      run(std::true_type{}, std::integral_constant<int, 0>{});
+  }
 }
 
 template <class T, class TW, int kE>

@@ -123,6 +123,18 @@ bool forced_gemv_serial_tail() {
   throw UsageError(cat("LLMBENCH_GEMV_MMA_TAIL must be unrolled or serial, got '", s, "'"));
 }
 
+// LLMBENCH_GEMV_MMA_RING=0|4|8|12: the mma kernel's ring of W steps per warp in shared memory
+// (cuda::GemvArgs::mma_ring; A/B runs); small: a ring for the small matrices only (qkv, o); unset or auto:
+// the default (no ring).
+int forced_gemv_mma_ring() {
+  const char* v = std::getenv("LLMBENCH_GEMV_MMA_RING");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto") return -1;
+  if (s == "small") return -2;
+  if (s == "0" || s == "4" || s == "8" || s == "12") return std::stoi(s);
+  throw UsageError(cat("LLMBENCH_GEMV_MMA_RING must be auto, small, 0, 4, 8 or 12, got '", s, "'"));
+}
+
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
                          const torch::Tensor& bias, void* y) {
@@ -146,6 +158,7 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
   a.splits = forced_gemv_splits();
   a.rows = forced_gemv_rows();
   a.mma_serial_tail = forced_gemv_serial_tail();
+  a.mma_ring = forced_gemv_mma_ring();
   return a;
 }
 

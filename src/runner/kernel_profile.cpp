@@ -36,6 +36,61 @@ void validate(const ProfileOptions& o) {
   if (o.steps < 1 || o.steps > kMaxSteps) throw UsageError(cat("--steps must be in [1, ", kMaxSteps, "], got ", o.steps));
   if (o.warmup < 0) throw UsageError(cat("--warmup must be >= 0, got ", o.warmup));
   if (o.tp < 1) throw UsageError(cat("--tp must be >= 1, got ", o.tp));
+  if (o.mixed_chunks < 0) throw UsageError(cat("--mixed-chunks must be >= 0, got ", o.mixed_chunks));
+  if (o.mixed_chunks > 0 && o.chunk_len < 1) throw UsageError(cat("--chunk-len must be >= 1, got ", o.chunk_len));
+  if (o.mixed_chunks > 0 && o.tp > 1) throw UsageError("--mixed-chunks is not supported with --tp");
+}
+
+// One mixed step as the serving engine's chunked prefill runs it (SlotBatch::mixed → Model::mixed_slots,
+// eager): rows [0, B) decode (prefilled with `ids` [B, P] in one batched pass), rows [B, B + C) each take
+// a prompt chunk of L tokens from column 0 (freed again before every step, so each step carries the same
+// work) with the chunk's last token giving the row's first logits; then the greedy argmax of all rows.
+KernelSplit profile_mixed_step(Model& model, const ProfileOptions& o, const torch::Tensor& ids, std::int64_t columns) {
+  const std::int64_t b = o.batch, c = o.mixed_chunks, len = o.chunk_len, rows = b + c;
+  const torch::Device device = ids.device();
+  model.allocate_cache(rows, columns);
+  model.reset_cache();
+  model.prefill_slots(0, ids, std::vector<std::int64_t>(b, o.prompt_len));
+  // The chunks' tokens: the prompt rows' ids, repeated to chunk_len.
+  const torch::Tensor host = ids.to(torch::kCPU);  // [B, P]
+  std::vector<std::int64_t> step_ids(rows, 0);     // the decode inputs of rows [0, R), then the chunks' tokens
+  std::vector<ChunkSpan> chunks;
+  for (std::int64_t j = 0; j < c; ++j) {
+    const torch::Tensor row = host[j % b];
+    for (std::int64_t t = 0; t < len; ++t) step_ids.push_back(row[t % o.prompt_len].item<std::int64_t>());
+    chunks.push_back({b + j, 0, len, true});
+  }
+  auto sync = [&] { synchronize_device(device); };
+  auto step = [&] {
+    for (std::int64_t j = 0; j < c; ++j) model.free_slot(b + j);
+    model.mixed_slots(rows, columns, step_ids, chunks).argmax(-1);
+  };
+  for (int w = 0; w < o.warmup; ++w) step();
+  sync();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.steps; ++i) step();
+  sync();
+  const double wall = since_us(t0) / o.steps;
+  double profiled = 0;
+  auto acts = record_gpu_activity(
+      [&] {
+        const auto t1 = std::chrono::steady_clock::now();
+        for (int i = 0; i < o.steps; ++i) step();
+        sync();
+        profiled = since_us(t1) / o.steps;
+      },
+      [&] {
+        for (int i = 0; i < kLeadInSteps; ++i) step();
+      });
+  if (acts.empty()) throw Error("the profiler recorded no CUDA kernel in the mixed steps");
+  KernelSplit s = split_kernels(acts, o.steps, wall, o.full_names);
+  s.title = cat("mixed step, eager (", b, " decode rows + ", c, " prompt chunks of ", len, " tokens, ", o.attn,
+                " attention)");
+  s.profiled_wall_us = profiled;
+  s.notes.push_back(cat("each step frees the chunk rows first (a few small fills) and ends with the argmax of all ",
+                        rows, " rows; the decode rows attend over ", o.prompt_len + o.warmup, " to ", columns - 1,
+                        " cached columns in a view of ", columns));
+  return s;
 }
 
 }  // namespace
@@ -66,6 +121,9 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
   const std::int64_t columns =
       static_cast<std::int64_t>(o.prompt_len) + o.warmup + kLeadInSteps + 2 * static_cast<std::int64_t>(o.steps);
   check_context(resolve_model(o.model).config, columns);
+  // The mixed mode's cache: the decode rows grow by one column per mixed step; a chunk fills [0, chunk_len).
+  const std::int64_t mixed_columns = std::max<std::int64_t>(columns + 1, o.chunk_len);
+  if (o.mixed_chunks > 0) check_context(resolve_model(o.model).config, mixed_columns);
 
   torch::NoGradGuard no_grad;
   std::unique_ptr<Model> model = Model::load({o.model, o.dtype, device_name, o.attn, o.seed, o.weights, tp.group});
@@ -210,6 +268,7 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
     eager_split.notes.push_back("CUDA graphs are not available in this build: eager steps only");
   }
   report.splits.push_back(std::move(eager_split));
+  if (o.mixed_chunks > 0) report.splits.push_back(profile_mixed_step(*model, o, ids, mixed_columns));
   return report;
 }
 

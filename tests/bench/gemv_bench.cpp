@@ -6,7 +6,8 @@
 //        blocks per 16-row tile, simt: warps per row group); LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: only variants
 //        whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4 (default 1,4,16); LLMBENCH_BENCH_NO_DEQUANTIZE=1
 //        skips the dequantize kernel; LLMBENCH_BENCH_ROWS=0,4: the simt kernel's rows of W per warp (0: chosen);
-//        LLMBENCH_BENCH_MMA_TAIL=0,1: the mma kernel's last steps as one unrolled round (0) or one at a time (1)
+//        LLMBENCH_BENCH_MMA_TAIL=0,1: the mma kernel's last steps as one unrolled round (0) or one at a time (1);
+//        LLMBENCH_BENCH_MMA_RING=0,8: the mma kernel's ring of W steps in shared memory (-1, the default: its choice)
 // Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
 // others); bandwidth = bytes of W (+ scales) / GPU time per call, next to a device-to-device copy measured
@@ -59,6 +60,7 @@ struct Variant {
   int splits = 0;
   int rows = 0;
   bool serial_tail = false;  // mma: last steps one at a time
+  int ring = -1;             // mma: ring slots (-1: chosen)
 };
 
 const std::vector<Variant> kBaseVariants = {
@@ -137,6 +139,7 @@ int main(int argc, char** argv) {
   const std::vector<int> splits = env_ints("LLMBENCH_BENCH_SPLITS", {0});
   const std::vector<int> rows = env_ints("LLMBENCH_BENCH_ROWS", {0});  // simt rows of W per warp (0: chosen)
   const std::vector<int> tails = env_ints("LLMBENCH_BENCH_MMA_TAIL", {0});  // mma: 1 = serial tail
+  const std::vector<int> rings = env_ints("LLMBENCH_BENCH_MMA_RING", {-1});  // mma: ring slots
   const std::vector<int> batches = env_ints("LLMBENCH_BENCH_BATCHES", {1, 4, 16});
   // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts.
   const char* variant_filter = std::getenv("LLMBENCH_BENCH_VARIANTS");
@@ -158,16 +161,22 @@ int main(int argc, char** argv) {
     for (int sp : splits) {
       for (int r : rows) {
         for (int tail : tails) {
-          if (r != 0 && v.kernel != llmbench::cuda::GemvKernel::simt) continue;     // rows per warp: simt only
-          if (tail != 0 && v.kernel != llmbench::cuda::GemvKernel::mma) continue;  // the tail: mma only
-          Variant m = v;
-          m.splits = sp;
-          m.rows = r;
-          m.serial_tail = tail != 0;
-          if (sp > 0) m.name += "/" + std::to_string(sp);
-          if (r > 0) m.name += " r" + std::to_string(r);
-          if (tail != 0) m.name += " st";
-          kVariants.push_back(m);
+          for (int ring : rings) {
+            if (r != 0 && v.kernel != llmbench::cuda::GemvKernel::simt) continue;     // rows per warp: simt only
+            if (tail != 0 && v.kernel != llmbench::cuda::GemvKernel::mma) continue;  // the tail: mma only
+            const bool mma = v.kernel == llmbench::cuda::GemvKernel::mma;
+            if (!mma && ring != rings.front()) continue;  // the ring: mma only (the others once)
+            Variant m = v;
+            m.splits = sp;
+            m.rows = r;
+            m.serial_tail = tail != 0;
+            m.ring = mma ? ring : -1;
+            if (sp > 0) m.name += "/" + std::to_string(sp);
+            if (r > 0) m.name += " r" + std::to_string(r);
+            if (tail != 0) m.name += " st";
+            if (mma && ring >= 0) m.name += " ring" + std::to_string(ring);
+            kVariants.push_back(m);
+          }
         }
       }
     }
@@ -238,6 +247,7 @@ int main(int argc, char** argv) {
             a.splits = v.splits;
             a.rows = v.rows;
             a.mma_serial_tail = v.serial_tail;
+            a.mma_ring = v.ring;
             llmbench::cuda::gemv(a, stream);
           };
           try {

@@ -207,6 +207,43 @@ TEST(Gemv, MmaTailRoundMatchesSerialSteps) {
   unsetenv("LLMBENCH_GEMV_MMA_TAIL");
 }
 
+// The mma kernel's ring of W steps in shared memory (LLMBENCH_GEMV_MMA_RING=4|8|12|small, cp.async) runs the
+// same MMAs in the same order as the register loop (=0): bit-identical outputs for every format, batch
+// and K from 1 step per warp to Qwen2.5-7B's down (296 steps of 64 columns, a 2-block cluster on sm_90),
+// rows past a 16-row tile included; an unknown ring size is a clear error.
+TEST(Gemv, MmaRingMatchesRegisterLoop) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(11);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  LinearPaths gemv;
+  gemv.gemv = true;
+  GemvKernelEnv env("mma");
+  for (WeightFormat f : formats()) {
+    for (std::int64_t steps : {1, 5, 9, 37, 56, 296}) {  // 64 columns each
+      for (std::int64_t b : {1, 4, 9, 16}) {
+        const std::int64_t k = 64 * steps, n = 40;
+        SCOPED_TRACE(cat(to_string(f), " K=", k, " B=", b));
+        torch::Tensor w = torch::randn({n, k}, bf16) * 0.05;  // [N, K]
+        torch::Tensor x = torch::randn({b, k}, bf16);         // [B, K]
+        torch::Tensor bias = torch::randn({n}, bf16);         // [N]
+        const TestWeight tw = test_weight(w, f);
+        setenv("LLMBENCH_GEMV_MMA_RING", "0", 1);
+        torch::Tensor plain = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N]
+        for (const char* ring : {"4", "8", "12", "small"}) {
+          setenv("LLMBENCH_GEMV_MMA_RING", ring, 1);
+          torch::Tensor ringed = linear(x, tw.q, tw.scale, bias, gemv);  // [B, N]
+          EXPECT_TRUE(torch::equal(plain, ringed)) << "ring " << ring;
+        }
+        unsetenv("LLMBENCH_GEMV_MMA_RING");
+        EXPECT_LT(rel_diff(plain, reference(x, tw, bias)), 1e-2);
+      }
+    }
+  }
+  setenv("LLMBENCH_GEMV_MMA_RING", "6", 1);
+  EXPECT_THROW(linear(torch::randn({1, 64}, bf16), torch::randn({16, 64}, bf16), {}, {}, gemv), UsageError);
+  unsetenv("LLMBENCH_GEMV_MMA_RING");
+}
+
 // The mma kernel needs K a multiple of its step (32 columns for bf16 W, 64 for int8/fp8): otherwise the
 // automatic choice is the simt kernel, and forcing mma is a clear error, not a wrong result.
 TEST(Gemv, MmaKernelOnlyWhereItApplies) {

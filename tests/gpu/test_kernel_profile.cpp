@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "llmbench/base/error.h"
 #include "llmbench/bench/kernel_profiler.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/runner/kernel_profile.h"
@@ -76,6 +77,43 @@ TEST(GpuKernelProfile, DecodeStepShowsTheFusedKernelsOncePerLayer) {
     EXPECT_EQ(graph.rows.size(), eager.rows.size());
     EXPECT_EQ(calls(graph, "scores_kernel"), layers);
   }
+}
+
+// --mixed-chunks: one more split, the chunked-prefill mixed step (the decode rows' fused attention once
+// per layer, the chunks' prompt tokens through the same layers), its kernels within its wall time; bad
+// chunk options are usage errors before any model loads.
+TEST(GpuKernelProfile, MixedStepOfChunkedPrefill) {
+  ProfileOptions bad;
+  bad.mixed_chunks = -1;
+  EXPECT_THROW(profile_kernels(bad), UsageError);
+  bad.mixed_chunks = 1;
+  bad.chunk_len = 0;
+  EXPECT_THROW(profile_kernels(bad), UsageError);
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  if (!kernel_profiler_available()) GTEST_SKIP() << "libtorch < 1.13: no profiler API";
+  ProfileOptions o;
+  o.model = std::string(LLMBENCH_TEST_DATA) + "/models/qwen2_bias";
+  o.batch = 2;
+  o.prompt_len = 16;
+  o.steps = 3;
+  o.warmup = 1;
+  o.prefill = false;
+  o.cuda_graph = false;
+  o.mixed_chunks = 2;
+  o.chunk_len = 24;
+  const double layers = static_cast<double>(resolve_model(o.model).config.num_layers);
+  const ProfileReport report = profile_kernels(o);
+  ASSERT_EQ(report.splits.size(), 2u);  // eager decode, mixed step
+  const KernelSplit& eager = report.splits[0];
+  const KernelSplit& mixed = report.splits[1];
+  std::cout << format_kernel_split(mixed) << std::endl;
+  EXPECT_NE(mixed.title.find("2 decode rows + 2 prompt chunks of 24 tokens"), std::string::npos) << mixed.title;
+  EXPECT_EQ(mixed.steps, 3);
+  EXPECT_EQ(calls(mixed, "scores_kernel"), calls(eager, "scores_kernel"));  // the decode rows' attention
+  EXPECT_EQ(calls(mixed, "scores_kernel"), layers);
+  EXPECT_GT(mixed.calls, eager.calls);  // the chunks' attention, copies into the cache
+  EXPECT_GT(mixed.kernel_us, 0);
+  EXPECT_LE(mixed.kernel_us, 1.1 * mixed.wall_us);
 }
 
 }  // namespace

@@ -49,6 +49,11 @@ struct GemvArgs {
   // mma: each warp's last steps (fewer than its unroll) one at a time, as before session 12 (A/B runs);
   // false: as one more unrolled round, their loads in flight together.
   bool mma_serial_tail = false;
+  // mma: each warp's next steps of W in flight through a ring of this many slots in shared memory
+  // (cp.async, 16 bytes per lane and row: no registers held while they load); 0: in registers, 4 steps
+  // at a time. 0, 4, 8 or 12; -1 (default): 0; -2: a ring for the small matrices only (qkv, o; the rule in
+  // mma_ring, gemv.cu: measured per matrix with bench_gemv, not yet in the decode step).
+  int mma_ring = -1;
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).

@@ -30,11 +30,17 @@ struct ProfileOptions {
   int tp = 1;                     // tensor-parallel ranks (docs/distributed.md): every rank runs the same
                                   // calls, rank 0's kernels are reported (NCCL's among them)
   double dist_timeout_s = 300;
+  // Chunked prefill (docs/serving.md): also record a mixed step (Model::mixed_slots, what the server's
+  // --chunked-prefill runs, eagerly) of the `batch` decode rows plus this many prompt chunks of chunk_len
+  // tokens in rows of their own; 0: none.
+  int mixed_chunks = 0;
+  int chunk_len = 512;
 };
 
 struct ProfileReport {
   std::vector<std::string> header;  // model, device, torch, shapes, paths
-  std::vector<KernelSplit> splits;  // prefill (if asked), decode graph replay (if asked), decode eager
+  std::vector<KernelSplit> splits;  // prefill (if asked), decode graph replay (if asked), decode eager, mixed
+                                    // step (if asked)
 };
 
 // Throws UsageError for bad options or a device that is not CUDA, Error where the profiler is missing or
