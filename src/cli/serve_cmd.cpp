@@ -48,6 +48,9 @@ void add_serve_command(CLI::App& root, Commands& out) {
                   "Prefill attention: eager or sdpa; decode on CUDA uses the fused decode kernel either way "
                   "(the chosen attention with --no-fused)")
       ->capture_default_str();
+  app->add_flag("--sdpa-cudnn", opt->engine.sdpa_cudnn,
+               "Let --attn sdpa use cuDNN's kernels: faster for a shape seen before, but each new prompt, chunk or "
+               "pass shape first builds a plan (~47 ms on an H200); off, torch's flash / efficient kernels");
   app->add_option("--seed", opt->engine.seed, "Random-weights seed")->capture_default_str();
   app->add_option("--max-batch", opt->engine.max_batch, "KV-cache slots (requests decoded together)")
       ->capture_default_str()->check(CLI::Range(1, 4096));

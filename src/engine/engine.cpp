@@ -17,6 +17,7 @@
 #include "llmbench/dist/model_mirror.h"
 #include "llmbench/dist/process_group.h"
 #include "llmbench/engine/slot_batch.h"
+#include "llmbench/model/attention.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/sampler.h"
 #include "llmbench/runner/model_tokenizer.h"
@@ -48,6 +49,7 @@ constexpr std::int64_t kMinChunkTokens = 64;
 
 // The engine's model, loaded alike on every tensor-parallel rank (rank 0's start(), the others' follow()).
 std::unique_ptr<Model> load_engine_model(const EngineOptions& o) {
+  set_sdpa_cudnn(o.sdpa_cudnn);
   std::unique_ptr<Model> model = Model::load({o.model, o.dtype, o.device, o.attn, o.seed, "bf16", o.group});
   model->set_fused(o.fused);
   return model;

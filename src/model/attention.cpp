@@ -153,6 +153,16 @@ torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tens
 #endif
 }
 
+bool set_sdpa_cudnn(bool enabled) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::globalContext().setSDPUseCuDNN(enabled);
+  return true;
+#else
+  (void)enabled;
+  return false;
+#endif
+}
+
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& mask) {
   AttnMask m;

@@ -217,6 +217,38 @@ TEST(GpuPrefillAttention, SdpaCausalUsesAFusedKernelAndMatchesEager) {
 }
 #endif
 
+// The serving engine turns cuDNN's sdpa off (set_sdpa_cudnn(false): a plan per new shape costs ≈ 47 ms).
+// Then torch takes its flash kernel for the causal prefill and the efficient one for the additive mask of
+// a padded batch or a later prompt chunk — not cuDNN, not math — with the same accuracy bound as above.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+TEST(GpuPrefillAttention, SdpaWithoutCuDNNTakesFlashOrEfficientAndMatchesTheReference) {
+  REQUIRE_CUDA();
+  struct Restore {
+    ~Restore() { set_sdpa_cudnn(true); }
+  } restore;
+  ASSERT_TRUE(set_sdpa_cudnn(false));
+  torch::manual_seed(5);
+  const std::int64_t s = 333;  // a length no other test uses
+  torch::Tensor q = randn({2, kHq, s, kD}), k = randn({2, kHkv, s, kD}), v = randn({2, kHkv, s, kD});
+  const std::int64_t causal = at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt, true);
+  EXPECT_EQ(causal, 1) << "causal GQA bf16 D=128 without cuDNN: expected flash (1), got backend " << causal;
+  torch::Tensor qg = q.reshape({2, kHkv, (kHq / kHkv) * s, kD});                  // [B, Hkv, G·S, D]
+  torch::Tensor bias = torch::zeros({2, 1, (kHq / kHkv) * s, s}, q.options());   // [B, 1, G·S, T]
+  const std::int64_t masked = at::_fused_sdp_choice(qg, k, v, bias, 0.0, false, std::nullopt, false);
+  EXPECT_EQ(masked, 2) << "additive mask without cuDNN: expected efficient (2), got backend " << masked;
+  const double u = std::ldexp(1.0, -8);
+  for (const auto& pads : std::vector<std::vector<std::int64_t>>{{0, 0}, {0, 41}}) {
+    const std::string what = "pad " + std::to_string(pads[1]);
+    const AttnMask mask = prefill_mask(left_pad_mask(pads, s));
+    const std::int64_t from = pads[1], n = s - from;
+    auto rows = [&](const torch::Tensor& x) { return x.narrow(2, from, n); };
+    const Reference ref = float64_attention(q, k, v, mask.allowed);
+    const torch::Tensor bound = u * (2 * rows(ref.out).abs() + 2 * rows(ref.pv_abs)) + 1e-6;
+    expect_within(rows(attention(AttnImpl::sdpa, q, k, v, mask)), rows(ref.out), bound, what + " sdpa without cuDNN");
+  }
+}
+#endif
+
 // The fused prefill's layouts (Decoder::prefill_layers_fused): q seq-major ([B, S, Hq, D] in memory), k and
 // v the first S columns of the cache ([B, Hkv, T_max, D]). sdpa still takes a fused kernel, its output
 // agrees with the one from contiguous inputs, and (cuDNN keeps q's layout) its [B, S, Hq·D] view needs no

@@ -50,6 +50,9 @@ struct EngineOptions {
   // batched prefill pass (max_prefill_tokens) before the decode step.
   bool chunked_prefill = false;
   int max_step_tokens = 2048;
+  // sdpa may use cuDNN's kernels (set_sdpa_cudnn, process-wide). Off: a server's shapes keep changing and
+  // cuDNN builds a plan (≈ 47 ms) for each new one; torch's flash / efficient kernels build none.
+  bool sdpa_cudnn = false;
   bool cuda_graph = true;          // graph per batch-size bucket where CUDA is available
   bool fused = true;
   // Tensor parallelism: this process is rank 0 of `group` and drives the other ranks, which replay the

@@ -54,6 +54,15 @@ std::int64_t eager_tile_rows(std::int64_t b, std::int64_t hq, std::int64_t s, st
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttnMask& mask, std::int64_t tile_rows = 0);
 
+// Whether torch's scaled_dot_product_attention may pick cuDNN's kernels, process-wide (torch's own switch,
+// on by default). cuDNN is the fastest backend for a shape it has seen (8,192-token prefill: 22 ms for 28
+// layers against 43 for torch's flash kernel), but it builds a plan for every new shape: ≈ 47 ms on the
+// first call of a new causal length or batch, ≈ 40–60 ms for a new masked one, against ≈ 0.4 ms for
+// flash (H200, torch 2.11, scripts/bench/sdpa_new_shapes.py, docs/performance.md). The serving engine,
+// whose prompt lengths, chunk lengths and pass sizes change from call to call, turns it off
+// (EngineOptions::sdpa_cudnn). False where this libtorch has no such switch (before 2.4).
+bool set_sdpa_cudnn(bool enabled);
+
 // A mask with no structure known (decode over the cache): mask bool [B, 1, S, T].
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& mask);
