@@ -10,6 +10,8 @@
 #   MAX_PREFILL_TOKENS  the server's --max-prefill-tokens (default 8192)
 #   SERVE_ARGS       more `llmbench serve` flags, e.g. "--chunked-prefill --max-step-tokens 512"
 #   SKIP_RUN=1       leave out the `llmbench run --batch 16` comparison (server variants of one invocation)
+#   DATASET=spec     `llmbench load --dataset` (e.g. jsonl:FILE: prompts of mixed lengths) instead of synthetic
+#                    INPUT_LEN-token prompts; the server's context then fits ${MAX_CONTEXT:-INPUT_LEN+OUTPUT_LEN+64}
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 quick=0
@@ -31,7 +33,7 @@ rm -f "$out"/*.json "$out"/*.log "$out"/*.html
 echo "serve_gpu: $(date -u '+%Y-%m-%d %H:%M UTC'), $model, concurrency $conc, prompt $in_len, $out_len new"
 
 "$bin" serve --model "$model" --tokenizer "$tok" --device "$device" --dtype "$dtype" --port 0 \
-  --max-batch "$max_batch" --max-context $((in_len + out_len + 64)) --max-queue 1024 \
+  --max-batch "$max_batch" --max-context "${MAX_CONTEXT:-$((in_len + out_len + 64))}" --max-queue 1024 \
   --max-prefill-tokens "${MAX_PREFILL_TOKENS:-8192}" ${SERVE_ARGS:-} \
   >"$out/serve.stdout" 2>"$out/serve.log" &
 server=$!
@@ -61,7 +63,7 @@ io0=$(cpu_ticks llmbench-io) eng0=$(cpu_ticks llmbench-engine)
 for c in ${conc//,/ }; do
   n=$(( c * per_point > 16 ? c * per_point : 16 ))
   "$bin" load --endpoint "$url" --concurrency "$c" --num-requests "$n" --warmup-requests "$c" \
-    --input-len "$in_len" --output-len "$out_len" --tokenizer "$tok" --timeout-s "${TIMEOUT_S:-300}" \
+    --input-len "$in_len" --output-len "$out_len" --dataset "${DATASET:-synthetic}" --tokenizer "$tok" --timeout-s "${TIMEOUT_S:-300}" \
     -o "$out/load_c$c.json" 2>&1 | tail -4
 done
 io1=$(cpu_ticks llmbench-io) eng1=$(cpu_ticks llmbench-engine)
