@@ -102,7 +102,8 @@ class EngineImpl final : public Engine {
     log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
                   o.batching == Batching::continuous ? "continuous" : "static", " batching, ",
                   o.chunked_prefill ? cat("chunked prefill (", o.max_step_tokens, " tokens per step)") : "batched prefill", ", fused ",
-                  model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off"));
+                  model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off",
+                  o.attn == "sdpa" ? (o.sdpa_cudnn ? ", sdpa with cuDNN" : ", sdpa without cuDNN") : ""));
     thread_ = std::thread([this] {
       ::pthread_setname_np(::pthread_self(), "llmbench-engine");  // per-thread CPU time in /proc
       loop();
