@@ -118,6 +118,11 @@ try:  # batched prefill over the whole sweep (warm-ups included), from the serve
           f"{m.get('llmbench_prefill_tokens_total', 0) / passes:.0f} prompt tokens per pass "
           f"({m.get('llmbench_prefill_padded_tokens_total', 0) / passes:.0f} with padding); "
           f"decode steps {m.get('llmbench_engine_steps_total', 0):.0f}")
+    steps = max(m.get("llmbench_engine_steps_total", 0), 1)
+    busy, step, pre = (m.get(f"llmbench_engine_{k}_seconds_total", 0) for k in ("busy", "step", "prefill"))
+    print(f"engine thread: busy {busy:.2f} s = decode steps {step:.2f} s ({1e3 * step / steps:.3f} ms each) + "
+          f"prefill passes {pre:.2f} s + host work {busy - step - pre:.2f} s ({1e3 * (busy - step - pre) / steps:.3f} ms "
+          f"per decode step: handing out tokens, admission, freeing rows; the device idles meanwhile)")
 except Exception as e:  # noqa: BLE001
     print(f"prefill metrics: {e}")
 try:

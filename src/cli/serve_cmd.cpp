@@ -63,6 +63,10 @@ void add_serve_command(CLI::App& root, Commands& out) {
   app->add_option("--max-prefill-tokens", opt->engine.max_prefill_tokens,
                   "Tokens (requests x longest prompt) of one batched prefill pass; a longer prompt runs alone")
       ->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  app->add_option("--prefill-passes", opt->engine.prefill_passes,
+                  "Batched prefill passes one step boundary may run before the decode step (0: while requests wait "
+                  "and slots are free)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app->add_flag("--chunked-prefill", opt->engine.chunked_prefill,
                "Continuous batching: feed prompts in chunks inside the decode steps instead of batched prefill passes "
                "that pause decoding");

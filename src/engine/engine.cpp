@@ -82,6 +82,7 @@ class EngineImpl final : public Engine {
     if (o.max_context < 0) throw UsageError(cat("engine max_context must be >= 0, got ", o.max_context));
     if (o.max_prefill_tokens < 1)
       throw UsageError(cat("engine max_prefill_tokens must be >= 1, got ", o.max_prefill_tokens));
+    if (o.prefill_passes < 0) throw UsageError(cat("engine prefill_passes must be >= 0, got ", o.prefill_passes));
     if (o.max_step_tokens < 1) throw UsageError(cat("engine max_step_tokens must be >= 1, got ", o.max_step_tokens));
     if (o.chunked_prefill && o.batching != Batching::continuous)
       throw UsageError("chunked prefill needs continuous batching");
@@ -101,7 +102,11 @@ class EngineImpl final : public Engine {
     if (o.group) stats_.tp_backend = o.group->backend();
     log::info(cat("engine: ", o.max_batch, " slots × ", max_context_, " columns, ",
                   o.batching == Batching::continuous ? "continuous" : "static", " batching, ",
-                  o.chunked_prefill ? cat("chunked prefill (", o.max_step_tokens, " tokens per step)") : "batched prefill", ", fused ",
+                  o.chunked_prefill ? cat("chunked prefill (", o.max_step_tokens, " tokens per step)")
+                                    : o.prefill_passes == 0 ? std::string("batched prefill (passes while requests wait)")
+                                    : cat("batched prefill (up to ", o.prefill_passes, " pass",
+                                          o.prefill_passes == 1 ? "" : "es", " per step boundary)"),
+                  ", fused ",
                   model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off",
                   o.attn == "sdpa" ? (o.sdpa_cudnn ? ", sdpa with cuDNN" : ", sdpa without cuDNN") : ""));
     thread_ = std::thread([this] {
@@ -176,6 +181,7 @@ class EngineImpl final : public Engine {
     if (model_->device().is_cuda()) guard.emplace(model_->device());
 #endif
     for (;;) {
+      SteadyTime busy_from = Clock::now();
       // Cancelled rows leave first, so that their slots are free for this boundary's admissions.
       for (std::int64_t i = size() - 1; i >= 0; --i)
         if (i < size() && rows_[i].request->cancelled) finish(i, FinishReason::cancelled);
@@ -187,6 +193,7 @@ class EngineImpl final : public Engine {
       {
         std::unique_lock<std::mutex> lock(mu_);
         if (!wait_for_work(lock)) break;
+        busy_from = Clock::now();
         if (stopping_) {
           for (auto& w : queue_) dropped.push_back(std::move(w));
           queue_.clear();
@@ -226,9 +233,23 @@ class EngineImpl final : public Engine {
       for (auto& w : dropped) finish_waiting(w, FinishReason::cancelled);
       if (cancel_running) end_all(FinishReason::cancelled);
       for (auto& pass : passes) start_requests(pass);
+      // More passes back to back (prefill_passes), each taking what has arrived meanwhile.
+      for (int k = 1; !passes.empty() && (options_.prefill_passes == 0 || k < options_.prefill_passes); ++k) {
+        std::vector<Waiting> more;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          const std::int64_t free = batch_->slots() - batch_->size();
+          if (stopping_ || free <= 0 || queue_.empty()) break;
+          more = take_pass(free);
+        }
+        start_requests(more);
+      }
       for (auto& w : admitted) reserve(w);
       if (size() > 0) decode();
       publish();
+      const double busy = std::chrono::duration<double>(Clock::now() - busy_from).count();
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.busy_seconds += busy;
     }
     end_all(FinishReason::cancelled);
     publish();
@@ -345,6 +366,7 @@ class EngineImpl final : public Engine {
     std::vector<std::vector<std::int64_t>> prompts;
     std::size_t tokens = 0, longest = 0;
     std::vector<std::int64_t> next;
+    double prefill_seconds = 0;
     try {
       std::vector<Running*> rows;
       for (std::size_t i = 0; i < go.size(); ++i) {
@@ -360,6 +382,7 @@ class EngineImpl final : public Engine {
       }
       torch::Tensor logits = batch_->add(prompts);  // [k, V]
       next = sample(rows, logits);
+      prefill_seconds = std::chrono::duration<double>(Clock::now() - admitted).count();
     } catch (const std::exception& e) {
       while (batch_->size() > size()) batch_->remove(batch_->size() - 1);
       const std::string what = first_line(e.what());
@@ -374,6 +397,7 @@ class EngineImpl final : public Engine {
       stats_.prefill_tokens += tokens;
       stats_.prefill_padded_tokens += go.size() * longest;
       stats_.last_prefill_batch = static_cast<int>(go.size());
+      stats_.prefill_seconds += prefill_seconds;
     }
     for (auto& run : runs) rows_.push_back(std::move(run));
     // Backwards, so that compaction (a finished row replaced by the last one) never moves an unvisited row.
@@ -428,6 +452,7 @@ class EngineImpl final : public Engine {
     }
     std::sort(emitting.begin(), emitting.end());
     std::vector<std::int64_t> next;
+    const auto step_from = Clock::now();
     try {
       torch::Tensor logits = chunks.empty() ? batch_->step(tokens) : batch_->mixed(tokens, chunks);  // [n, V] float32
       std::vector<Running*> rows;
@@ -442,10 +467,12 @@ class EngineImpl final : public Engine {
       end_all(FinishReason::error, what);
       return;
     }
+    const double step_seconds = std::chrono::duration<double>(Clock::now() - step_from).count();
     for (const auto& c : chunks) rows_[c.row].prefilled += c.ids.size();
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.steps;
+      stats_.step_seconds += step_seconds;
       stats_.last_batch_size = decoding;
       if (!chunks.empty()) {
         ++stats_.prefill_passes;

@@ -98,6 +98,15 @@ std::string Metrics::render(const EngineStats& engine) const {
   counter("llmbench_prefill_chunks_total", "Chunked prefill: prompt chunks fed to mixed steps", engine.prefill_chunks);
   counter("llmbench_prefill_padded_tokens_total", "Tokens computed by prefill passes (requests x longest prompt)",
           engine.prefill_padded_tokens);
+  auto seconds = [&](const char* name, const char* help, double v) {
+    header(out, name, "counter", help);
+    out += cat(name, " ", number(v), "\n");
+  };
+  seconds("llmbench_engine_busy_seconds_total", "Engine thread: time not waiting for work", engine.busy_seconds);
+  seconds("llmbench_engine_step_seconds_total", "Engine thread: time in decode steps (model call and sampling)",
+          engine.step_seconds);
+  seconds("llmbench_engine_prefill_seconds_total", "Engine thread: time in batched prefill passes (model call and sampling)",
+          engine.prefill_seconds);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     header(out, "llmbench_requests_total", "counter", "Answered API requests by HTTP status (499: client went away)");

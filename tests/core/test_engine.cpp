@@ -380,6 +380,85 @@ TEST(Engine, WaitingRequestsArePrefilledTogetherWithinTheTokenBudget) {
   EXPECT_EQ(hold_trace->tokens, alone(*m, *hold));
 }
 
+// prefill_passes: how many batched passes one step boundary runs before its decode step. The engine thread
+// is held in a first request's callback while seven more queue; passes of a budget of 64 are {64}, {10, 30},
+// {5, 12, 16, 16}. Each request records how many decode steps had run when its first token came: with one
+// pass per boundary a decode step separates the passes (1, 2, 3), with 2 the second pass follows the first
+// at once, with 0 (no limit) all three run before any decode step. The tokens are each request's own.
+class PrefillPasses : public ::testing::TestWithParam<int> {};
+
+TEST_P(PrefillPasses, BoundTheBatchedPassesBetweenTwoDecodeSteps) {
+  EngineOptions o = tiny_options(8);
+  o.max_prefill_tokens = 64;
+  o.prefill_passes = GetParam();
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool held = false, open = false;
+  auto engine = Engine::start(o);
+  auto hold_trace = std::make_shared<Trace>();
+  auto hold = make_request({5, 6, 7}, 30, hold_trace);
+  hold->on_event = [&, hold_trace](const EngineEvent& e) {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    held = true;
+    gate_cv.notify_all();
+    gate_cv.wait(lock, [&] { return open; });
+    lock.unlock();
+    hold_trace->on_event(e);
+  };
+  ASSERT_TRUE(engine->submit(hold));
+  {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    ASSERT_TRUE(gate_cv.wait_for(lock, kWait, [&] { return held; }));
+  }
+  const std::vector<int> lengths{64, 10, 30, 5, 12, 16, 16};
+  std::mt19937 rng(23);
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  std::vector<std::shared_ptr<Trace>> traces;
+  std::vector<std::uint64_t> steps_at_first(lengths.size(), 99);  // written on the engine thread
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    traces.push_back(std::make_shared<Trace>());
+    auto r = make_request(random_prompt(rng, lengths[i]), 5, traces.back());
+    r->on_event = [&, i, t = traces.back()](const EngineEvent& e) {
+      if (e.completion_tokens == 1) steps_at_first[i] = engine->stats().steps;
+      t->on_event(e);
+    };
+    reqs.push_back(r);
+    ASSERT_TRUE(engine->submit(r));
+  }
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    open = true;
+    gate_cv.notify_all();
+  }
+  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+  ASSERT_TRUE(hold_trace->wait_done());
+  const std::vector<std::uint64_t> want = GetParam() == 1   ? std::vector<std::uint64_t>{1, 2, 2, 3, 3, 3, 3}
+                                          : GetParam() == 2 ? std::vector<std::uint64_t>{0, 1, 1, 1, 1, 1, 1}
+                                                            : std::vector<std::uint64_t>{0, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(steps_at_first, want);
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.prefill_passes, 4u);
+  EXPECT_GT(s.busy_seconds, 0.0);
+  EXPECT_GT(s.step_seconds, 0.0);
+  EXPECT_GT(s.prefill_seconds, 0.0);
+  EXPECT_LE(s.step_seconds + s.prefill_seconds, s.busy_seconds);
+  auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(traces[i]->violation, "");
+    EXPECT_EQ(traces[i]->tokens, alone(*m, *reqs[i]));
+  }
+  EXPECT_EQ(hold_trace->tokens, alone(*m, *hold));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, PrefillPasses, ::testing::Values(1, 2, 0));
+
+TEST(Engine, RefusesANegativePrefillPassCount) {
+  EngineOptions o = tiny_options(2);
+  o.prefill_passes = -1;
+  EXPECT_THROW(Engine::start(o), UsageError);
+}
+
 // 32 requests of different lengths, greedy and sampled, submitted from four threads with staggering into
 // 8 slots: each gets exactly what Model::generate gives for its prompt alone.
 TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {

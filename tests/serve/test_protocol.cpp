@@ -259,6 +259,9 @@ TEST(Metrics, PrometheusText) {
   e.prefill_tokens = 5000;
   e.prefill_padded_tokens = 5120;
   e.last_prefill_batch = 2;
+  e.busy_seconds = 12.5;
+  e.step_seconds = 9.25;
+  e.prefill_seconds = 3.125;
   const std::string text = m.render(e);
   auto has = [&](const std::string& line) { return text.find("\n" + line + "\n") != std::string::npos; };
   EXPECT_TRUE(has("llmbench_time_to_first_token_seconds_bucket{le=\"0.0025\"} 0")) << text;
@@ -280,6 +283,10 @@ TEST(Metrics, PrometheusText) {
   EXPECT_TRUE(has("llmbench_prefill_tokens_total 5000"));
   EXPECT_TRUE(has("llmbench_prefill_padded_tokens_total 5120"));
   EXPECT_TRUE(has("llmbench_prefill_batch_size 2"));
+  EXPECT_TRUE(has("# TYPE llmbench_engine_busy_seconds_total counter"));
+  EXPECT_TRUE(has("llmbench_engine_busy_seconds_total 12.5"));
+  EXPECT_TRUE(has("llmbench_engine_step_seconds_total 9.25"));
+  EXPECT_TRUE(has("llmbench_engine_prefill_seconds_total 3.125"));
   EXPECT_TRUE(has("llmbench_tensor_parallel_size{backend=\"none\"} 1")) << text;
   e.tp = 2;
   e.tp_backend = "nccl";

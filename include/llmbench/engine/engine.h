@@ -44,6 +44,11 @@ struct EngineOptions {
   int max_queue = 256;             // waiting requests beyond this are refused
   // Padded tokens (requests × longest prompt) of one batched prefill pass; a longer prompt runs alone.
   int max_prefill_tokens = 8192;
+  // Batched prefill passes one step boundary may run back to back before the decode step (each within
+  // max_prefill_tokens); 0: as many as there are waiting requests and free slots. 1 (the default): running
+  // rows wait for at most one pass between two tokens. More keeps the requests that arrive together (a closed
+  // loop's replacements of a finished wave) decoding together, at the cost of that wait.
+  int prefill_passes = 1;
   // Continuous batching with chunked prefill: prompts enter in chunks that ride along the decode step
   // (one forward of every running row's next token plus up to max_step_tokens − running rows prompt tokens,
   // but at least min(64, max_step_tokens)), so decoding never stops for a prefill. Off: each step boundary admits one
@@ -116,6 +121,12 @@ struct EngineStats {
   // Chunked prefill: a pass is a step that carries prompt chunks (mixed with the decode rows); its
   // requests are the prompts it completed and its tokens the chunks' (no padding).
   std::uint64_t prefill_chunks = 0;  // chunks fed
+  // Engine-thread wall time: busy (not waiting for work), in decode steps (the model call and sampling, up
+  // to the tokens on the host) and in prefill passes (likewise). busy − step − prefill is the host's own
+  // share (handing out tokens, admission, freeing rows), during which the device idles.
+  double busy_seconds = 0;
+  double step_seconds = 0;
+  double prefill_seconds = 0;
 };
 
 class Engine {
