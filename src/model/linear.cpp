@@ -72,19 +72,12 @@ torch::Tensor dequant_linear(const torch::Tensor& x, const torch::Tensor& w, con
 // for A/B runs: only where N ≥ kWideGemvRatio × K (gate_up, lm_head).
 constexpr std::int64_t kWideGemvRatio = 4;
 
-// LLMBENCH_GEMV_MODEL_DTYPE=small (A/B runs) also sends 2 … kGemvMaxRows rows of the small matrices (at most
-// kSmallGemvElems weights: qkv and o) to the GEMV, which chains with its neighbours under PDL where cuBLAS
-// does not.
-constexpr std::int64_t kSmallGemvElems = std::int64_t{32} << 20;
-
-bool model_dtype_gemv(std::int64_t rows, std::int64_t n, std::int64_t k) {
+bool model_dtype_gemv(std::int64_t n, std::int64_t k) {
   const char* v = std::getenv("LLMBENCH_GEMV_MODEL_DTYPE");
   const std::string s = v ? v : "";
-  if (s == "small") return rows == 1 || n * k <= kSmallGemvElems;
-  if (rows != 1) return false;
   if (s.empty() || s == "all") return true;
   if (s == "wide") return n >= kWideGemvRatio * k;
-  throw UsageError(cat("LLMBENCH_GEMV_MODEL_DTYPE must be all, wide or small, got '", s, "'"));
+  throw UsageError(cat("LLMBENCH_GEMV_MODEL_DTYPE must be all or wide, got '", s, "'"));
 }
 
 // LLMBENCH_GEMV_KERNEL=simt|mma forces one GEMV kernel (A/B runs and tests); unset or "auto": the automatic
@@ -231,7 +224,7 @@ bool gemv_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::T
     // Weights in the model dtype: the kernel at one row (faster than cuBLAS there); more rows stay with
     // cuBLAS (as fast or faster), unless LLMBENCH_GEMV_KERNEL forces a kernel.
     if (w.scalar_type() != s) return false;
-    return forced_gemv_kernel() != cuda::GemvKernel::automatic || model_dtype_gemv(rows, w.size(0), k);
+    return forced_gemv_kernel() != cuda::GemvKernel::automatic || (rows == 1 && model_dtype_gemv(w.size(0), k));
   }
   return (w.scalar_type() == torch::kInt8 || is_fp8(w)) && scale.scalar_type() == torch::kFloat32 &&
          scale.is_contiguous();
