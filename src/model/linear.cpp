@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "llmbench/cuda/gemv.h"
+#include "llmbench/cuda/lt_gemm.h"
 #include "kernel_dtype.h"
 #endif
 
@@ -168,6 +169,44 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
   return x2.stride(1) == 1 ? x2 : x2.contiguous();
 }
 
+// LLMBENCH_GEMM=lt: model-dtype matmuls that the GEMV does not take run through cuBLASLt with the fastest of
+// its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h); unset or "torch": torch's own GEMM (the
+// heuristic's first). Read at every call (A/B runs, tests).
+bool lt_gemm_enabled() {
+  const char* v = std::getenv("LLMBENCH_GEMM");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "torch") return false;
+  if (s == "lt") return true;
+  throw UsageError(cat("LLMBENCH_GEMM must be torch or lt, got '", s, "'"));
+}
+
+bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  if (!lt_gemm_enabled() || !x.is_cuda() || x.dim() < 1 || w.dim() != 2 || !w.is_contiguous()) return false;
+  const auto s = x.scalar_type();
+  if ((s != torch::kBFloat16 && s != torch::kFloat16) || w.scalar_type() != s || w.size(1) != x.size(-1)) return false;
+  if (x.numel() == 0 || w.size(0) == 0) return false;
+  return !bias.defined() || (bias.scalar_type() == s && bias.is_contiguous() && bias.numel() == w.size(0));
+}
+
+// The cuBLASLt path, or an undefined tensor when cuBLASLt declines (the caller runs torch's GEMM).
+torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  torch::Tensor x2 = rows_of(x);                                         // [M, K]
+  torch::Tensor y = torch::empty({x2.size(0), w.size(0)}, x.options());  // [M, N]
+  c10::cuda::CUDAGuard guard(x.device());
+  cuda::LtGemmArgs a;
+  a.dtype = kernel_dtype(x2);
+  a.x = x2.data_ptr();
+  a.x_stride = x2.size(0) > 1 ? x2.stride(0) : x2.size(1);
+  a.w = w.data_ptr();
+  a.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  a.y = y.data_ptr();
+  a.m = x2.size(0);
+  a.n = w.size(0);
+  a.k = x2.size(1);
+  if (a.x_stride < a.k || !cuda::lt_gemm(a, at::cuda::getCurrentCUDAStream().stream())) return {};
+  return y.view(out_shape(x, w.size(0)));
+}
+
 torch::Tensor gemv(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                    const torch::Tensor& bias) {
   torch::Tensor x2 = rows_of(x);                                         // [B, K]
@@ -206,6 +245,14 @@ const char* to_string(Fp8Gemm gemm) { return gemm == Fp8Gemm::scaled_mm ? "scale
 bool scaled_mm_available() {
 #ifdef LLMBENCH_SCALED_MM
   return true;
+#else
+  return false;
+#endif
+}
+
+bool lt_gemm_requested() {
+#ifdef LLMBENCH_WITH_CUDA
+  return lt_gemm_enabled();
 #else
   return false;
 #endif
@@ -250,6 +297,10 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
                      const torch::Tensor& bias, const LinearPaths& paths) {
 #ifdef LLMBENCH_WITH_CUDA
   if (gemv_applies(x, w, scale, bias, paths)) return gemv(x, w, scale, bias);
+  if (!scale.defined() && lt_applies(x, w, bias)) {
+    torch::Tensor y = lt_linear(x, w, bias);
+    if (y.defined()) return y;
+  }
 #endif
   if (!scale.defined()) return dense(x, w, bias);
 #ifdef LLMBENCH_SCALED_MM

@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
   c10::cuda::CUDAStreamGuard guard(stream);
-  cublasLtHandle_t lt = at::cuda::getCurrentCUDABlasLtHandle();
+  cublasLtHandle_t lt = nullptr;
+  check_lt(cublasLtCreate(&lt), "create");
   const std::size_t ws_bytes = std::size_t{32} << 20;
   torch::Tensor ws = torch::empty({static_cast<std::int64_t>(ws_bytes)}, bf16.dtype(torch::kUInt8));
   constexpr std::int64_t kL2Spill = std::int64_t{400} << 20;  // bytes of W copies cycled per figure

@@ -34,6 +34,10 @@ struct LinearPaths {
 
 // x [..., K] (model dtype), w [N, K] (model dtype; or int8/float8 with scale [N] float32), bias [N] (model
 // dtype) or undefined → [..., N] model dtype.
+// On CUDA, LLMBENCH_GEMM=lt sends the model-dtype (bf16/fp16) matmuls that the GEMV does not take through
+// cuBLASLt with the fastest of its algorithms per shape (llmbench/cuda/lt_gemm.h); off by default (torch's GEMM).
+// True when LLMBENCH_GEMM=lt asks for that (CUDA builds; UsageError for a value other than torch or lt).
+bool lt_gemm_requested();
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                      const torch::Tensor& bias, const LinearPaths& paths);
 

@@ -1,0 +1,152 @@
+// The cuBLASLt GEMM with a per-shape algorithm (llmbench/cuda/lt_gemm.h; LLMBENCH_GEMM=lt in linear()):
+// the same products as torch's GEMM up to summation order, for decode and prefill shapes, with and without
+// a bias, in fp16 and bf16; a shape is timed once and its choice kept; inside a CUDA graph capture it runs
+// the heuristic's first algorithm and the replay matches the eager call; off by default.
+// CUDA builds only (the CPU build has no cuBLASLt path to test).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstdlib>
+
+#include "llmbench/base/error.h"
+#include "llmbench/cuda/lt_gemm.h"
+#include "llmbench/model/linear.h"
+
+using namespace llmbench;
+
+namespace {
+
+// max |a − b| / max |b|, as float32 on the CPU.
+double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor x = a.to(torch::kCPU, torch::kFloat32), y = b.to(torch::kCPU, torch::kFloat32);
+  return (x - y).abs().max().item<double>() / std::max(1e-6, y.abs().max().item<double>());
+}
+
+struct GemmEnv {  // LLMBENCH_GEMM for one scope
+  explicit GemmEnv(const char* v) { setenv("LLMBENCH_GEMM", v, 1); }
+  ~GemmEnv() { unsetenv("LLMBENCH_GEMM"); }
+};
+
+cuda::LtGemmArgs args_of(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias,
+                         const torch::Tensor& y) {
+  cuda::LtGemmArgs a;
+  a.dtype = x.scalar_type() == torch::kBFloat16 ? cuda::DType::bf16 : cuda::DType::f16;
+  a.x = x.data_ptr();
+  a.x_stride = x.stride(0);
+  a.w = w.data_ptr();
+  a.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  a.y = y.data_ptr();
+  a.m = x.size(0);
+  a.n = w.size(0);
+  a.k = x.size(1);
+  return a;
+}
+
+}  // namespace
+
+// linear() with LLMBENCH_GEMM=lt against torch's GEMM and a float32 reference: decode rows (W under the
+// timing threshold: the first algorithm, untimed) and a prefill block (≥ 256 rows: timed), bias or not.
+TEST(LtGemm, LinearMatchesTorchsGemm) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(3);
+  for (auto dtype : {torch::kBFloat16, torch::kFloat16}) {
+    const auto opt = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+    for (std::int64_t m : {2, 4, 16, 64, 300}) {
+      for (bool with_bias : {false, true}) {
+        SCOPED_TRACE(cat(dtype == torch::kBFloat16 ? "bf16" : "fp16", " M=", m, with_bias ? " bias" : ""));
+        torch::Tensor x = torch::randn({m, 512}, opt);            // [M, K]
+        torch::Tensor w = torch::randn({768, 512}, opt) * 0.05;   // [N, K]
+        torch::Tensor b = with_bias ? torch::randn({768}, opt) : torch::Tensor();  // [N]
+        torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t());  // [M, N]
+        if (with_bias) ref += b.to(torch::kFloat32);
+        const torch::Tensor plain = linear(x, w, {}, b, {});
+        torch::Tensor lt;
+        {
+          GemmEnv env("lt");
+          lt = linear(x, w, {}, b, {});
+          cuda::LtGemmArgs a = args_of(x, w, b, lt);
+          const auto choice = cuda::lt_choice(a);
+          ASSERT_TRUE(choice.has_value());
+          EXPECT_GE(choice->candidates, 1);
+          if (m >= cuda::kLtTuneMinRows && choice->candidates > 1) {  // timed: both figures are real
+            EXPECT_GT(choice->first_us, 0.0);
+            EXPECT_GT(choice->chosen_us, 0.0);
+            EXPECT_LE(choice->chosen_us, choice->first_us);
+          }
+          EXPECT_TRUE(torch::equal(linear(x, w, {}, b, {}), lt));  // the kept choice: the same bits again
+        }
+        EXPECT_EQ(lt.sizes(), plain.sizes());
+        EXPECT_LT(rel_diff(lt, ref), dtype == torch::kBFloat16 ? 1e-2 : 2e-3);
+        EXPECT_LT(rel_diff(lt, plain), dtype == torch::kBFloat16 ? 1e-2 : 2e-3);
+      }
+    }
+  }
+}
+
+// A [B, S, K] input (a prefill's hidden states) and a row-strided view go through the same path.
+TEST(LtGemm, TakesBatchedAndStridedInputs) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::Tensor w = torch::randn({256, 128}, opt) * 0.05;  // [N, K]
+  torch::Tensor x3 = torch::randn({3, 100, 128}, opt);    // [B, S, K]
+  torch::Tensor wide = torch::randn({40, 192}, opt);      // rows 192 apart; the first 128 columns are x
+  GemmEnv env("lt");
+  for (const torch::Tensor& x : {x3, wide.narrow(1, 0, 128)}) {
+    torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t());
+    torch::Tensor y = linear(x, w, {}, {}, {});
+    EXPECT_EQ(y.sizes(), ref.sizes());
+    EXPECT_LT(rel_diff(y, ref), 1e-2);
+  }
+}
+
+// Inside a CUDA graph capture a new shape runs the heuristic's first algorithm (nothing is timed or kept);
+// the replay computes what an eager call of that algorithm computes.
+TEST(LtGemm, CapturesInACudaGraph) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::Tensor w = torch::randn({640, 384}, opt) * 0.05;  // [N, K]: a shape no other test uses
+  torch::Tensor x = torch::randn({8, 384}, opt);           // [M, K]
+  torch::Tensor y = torch::empty({8, 640}, opt);
+  GemmEnv env("lt");
+  linear(torch::randn({2, 64}, opt), torch::randn({32, 64}, opt), {}, {}, {});  // the device's workspace, outside the capture
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, 0);
+  at::cuda::CUDAGraph graph;
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    graph.capture_begin();
+    ASSERT_TRUE(cuda::lt_gemm(args_of(x, w, {}, y), side.stream()));
+    graph.capture_end();
+  }
+  EXPECT_FALSE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());  // not kept: it was never timed
+  x.copy_(torch::randn({8, 384}, opt));
+  graph.replay();
+  torch::cuda::synchronize();
+  const torch::Tensor replayed = y.clone();
+  y.zero_();
+  ASSERT_TRUE(cuda::lt_gemm(args_of(x, w, {}, y), at::cuda::getCurrentCUDAStream().stream()));  // eager: W small, M small → the first algorithm, kept
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::equal(replayed, y));
+  EXPECT_LT(rel_diff(y, torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t())), 1e-2);
+}
+
+// Off by default and with LLMBENCH_GEMM=torch: torch's GEMM, bit for bit; a bad value is a usage error.
+TEST(LtGemm, OffByDefault) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::Tensor x = torch::randn({4, 256}, opt), w = torch::randn({128, 256}, opt);
+  const torch::Tensor want = torch::nn::functional::linear(x, w);
+  EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));
+  {
+    GemmEnv env("torch");
+    EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));
+  }
+  GemmEnv env("fast");
+  EXPECT_THROW(linear(x, w, {}, {}, {}), UsageError);
+}
+
+#endif  // LLMBENCH_WITH_CUDA
