@@ -2,6 +2,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -16,6 +17,7 @@ namespace {
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 constexpr int kMaxCandidates = 16;
 constexpr int kWarmups = 2, kTimed = 5;
+constexpr std::uint32_t kAlignment = 16;  // bytes: x, W, y, bias and every row of them
 
 void check_lt(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(cat("cuBLASLt ", what, ": status ", static_cast<int>(s)));
@@ -58,8 +60,19 @@ struct Problem {
 // A shape: what the algorithm choice depends on.
 using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;  // device, dtype, m, n, k, ld x, bias
 
+// Rows up to kExactRows (decode batches) are their own shape; more (prefills of any length) share the choice
+// of their power-of-two bucket, so that a server meeting new prompt lengths does not time every one of them.
+constexpr std::int64_t kExactRows = 64;
+
+std::int64_t row_bucket(std::int64_t m) {
+  if (m <= kExactRows) return m;
+  std::int64_t b = kExactRows;
+  while (b < m) b *= 2;
+  return b;
+}
+
 Key key_of(const LtGemmArgs& g, int device) {
-  return {device, static_cast<int>(g.dtype), g.m, g.n, g.k, g.x_stride, g.bias != nullptr};
+  return {device, static_cast<int>(g.dtype), row_bucket(g.m), g.n, g.k, g.x_stride, g.bias != nullptr};
 }
 
 struct Chosen {
@@ -116,6 +129,11 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   if (!g.x || !g.w || !g.y) throw Error("lt_gemm: null x, W or y");
   if (g.m < 1 || g.n < 1 || g.k < 1 || g.x_stride < g.k)
     throw Error(cat("lt_gemm: bad shape M ", g.m, " N ", g.n, " K ", g.k, " (x rows ", g.x_stride, " apart)"));
+  // Every candidate is asked for 16-byte aligned pointers and rows (kAlignment); anything else: the caller's path.
+  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % kAlignment == 0; };
+  if (!aligned(g.x) || !aligned(g.w) || !aligned(g.y) || (g.bias && !aligned(g.bias)) || g.k % 8 != 0 ||
+      g.n % 8 != 0 || g.x_stride % 8 != 0)
+    return false;
   int device = 0;
   check_cuda(cudaGetDevice(&device), "device");
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -133,8 +151,13 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   };
   const Key key = key_of(g, device);
   if (auto it = chosen.find(key); it != chosen.end()) {
-    check_lt(run(it->second.algo), "matmul");
-    return true;
+    // A bucket's choice was timed on another row count: run it where cuBLASLt says it applies.
+    cublasLtMatmulHeuristicResult_t fits;
+    if (g.m <= kExactRows ||
+        cublasLtMatmulAlgoCheck(h, p.op, p.a, p.b, p.c, p.c, &it->second.algo, &fits) == CUBLAS_STATUS_SUCCESS) {
+      check_lt(run(it->second.algo), "matmul");
+      return true;
+    }
   }
 
   cublasLtMatmulPreference_t pref = nullptr;
@@ -142,8 +165,11 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   cublasLtMatmulHeuristicResult_t found[kMaxCandidates];
   int count = 0;
   const cublasStatus_t hs = [&] {
-    const cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                 &kWorkspaceBytes, sizeof kWorkspaceBytes);
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &kWorkspaceBytes, sizeof kWorkspaceBytes);
+    for (const auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, attr, &kAlignment, sizeof kAlignment);
     if (s != CUBLAS_STATUS_SUCCESS) return s;
     return cublasLtMatmulAlgoGetHeuristic(h, p.op, p.a, p.b, p.c, p.c, pref, kMaxCandidates, found, &count);
   }();
@@ -152,9 +178,10 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
 
   const std::int64_t w_bytes = g.n * g.k * 2;
   const bool tune = w_bytes >= kLtTuneMinWeightBytes || g.m >= kLtTuneMinRows;
-  if (capturing || !tune || count == 1) {
+  const bool known = chosen.count(key) > 0;  // the bucket's choice does not apply to this row count
+  if (capturing || known || !tune || count == 1) {
     check_lt(run(found[0].algo), "matmul");
-    if (!capturing) chosen[key] = {found[0].algo, {0, count, 0, 0}};  // nothing to time (or never timed): keep the first
+    if (!capturing && !known) chosen[key] = {found[0].algo, {0, count, 0, 0}};  // nothing to time: keep the first
     return true;
   }
   Chosen best{found[0].algo, {0, count, 0, 0}};

@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "llmbench/base/error.h"
 #include "llmbench/cuda/lt_gemm.h"
@@ -101,6 +102,26 @@ TEST(LtGemm, TakesBatchedAndStridedInputs) {
     torch::Tensor y = linear(x, w, {}, {}, {});
     EXPECT_EQ(y.sizes(), ref.sizes());
     EXPECT_LT(rel_diff(y, ref), 1e-2);
+  }
+}
+
+// More than 64 rows share their power-of-two bucket's choice: 300 rows time it, 400 rows reuse it.
+TEST(LtGemm, RowBucketsShareAChoice) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::Tensor w = torch::randn({1024, 256}, opt) * 0.05;  // [N, K]
+  GemmEnv env("lt");
+  std::optional<cuda::LtChoice> first;
+  for (std::int64_t m : {300, 400}) {
+    SCOPED_TRACE(m);
+    torch::Tensor x = torch::randn({m, 256}, opt);  // [M, K]
+    torch::Tensor y = linear(x, w, {}, {}, {});
+    EXPECT_LT(rel_diff(y, torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t())), 1e-2);
+    const auto choice = cuda::lt_choice(args_of(x, w, {}, y));
+    ASSERT_TRUE(choice.has_value());
+    if (!first) first = choice;
+    EXPECT_EQ(choice->index, first->index);
+    EXPECT_EQ(choice->chosen_us, first->chosen_us);  // the same record: 400 rows timed nothing
   }
 }
 

@@ -11,7 +11,10 @@
 // times every candidate (two warm-up and five timed calls each, on the caller's stream, with a host sync)
 // and remembers the fastest; later calls run it. Where timing would mislead, the heuristic's first choice is
 // remembered untimed: W smaller than kLtTuneMinWeightBytes at fewer than kLtTuneMinRows rows (W would stay in
-// L2 between the timed calls, which a decode step never sees). While the stream captures a CUDA graph the
+// L2 between the timed calls, which a decode step never sees). Up to 64 rows a row count is its own shape;
+// more rows share the choice of their power-of-two bucket (65–128, 129–256, …), run where
+// cublasLtMatmulAlgoCheck accepts it, so that a server meeting new prompt lengths times each bucket once, not
+// each length. While the stream captures a CUDA graph the
 // first choice runs and nothing is remembered (a later call outside the capture times the shape); llmbench's
 // graphs are captured after eager warm-up steps of the same shapes, which time them first. Every candidate
 // computes the same products; only the summation order differs. One cuBLASLt handle and one 32 MiB workspace
@@ -41,12 +44,14 @@ struct LtChoice {
   double chosen_us = 0;  // the chosen one's
 };
 
-// Runs the GEMM. False when cuBLASLt offers no algorithm for it, or the device's first call is inside a graph
-// capture (the caller then runs its own path); throws
+// Runs the GEMM. False when cuBLASLt offers no algorithm for it, a pointer is not 16-byte aligned or K, N or
+// x_stride is not a multiple of 8, or the device's first call is inside a graph capture (the caller then runs
+// its own path); throws
 // llmbench::Error on bad arguments or a failed call.
 bool lt_gemm(const LtGemmArgs& args, Stream stream);
 
-// The remembered choice for the shape of `args` (pointers ignored), if its first call timed the candidates.
+// The remembered choice for the shape (or row bucket) of `args`, pointers ignored: timed, or the first
+// candidate kept untimed (first_us = chosen_us = 0).
 std::optional<LtChoice> lt_choice(const LtGemmArgs& args);
 
 }  // namespace llmbench::cuda
