@@ -170,8 +170,8 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
 }
 
 // LLMBENCH_GEMM=lt: model-dtype matmuls that the GEMV does not take run through cuBLASLt with the fastest of
-// its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h); unset or "torch": torch's own GEMM (the
-// heuristic's first). Read at every call (A/B runs, tests).
+// its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h); unset or "torch": torch's own GEMM. Read at
+// every call (A/B runs, tests).
 bool lt_gemm_enabled() {
   const char* v = std::getenv("LLMBENCH_GEMM");
   const std::string s = v ? v : "";
