@@ -1,11 +1,31 @@
 #pragma once
-// Helpers of the GPU micro-benchmarks in tests/bench (no gtest): CUDA error checks and graph timing.
+// Helpers of the GPU micro-benchmarks in tests/bench (no gtest): the models' matrix shapes, CUDA error checks
+// and graph timing.
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace llmbench::bench {
+
+// The decode step's matrices of the benchmarked models: W [n, k] of qkv, o, gate_up, down, lm_head.
+struct Matrix {
+  const char* name;
+  std::int64_t n, k;
+};
+
+struct ModelShapes {
+  const char* model;
+  int layers;
+  std::vector<Matrix> matrices;  // qkv, o, gate_up, down, lm_head
+};
+
+inline const std::vector<ModelShapes> kModels = {
+    {"qwen2.5-7b", 28, {{"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}, {"lm_head", 152064, 3584}}},
+    {"llama-3-8b", 32, {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}}},
+};
 
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {

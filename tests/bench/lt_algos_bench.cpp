@@ -30,21 +30,9 @@ namespace {
 using llmbench::bench::check;
 using llmbench::bench::time_per_call;
 
-struct Matrix {
-  const char* name;
-  std::int64_t n, k;
-};
-
-struct ModelShapes {
-  const char* model;
-  int layers;
-  std::vector<Matrix> matrices;  // qkv, o, gate_up, down, lm_head
-};
-
-const std::vector<ModelShapes> kModels = {
-    {"qwen2.5-7b", 28, {{"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}, {"lm_head", 152064, 3584}}},
-    {"llama-3-8b", 32, {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}}},
-};
+using llmbench::bench::kModels;
+using llmbench::bench::Matrix;
+using llmbench::bench::ModelShapes;
 
 void check_lt(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {

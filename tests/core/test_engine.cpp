@@ -109,6 +109,51 @@ void expect_times_ordered(const EngineTimes& t) {
   EXPECT_NE(t.finished, SteadyTime{});
 }
 
+// An engine whose thread is held inside the first event of a first request (prompt {5, 6, 7}, 30 tokens)
+// until release(): what is submitted meanwhile queues, so the next step boundary sees all of it. The
+// destructor releases the thread before stopping the engine (a failed assertion must not hang the test).
+class HeldEngine {
+ public:
+  explicit HeldEngine(const EngineOptions& o) : engine_(Engine::start(o)) {
+    request->on_event = [this](const EngineEvent& e) {
+      std::unique_lock<std::mutex> lock(mu_);
+      held_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });  // the engine thread waits here on the first event only
+      lock.unlock();
+      trace->on_event(e);
+    };
+  }
+  ~HeldEngine() {
+    release();
+    engine_.reset();
+  }
+  // Submits the request and waits until the engine thread is held in its callback.
+  bool hold() {
+    if (!engine_->submit(request)) return false;
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWait, [&] { return held_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  Engine& engine() { return *engine_; }
+
+ private:
+  std::mutex mu_;  // before the engine: its thread uses them until the engine is gone
+  std::condition_variable cv_;
+  bool held_ = false, open_ = false;
+
+ public:
+  const std::shared_ptr<Trace> trace = std::make_shared<Trace>();
+  const std::shared_ptr<EngineRequest> request = make_request({5, 6, 7}, 30, trace);
+
+ private:
+  std::unique_ptr<Engine> engine_;
+};
+
 TEST(EngineSlots, BucketsCoverEverySize) {
   EXPECT_EQ(SlotBatch::row_buckets(1), (std::vector<std::int64_t>{1}));
   EXPECT_EQ(SlotBatch::row_buckets(12), (std::vector<std::int64_t>{1, 2, 4, 8, 12}));
@@ -312,25 +357,11 @@ INSTANTIATE_TEST_SUITE_P(Models, ChunkedPrefill, ::testing::Values("tiny", "qwen
 TEST(Engine, WaitingRequestsArePrefilledTogetherWithinTheTokenBudget) {
   EngineOptions o = tiny_options(8);
   o.max_prefill_tokens = 64;
-  std::mutex gate_mu;  // before the engine: its thread may use them until the engine is gone
-  std::condition_variable gate_cv;
-  bool held = false, open = false;
-  auto engine = Engine::start(o);
-  auto hold_trace = std::make_shared<Trace>();
-  auto hold = make_request({5, 6, 7}, 30, hold_trace);
-  hold->on_event = [&, hold_trace](const EngineEvent& e) {
-    std::unique_lock<std::mutex> lock(gate_mu);
-    held = true;
-    gate_cv.notify_all();
-    gate_cv.wait(lock, [&] { return open; });  // the engine thread waits here on the first event only
-    lock.unlock();
-    hold_trace->on_event(e);
-  };
-  ASSERT_TRUE(engine->submit(hold));
-  {
-    std::unique_lock<std::mutex> lock(gate_mu);
-    ASSERT_TRUE(gate_cv.wait_for(lock, kWait, [&] { return held; }));
-  }
+  HeldEngine held(o);
+  ASSERT_TRUE(held.hold());
+  Engine* engine = &held.engine();
+  const std::shared_ptr<EngineRequest> hold = held.request;
+  const std::shared_ptr<Trace> hold_trace = held.trace;
   // Passes expected with a budget of 64: {64}, {10, 30} (3 × 30 > 64), {5, 12, 16, 16} (4 × 16 = 64; and
   // only 4 slots are free), {100} alone once a slot frees.
   const std::vector<int> lengths{64, 10, 30, 5, 12, 16, 16, 100};
@@ -349,11 +380,7 @@ TEST(Engine, WaitingRequestsArePrefilledTogetherWithinTheTokenBudget) {
     reqs.push_back(r);
     ASSERT_TRUE(engine->submit(r));
   }
-  {
-    std::lock_guard<std::mutex> lock(gate_mu);
-    open = true;
-    gate_cv.notify_all();
-  }
+  held.release();
   for (auto& t : traces) ASSERT_TRUE(t->wait_done());
   ASSERT_TRUE(hold_trace->wait_done());
 
@@ -391,25 +418,11 @@ TEST_P(PrefillPasses, BoundTheBatchedPassesBetweenTwoDecodeSteps) {
   EngineOptions o = tiny_options(8);
   o.max_prefill_tokens = 64;
   o.prefill_passes = GetParam();
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool held = false, open = false;
-  auto engine = Engine::start(o);
-  auto hold_trace = std::make_shared<Trace>();
-  auto hold = make_request({5, 6, 7}, 30, hold_trace);
-  hold->on_event = [&, hold_trace](const EngineEvent& e) {
-    std::unique_lock<std::mutex> lock(gate_mu);
-    held = true;
-    gate_cv.notify_all();
-    gate_cv.wait(lock, [&] { return open; });
-    lock.unlock();
-    hold_trace->on_event(e);
-  };
-  ASSERT_TRUE(engine->submit(hold));
-  {
-    std::unique_lock<std::mutex> lock(gate_mu);
-    ASSERT_TRUE(gate_cv.wait_for(lock, kWait, [&] { return held; }));
-  }
+  HeldEngine held(o);
+  ASSERT_TRUE(held.hold());
+  Engine* engine = &held.engine();
+  const std::shared_ptr<EngineRequest> hold = held.request;
+  const std::shared_ptr<Trace> hold_trace = held.trace;
   const std::vector<int> lengths{64, 10, 30, 5, 12, 16, 16};
   std::mt19937 rng(23);
   std::vector<std::shared_ptr<EngineRequest>> reqs;
@@ -425,17 +438,14 @@ TEST_P(PrefillPasses, BoundTheBatchedPassesBetweenTwoDecodeSteps) {
     reqs.push_back(r);
     ASSERT_TRUE(engine->submit(r));
   }
-  {
-    std::lock_guard<std::mutex> lock(gate_mu);
-    open = true;
-    gate_cv.notify_all();
-  }
+  held.release();
   for (auto& t : traces) ASSERT_TRUE(t->wait_done());
   ASSERT_TRUE(hold_trace->wait_done());
   const std::vector<std::uint64_t> want = GetParam() == 1   ? std::vector<std::uint64_t>{1, 2, 2, 3, 3, 3, 3}
                                           : GetParam() == 2 ? std::vector<std::uint64_t>{0, 1, 1, 1, 1, 1, 1}
                                                             : std::vector<std::uint64_t>{0, 0, 0, 0, 0, 0, 0};
   EXPECT_EQ(steps_at_first, want);
+  engine->stop();  // the thread's last iteration has added its busy time
   const EngineStats s = engine->stats();
   EXPECT_EQ(s.prefill_passes, 4u);
   EXPECT_GT(s.busy_seconds, 0.0);
@@ -523,25 +533,11 @@ TEST(Engine, ChunkedPrefillFeedsTheOldestPromptsWithinTheStepBudget) {
   EngineOptions o = tiny_options(8);
   o.chunked_prefill = true;
   o.max_step_tokens = 16;
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool held = false, open = false;
-  auto engine = Engine::start(o);
-  auto hold_trace = std::make_shared<Trace>();
-  auto hold = make_request({5, 6, 7}, 30, hold_trace);
-  hold->on_event = [&, hold_trace](const EngineEvent& e) {
-    std::unique_lock<std::mutex> lock(gate_mu);
-    held = true;
-    gate_cv.notify_all();
-    gate_cv.wait(lock, [&] { return open; });
-    lock.unlock();
-    hold_trace->on_event(e);
-  };
-  ASSERT_TRUE(engine->submit(hold));
-  {
-    std::unique_lock<std::mutex> lock(gate_mu);
-    ASSERT_TRUE(gate_cv.wait_for(lock, kWait, [&] { return held; }));
-  }
+  HeldEngine held(o);
+  ASSERT_TRUE(held.hold());
+  Engine* engine = &held.engine();
+  const std::shared_ptr<EngineRequest> hold = held.request;
+  const std::shared_ptr<Trace> hold_trace = held.trace;
   std::mt19937 rng(23);
   std::vector<std::shared_ptr<EngineRequest>> reqs;
   std::vector<std::shared_ptr<Trace>> traces;
@@ -554,11 +550,7 @@ TEST(Engine, ChunkedPrefillFeedsTheOldestPromptsWithinTheStepBudget) {
     }
     ASSERT_TRUE(engine->submit(reqs.back()));
   }
-  {
-    std::lock_guard<std::mutex> lock(gate_mu);
-    open = true;
-    gate_cv.notify_all();
-  }
+  held.release();
   for (auto& t : traces) ASSERT_TRUE(t->wait_done());
   ASSERT_TRUE(hold_trace->wait_done());
   // Steps with chunks: {hold 3}, {A 15}, {A 5, B 5, C 5}, {C 5}.
