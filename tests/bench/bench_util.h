@@ -27,6 +27,19 @@ inline const std::vector<ModelShapes> kModels = {
     {"llama-3-8b", 32, {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}}},
 };
 
+// A comma list of integers from the environment variable `name`, or `fallback` when it is unset.
+inline std::vector<int> env_ints(const char* name, std::vector<int> fallback) {
+  const char* e = std::getenv(name);
+  if (!e) return fallback;
+  std::vector<int> out;
+  for (const char* c = e; *c;) {
+    out.push_back(std::atoi(c));
+    while (*c && *c != ',') ++c;
+    if (*c) ++c;
+  }
+  return out;
+}
+
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));

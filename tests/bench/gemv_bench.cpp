@@ -34,6 +34,7 @@
 namespace {
 
 using llmbench::bench::check;
+using llmbench::bench::env_ints;
 using llmbench::bench::time_per_call;
 
 using llmbench::bench::kModels;
@@ -101,19 +102,6 @@ void bench_dequantize(const ModelShapes& m, cudaStream_t stream, double copy_gbs
   }
   std::printf("%-10s layer    dequantize int8  %8.2f us  × %d layers = %.3f ms per int8 prefill\n", m.model, layer_us,
               m.layers, layer_us * m.layers / 1e3);
-}
-
-// A comma list of integers from the environment variable `name`, or `fallback` when it is unset.
-std::vector<int> env_ints(const char* name, std::vector<int> fallback) {
-  const char* e = std::getenv(name);
-  if (!e) return fallback;
-  std::vector<int> out;
-  for (const char* c = e; *c;) {
-    out.push_back(std::atoi(c));
-    while (*c && *c != ',') ++c;
-    if (*c) ++c;
-  }
-  return out;
 }
 
 }  // namespace

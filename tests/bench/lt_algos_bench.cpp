@@ -28,6 +28,7 @@
 namespace {
 
 using llmbench::bench::check;
+using llmbench::bench::env_ints;
 using llmbench::bench::time_per_call;
 
 using llmbench::bench::kModels;
@@ -39,19 +40,6 @@ void check_lt(cublasStatus_t s, const char* what) {
     std::fprintf(stderr, "%s: cuBLASLt status %d\n", what, static_cast<int>(s));
     std::exit(1);
   }
-}
-
-std::vector<int> env_list(const char* name, std::vector<int> fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  std::vector<int> out;
-  for (const char* p = v; *p;) {
-    char* end = nullptr;
-    out.push_back(static_cast<int>(std::strtol(p, &end, 10)));
-    if (end == p) break;
-    p = *end == ',' ? end + 1 : end;
-  }
-  return out;
 }
 
 // One cuBLASLt problem: y (col-major N × M, i.e. row-major [M, N]) = op(W)ᵀ · x, W row-major [N, K].
@@ -83,7 +71,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string which = argc > 1 ? argv[1] : "all";
-  const std::vector<int> ms = env_list("LLMBENCH_BENCH_M", {4, 16, 64, 2048, 6656});
+  const std::vector<int> ms = env_ints("LLMBENCH_BENCH_M", {4, 16, 64, 2048, 6656});
   torch::NoGradGuard no_grad;
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
