@@ -79,6 +79,20 @@ if(LLMBENCH_WITH_CUDA)
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
   endif()
+  # cuBLASLt (src/cuda/lt_gemm.cu): the copy libtorch itself loads where a PyTorch wheel ships one next to
+  # torch/ (nvidia/cu13/lib, nvidia/cublas/lib), else the toolkit's. Both carry the same soname, so a process
+  # loads one of them for torch's cuBLAS and for lt_gemm alike: linked to the toolkit's, the GPU host's
+  # binaries ran torch's cuBLAS on the toolkit's 13.1 cuBLASLt instead of the one it ships with. (CMake then
+  # notes that the wheel's directory must precede the toolkit's in the runtime path; it puts it there.)
+  set(_lt_dirs "")
+  if(TORCH_INSTALL_PREFIX)
+    file(GLOB _lt_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  endif()
+  find_library(LLMBENCH_CUBLASLT NAMES libcublasLt.so.${CUDAToolkit_VERSION_MAJOR} PATHS ${_lt_dirs} NO_DEFAULT_PATH)
+  if(NOT LLMBENCH_CUBLASLT)
+    set(LLMBENCH_CUBLASLT CUDA::cublasLt)
+  endif()
+  message(STATUS "llmbench: cuBLASLt ${LLMBENCH_CUBLASLT}")
 endif()
 message(STATUS "llmbench: CUDA support ${LLMBENCH_WITH_CUDA}")
 

@@ -167,6 +167,12 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   const cublasStatus_t hs = [&] {
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &kWorkspaceBytes, sizeof kWorkspaceBytes);
+    // Split-K partial sums in float only: the in-place and output-type reductions round every partial to
+    // bf16/fp16, which took the fused-vs-plain decode tests past their bf16 bounds when a faster one won.
+    const std::uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                               sizeof reductions);
     for (const auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
       if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, attr, &kAlignment, sizeof kAlignment);

@@ -169,22 +169,26 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
   return x2.stride(1) == 1 ? x2 : x2.contiguous();
 }
 
-// LLMBENCH_GEMM=lt: model-dtype matmuls that the GEMV does not take run through cuBLASLt with the fastest of
-// its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h); unset or "torch": torch's own GEMM. Read at
-// every call (A/B runs, tests).
+// LLMBENCH_GEMM=lt: model-dtype matmuls of up to kLtMaxRows rows that the GEMV does not take (decode steps)
+// run through cuBLASLt with the fastest of its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h):
+// 2–4 % off Qwen2.5-7B's decode step at batch 4–64 on the H200 (docs/performance.md, session 19). More rows
+// (prefills) keep torch's GEMM: there timing new shapes mid-serve cost more than the better algorithm won.
+// Unset or torch: torch's GEMM everywhere. Read at every call (A/B runs, tests).
+constexpr std::int64_t kLtMaxRows = 256;
+
 bool lt_gemm_enabled() {
   const char* v = std::getenv("LLMBENCH_GEMM");
   const std::string s = v ? v : "";
-  if (s.empty() || s == "torch") return false;
   if (s == "lt") return true;
+  if (s.empty() || s == "torch") return false;
   throw UsageError(cat("LLMBENCH_GEMM must be torch or lt, got '", s, "'"));
 }
 
 bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
-  if (!lt_gemm_enabled() || !x.is_cuda() || x.dim() < 1 || w.dim() != 2 || !w.is_contiguous()) return false;
+  if (!x.is_cuda() || x.dim() < 1 || w.dim() != 2 || !w.is_contiguous() || !lt_gemm_enabled()) return false;
   const auto s = x.scalar_type();
   if ((s != torch::kBFloat16 && s != torch::kFloat16) || w.scalar_type() != s || w.size(1) != x.size(-1)) return false;
-  if (x.numel() == 0 || w.size(0) == 0) return false;
+  if (x.numel() == 0 || w.size(0) == 0 || x.numel() / x.size(-1) > kLtMaxRows) return false;
   return !bias.defined() || (bias.scalar_type() == s && bias.is_contiguous() && bias.numel() == w.size(0));
 }
 

@@ -76,10 +76,12 @@ int main(int argc, char** argv) {
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
   c10::cuda::CUDAStreamGuard guard(stream);
-  cublasLtHandle_t lt = nullptr;
-  check_lt(cublasLtCreate(&lt), "create");
   const std::size_t ws_bytes = std::size_t{32} << 20;
   torch::Tensor ws = torch::empty({static_cast<std::int64_t>(ws_bytes)}, bf16.dtype(torch::kUInt8));
+  torch::mm(torch::ones({8, 8}, bf16), torch::ones({8, 8}, bf16));  // torch's cuBLAS first: created after our
+  // cuBLASLt handle (before any CUDA work), torch's handle failed with CUBLAS_STATUS_NOT_INITIALIZED
+  cublasLtHandle_t lt = nullptr;
+  check_lt(cublasLtCreate(&lt), "create");
   constexpr std::int64_t kL2Spill = std::int64_t{400} << 20;  // bytes of W copies cycled per figure
   std::printf("bench_lt_algos: %s, µs per call (torch = torch::mm_out; lt[0] = cuBLASLt heuristic's first; best = "
               "fastest of its candidates)\n", at::cuda::getCurrentDeviceProperties()->name);
@@ -104,6 +106,9 @@ int main(int argc, char** argv) {
         check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
         check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
                                                       sizeof ws_bytes), "workspace");
+        const std::uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;  // as lt_gemm: float partial sums
+        check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                                      sizeof reductions), "reduction schemes");
         cublasLtMatmulHeuristicResult_t found[16];
         int count = 0;
         check_lt(cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, 16, found, &count), "heuristic");

@@ -1,7 +1,8 @@
-// The cuBLASLt GEMM with a per-shape algorithm (llmbench/cuda/lt_gemm.h; LLMBENCH_GEMM=lt in linear()):
+// The cuBLASLt GEMM with a per-shape algorithm (llmbench/cuda/lt_gemm.h; linear()'s path for up to 256 rows):
 // the same products as torch's GEMM up to summation order, for decode and prefill shapes, with and without
 // a bias, in fp16 and bf16; a shape is timed once and its choice kept; inside a CUDA graph capture it runs
-// the heuristic's first algorithm and the replay matches the eager call; off by default.
+// the heuristic's first algorithm and the replay matches the eager call; linear() takes it with
+// LLMBENCH_GEMM=lt up to 256 rows, off by default.
 // CUDA builds only (the CPU build has no cuBLASLt path to test).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -48,10 +49,19 @@ cuda::LtGemmArgs args_of(const torch::Tensor& x, const torch::Tensor& w, const t
   return a;
 }
 
+// y = x · Wᵀ (+ bias) through lt_gemm on the current stream; x [M, K] contiguous.
+torch::Tensor lt_again(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  torch::Tensor y = torch::empty({x.size(0), w.size(0)}, x.options());  // [M, N]
+  if (!cuda::lt_gemm(args_of(x, w, bias, y), at::cuda::getCurrentCUDAStream().stream()))
+    throw Error("lt_gemm declined");
+  return y;
+}
+
 }  // namespace
 
-// linear() with LLMBENCH_GEMM=lt against torch's GEMM and a float32 reference: decode rows (W under the
-// timing threshold: the first algorithm, untimed) and a prefill block (≥ 256 rows: timed), bias or not.
+// lt_gemm against torch's GEMM (linear() with LLMBENCH_GEMM=torch) and a float32 reference: decode rows
+// (W under the timing threshold: the first algorithm, untimed; through linear()) and a prefill block
+// (≥ 256 rows: timed; called directly, linear() keeps torch's GEMM there), bias or not.
 TEST(LtGemm, LinearMatchesTorchsGemm) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   torch::manual_seed(3);
@@ -65,12 +75,16 @@ TEST(LtGemm, LinearMatchesTorchsGemm) {
         torch::Tensor b = with_bias ? torch::randn({768}, opt) : torch::Tensor();  // [N]
         torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t());  // [M, N]
         if (with_bias) ref += b.to(torch::kFloat32);
-        const torch::Tensor plain = linear(x, w, {}, b, {});
-        torch::Tensor lt;
+        torch::Tensor plain;
+        {
+          GemmEnv env("torch");
+          plain = linear(x, w, {}, b, {});
+        }
+        torch::Tensor lt = torch::empty({m, 768}, opt);  // [M, N]
         {
           GemmEnv env("lt");
-          lt = linear(x, w, {}, b, {});
           cuda::LtGemmArgs a = args_of(x, w, b, lt);
+          ASSERT_TRUE(cuda::lt_gemm(a, at::cuda::getCurrentCUDAStream().stream()));
           const auto choice = cuda::lt_choice(a);
           ASSERT_TRUE(choice.has_value());
           EXPECT_GE(choice->candidates, 1);
@@ -79,7 +93,8 @@ TEST(LtGemm, LinearMatchesTorchsGemm) {
             EXPECT_GT(choice->chosen_us, 0.0);
             EXPECT_LE(choice->chosen_us, choice->first_us);
           }
-          EXPECT_TRUE(torch::equal(linear(x, w, {}, b, {}), lt));  // the kept choice: the same bits again
+          // The kept choice: the same bits again (through linear() where it takes this path).
+          EXPECT_TRUE(torch::equal(m <= 256 ? linear(x, w, {}, b, {}) : lt_again(x, w, b), lt));
         }
         EXPECT_EQ(lt.sizes(), plain.sizes());
         EXPECT_LT(rel_diff(lt, ref), dtype == torch::kBFloat16 ? 1e-2 : 2e-3);
@@ -94,7 +109,7 @@ TEST(LtGemm, TakesBatchedAndStridedInputs) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   torch::Tensor w = torch::randn({256, 128}, opt) * 0.05;  // [N, K]
-  torch::Tensor x3 = torch::randn({3, 100, 128}, opt);    // [B, S, K]
+  torch::Tensor x3 = torch::randn({3, 80, 128}, opt);     // [B, S, K]: 240 rows
   torch::Tensor wide = torch::randn({40, 192}, opt);      // rows 192 apart; the first 128 columns are x
   GemmEnv env("lt");
   for (const torch::Tensor& x : {x3, wide.narrow(1, 0, 128)}) {
@@ -105,7 +120,8 @@ TEST(LtGemm, TakesBatchedAndStridedInputs) {
   }
 }
 
-// More than 64 rows share their power-of-two bucket's choice: 300 rows time it, 400 rows reuse it.
+// More than 64 rows share their power-of-two bucket's choice: 300 rows time it, 400 rows reuse it (lt_gemm
+// itself: linear() sends no more than 256 rows).
 TEST(LtGemm, RowBucketsShareAChoice) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
@@ -115,7 +131,7 @@ TEST(LtGemm, RowBucketsShareAChoice) {
   for (std::int64_t m : {300, 400}) {
     SCOPED_TRACE(m);
     torch::Tensor x = torch::randn({m, 256}, opt);  // [M, K]
-    torch::Tensor y = linear(x, w, {}, {}, {});
+    torch::Tensor y = lt_again(x, w, {});
     EXPECT_LT(rel_diff(y, torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t())), 1e-2);
     const auto choice = cuda::lt_choice(args_of(x, w, {}, y));
     ASSERT_TRUE(choice.has_value());
@@ -155,19 +171,34 @@ TEST(LtGemm, CapturesInACudaGraph) {
   EXPECT_LT(rel_diff(y, torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t())), 1e-2);
 }
 
-// Off by default and with LLMBENCH_GEMM=torch: torch's GEMM, bit for bit; a bad value is a usage error.
-TEST(LtGemm, OffByDefault) {
+// LLMBENCH_GEMM=lt: up to 256 rows the bits of an lt_gemm call, torch's GEMM bit for bit above that; unset
+// or torch: torch's GEMM; a bad value is a usage error.
+TEST(LtGemm, LinearTakesItUpTo256Rows) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
-  torch::Tensor x = torch::randn({4, 256}, opt), w = torch::randn({128, 256}, opt);
-  const torch::Tensor want = torch::nn::functional::linear(x, w);
-  EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));
-  {
+  torch::Tensor w = torch::randn({136, 264}, opt);  // [N, K]: a shape no other test uses
+  for (std::int64_t m : {4, 256, 257}) {
+    SCOPED_TRACE(m);
+    torch::Tensor x = torch::randn({m, 264}, opt);  // [M, K]
+    const torch::Tensor want = torch::nn::functional::linear(x, w);
+    EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));  // off by default
+    torch::Tensor got;
+    {
+      GemmEnv env("lt");
+      got = linear(x, w, {}, {}, {});
+    }
+    if (m <= 256) {
+      EXPECT_TRUE(cuda::lt_choice(args_of(x, w, {}, got)).has_value());  // the call went through lt_gemm
+      EXPECT_TRUE(torch::equal(got, lt_again(x, w, {})));
+      EXPECT_LT(rel_diff(got, want), 1e-2);
+    } else {
+      EXPECT_TRUE(torch::equal(got, want));
+    }
     GemmEnv env("torch");
     EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));
   }
   GemmEnv env("fast");
-  EXPECT_THROW(linear(x, w, {}, {}, {}), UsageError);
+  EXPECT_THROW(linear(torch::randn({4, 264}, opt), w, {}, {}, {}), UsageError);
 }
 
 #endif  // LLMBENCH_WITH_CUDA

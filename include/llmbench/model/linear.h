@@ -34,9 +34,11 @@ struct LinearPaths {
 
 // x [..., K] (model dtype), w [N, K] (model dtype; or int8/float8 with scale [N] float32), bias [N] (model
 // dtype) or undefined → [..., N] model dtype.
-// On CUDA, LLMBENCH_GEMM=lt sends the model-dtype (bf16/fp16) matmuls that the GEMV does not take through
-// cuBLASLt with the fastest of its algorithms per shape (llmbench/cuda/lt_gemm.h); off by default (torch's GEMM).
-// True when LLMBENCH_GEMM=lt asks for that (CUDA builds; UsageError for a value other than torch or lt).
+// On CUDA with LLMBENCH_GEMM=lt, the model-dtype (bf16/fp16) matmuls of up to 256 rows that the GEMV does not
+// take (decode steps) run through cuBLASLt with the fastest of its algorithms per shape
+// (llmbench/cuda/lt_gemm.h); more rows, and every matmul when it is unset or torch, run torch's GEMM.
+// True when that cuBLASLt path is on: CUDA builds and LLMBENCH_GEMM=lt (UsageError for a value other than
+// torch or lt).
 bool lt_gemm_requested();
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                      const torch::Tensor& bias, const LinearPaths& paths);
