@@ -192,7 +192,11 @@ bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Ten
   return !bias.defined() || (bias.scalar_type() == s && bias.is_contiguous() && bias.numel() == w.size(0));
 }
 
-// The cuBLASLt path, or an undefined tensor when cuBLASLt declines (the caller runs torch's GEMM).
+// The cuBLASLt path, or an undefined tensor when cuBLASLt declines (the caller runs torch's GEMM). A bias is
+// added after the GEMM, not in cuBLASLt's epilogue: the fused decode step adds the qkv bias in its RoPE kernel
+// after a bias-free GEMM, and the plain path must run that same GEMM (the same shape, so the same algorithm)
+// for the two to agree; with the epilogue (another shape, another algorithm, one rounding fewer) Qwen's fused
+// and plain decode steps drifted past their parity tests' bf16 bounds (session 19).
 torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
   torch::Tensor x2 = rows_of(x);                                         // [M, K]
   torch::Tensor y = torch::empty({x2.size(0), w.size(0)}, x.options());  // [M, N]
@@ -202,12 +206,12 @@ torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const to
   a.x = x2.data_ptr();
   a.x_stride = x2.size(0) > 1 ? x2.stride(0) : x2.size(1);
   a.w = w.data_ptr();
-  a.bias = bias.defined() ? bias.data_ptr() : nullptr;
   a.y = y.data_ptr();
   a.m = x2.size(0);
   a.n = w.size(0);
   a.k = x2.size(1);
   if (a.x_stride < a.k || !cuda::lt_gemm(a, at::cuda::getCurrentCUDAStream().stream())) return {};
+  if (bias.defined()) y.add_(bias);
   return y.view(out_shape(x, w.size(0)));
 }
 
