@@ -43,6 +43,9 @@ namespace {
 
 // Default context per slot when EngineOptions::max_context is 0.
 constexpr int kDefaultMaxContext = 4096;
+// Prefill rows whose cuBLASLt algorithms the engine times at start (LLMBENCH_GEMM=lt); larger passes keep
+// torch's GEMM (timing them would hold gigabytes of scratch activations).
+constexpr std::int64_t kMaxTunedPrefillRows = 8192;
 // Chunked prefill: prompt tokens a step carries even when the running rows use up max_step_tokens, so that
 // waiting prompts always make progress.
 constexpr std::int64_t kMinChunkTokens = 64;
@@ -97,6 +100,7 @@ class EngineImpl final : public Engine {
     if (model_->device().is_cuda()) guard.emplace(model_->device());
 #endif
     batch_ = std::make_unique<SlotBatch>(*model_, o.max_batch, max_context_, o.cuda_graph);
+    tune_prefill_gemms();
     stats_.slots_total = o.max_batch;
     stats_.tp = model_->info().tp;
     if (o.group) stats_.tp_backend = o.group->backend();
@@ -290,6 +294,26 @@ class EngineImpl final : public Engine {
   }
 
   // The chunks of this step: the oldest prompts first, within chunk_budget().
+  // LLMBENCH_GEMM=lt (llmbench/model/linear.h): times the row buckets that prefill passes and chunked steps
+  // can reach (512, 1024, … rows, up to kMaxTunedPrefillRows), so that no pass times a new shape mid-serve.
+  void tune_prefill_gemms() {
+    const std::int64_t most = std::min<std::int64_t>(
+        {std::max<std::int64_t>(options_.max_prefill_tokens,
+                                options_.chunked_prefill ? options_.max_step_tokens + options_.max_batch : 0),
+         static_cast<std::int64_t>(options_.max_batch) * max_context_, kMaxTunedPrefillRows});
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = 512; r / 2 < most; r *= 2) rows.push_back(r);  // the buckets above 256 rows
+    if (rows.empty()) return;
+    try {
+      const double seconds = model_->tune_gemms(rows);
+      if (seconds > 0)
+        log::info(cat("engine: timed cuBLASLt's algorithms for prefills of up to ", rows.back(), " rows in ",
+                      seconds, " s"));
+    } catch (const std::exception& e) {  // e.g. out of memory for the scratch rows: those prefills keep torch's GEMM
+      log::warn(cat("engine: timing cuBLASLt's prefill algorithms stopped: ", first_line(e.what())));
+    }
+  }
+
   std::vector<SlotBatch::Chunk> take_chunks() {
     std::vector<std::int64_t> waiting;  // rows still prefilling, oldest first
     for (std::int64_t i = 0; i < size(); ++i)

@@ -169,11 +169,11 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
   return x2.stride(1) == 1 ? x2 : x2.contiguous();
 }
 
-// LLMBENCH_GEMM=lt: model-dtype matmuls of up to kLtMaxRows rows that the GEMV does not take (decode steps)
-// run through cuBLASLt with the fastest of its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h):
-// 2–4 % off Qwen2.5-7B's decode step at batch 4–64 on the H200 (docs/performance.md, session 19). More rows
-// (prefills) keep torch's GEMM: there timing new shapes mid-serve cost more than the better algorithm won.
-// Unset or torch: torch's GEMM everywhere. Read at every call (A/B runs, tests).
+// LLMBENCH_GEMM=lt: model-dtype matmuls that the GEMV does not take run through cuBLASLt with the fastest of
+// its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h): 2–4 % off Qwen2.5-7B's decode step at batch
+// 4–64 on the H200 (docs/performance.md, session 19). Up to kLtMaxRows rows (decode steps) always; more
+// (prefills) only where tune_lt_gemm timed their row bucket ahead: timing new prefill shapes mid-serve cost
+// more than the better algorithm won. Unset or torch: torch's GEMM everywhere. Read at every call.
 constexpr std::int64_t kLtMaxRows = 256;
 
 bool lt_gemm_enabled() {
@@ -188,7 +188,7 @@ bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Ten
   if (!x.is_cuda() || x.dim() < 1 || w.dim() != 2 || !w.is_contiguous() || !lt_gemm_enabled()) return false;
   const auto s = x.scalar_type();
   if ((s != torch::kBFloat16 && s != torch::kFloat16) || w.scalar_type() != s || w.size(1) != x.size(-1)) return false;
-  if (x.numel() == 0 || w.size(0) == 0 || x.numel() / x.size(-1) > kLtMaxRows) return false;
+  if (x.numel() == 0 || w.size(0) == 0) return false;
   return !bias.defined() || (bias.scalar_type() == s && bias.is_contiguous() && bias.numel() == w.size(0));
 }
 
@@ -196,8 +196,9 @@ bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Ten
 // added after the GEMM, not in cuBLASLt's epilogue: the fused decode step adds the qkv bias in its RoPE kernel
 // after a bias-free GEMM, and the plain path must run that same GEMM (the same shape, so the same algorithm)
 // for the two to agree; with the epilogue (another shape, another algorithm, one rounding fewer) Qwen's fused
-// and plain decode steps drifted past their parity tests' bf16 bounds (session 19).
-torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+// and plain decode steps drifted past their parity tests' bf16 bounds (session 19). More than kLtMaxRows rows
+// only when `tune` or their row bucket is already timed.
+torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, bool tune = false) {
   torch::Tensor x2 = rows_of(x);                                         // [M, K]
   torch::Tensor y = torch::empty({x2.size(0), w.size(0)}, x.options());  // [M, N]
   c10::cuda::CUDAGuard guard(x.device());
@@ -210,7 +211,8 @@ torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const to
   a.m = x2.size(0);
   a.n = w.size(0);
   a.k = x2.size(1);
-  if (a.x_stride < a.k || !cuda::lt_gemm(a, at::cuda::getCurrentCUDAStream().stream())) return {};
+  if (a.x_stride < a.k || (a.m > kLtMaxRows && !tune && !cuda::lt_choice(a))) return {};
+  if (!cuda::lt_gemm(a, at::cuda::getCurrentCUDAStream().stream())) return {};
   if (bias.defined()) y.add_(bias);
   return y.view(out_shape(x, w.size(0)));
 }
@@ -255,6 +257,18 @@ bool scaled_mm_available() {
   return true;
 #else
   return false;
+#endif
+}
+
+void tune_lt_gemm(const torch::Tensor& w, std::int64_t rows) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (rows < 1 || w.dim() != 2 || !w.is_cuda() || !lt_gemm_enabled()) return;
+  torch::NoGradGuard no_grad;
+  c10::cuda::CUDAGuard guard(w.device());
+  const torch::Tensor x = torch::randn({rows, w.size(1)}, w.options());  // [M, K]: random, as real activations
+  if (lt_applies(x, w, {})) lt_linear(x, w, {}, /*tune=*/true);          // the shape's first call times it
+#else
+  (void)w, (void)rows;
 #endif
 }
 

@@ -8,6 +8,7 @@
 #include "llmbench/bench/device_env.h"
 #include "llmbench/dist/shard.h"
 #include "llmbench/model/fused_ops.h"
+#include "llmbench/model/linear.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/model/quantize.h"
 
@@ -70,6 +71,15 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
 }
 
 void Model::set_fused(bool fused) { decoder_->set_fused(fused); }
+
+double Model::tune_gemms(const std::vector<std::int64_t>& rows) {
+  if (weights_.layers.empty() || !device_.is_cuda() || !lt_gemm_requested()) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  const LayerWeights& l = weights_.layers[0];  // every layer has the same shapes
+  for (std::int64_t r : rows)
+    for (const torch::Tensor* w : {&l.qkv, &l.o, &l.gate_up, &l.down}) tune_lt_gemm(*w, r);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 bool Model::fused_active() const { return decoder_->fused_active(weights_.embed, rope_); }
 

@@ -4,6 +4,7 @@
 
 #include "remove_tree.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -191,6 +192,20 @@ TEST(Generate, StopsAtEosUnlessIgnored) {
   EXPECT_EQ(m->generate({prompt}, o).tokens[0], hf);
   EXPECT_THROW(m->generate({{1, 320}}, o), UsageError);  // outside the 320-token vocabulary
   EXPECT_THROW(m->generate({{}}, o), UsageError);
+}
+
+// cuBLASLt timing (LLMBENCH_GEMM=lt) is CUDA-only: on the CPU tune_gemms does nothing and the logits stay
+// those of torch's GEMM.
+TEST(Model, TuneGemmsIsANoOpOnTheCpu) {
+  auto m = Model::load({kModels + "llama3_tied", "float32", "cpu", "eager", 0});
+  const torch::Tensor ids = torch::tensor({{5, 17, 42, 7}}, torch::kInt64);  // [1, 4]
+  m->allocate_cache(1, 8);
+  const torch::Tensor before = m->prefill(ids);
+  setenv("LLMBENCH_GEMM", "lt", 1);
+  EXPECT_EQ(m->tune_gemms({512, 1024}), 0.0);
+  m->reset_cache();
+  EXPECT_TRUE(torch::equal(m->prefill(ids), before));
+  unsetenv("LLMBENCH_GEMM");
 }
 
 }  // namespace

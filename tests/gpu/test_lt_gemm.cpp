@@ -18,6 +18,7 @@
 #include "llmbench/base/error.h"
 #include "llmbench/cuda/lt_gemm.h"
 #include "llmbench/model/linear.h"
+#include "llmbench/model/model.h"
 
 using namespace llmbench;
 
@@ -203,6 +204,36 @@ TEST(LtGemm, LinearTakesItUpTo256Rows) {
   }
   GemmEnv env("fast");
   EXPECT_THROW(linear(torch::randn({4, 264}, opt), w, {}, {}, {}), UsageError);
+}
+
+// Over 256 rows linear() keeps torch's GEMM until tune_lt_gemm has timed the row bucket; then it runs the
+// bucket's choice. Model::tune_gemms times every layer matrix at the given rows; both are no-ops with lt off.
+TEST(LtGemm, PrefillRowsOnlyAfterTuning) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::Tensor w = torch::randn({520, 272}, opt) * 0.05;  // [N, K]: a shape no other test uses
+  torch::Tensor x = torch::randn({300, 272}, opt);         // [M, K]: row bucket 512
+  torch::Tensor y = torch::empty({300, 520}, opt);         // [M, N] for the lookups
+  const torch::Tensor want = torch::nn::functional::linear(x, w);
+  tune_lt_gemm(w, 512);  // lt off: nothing timed
+  EXPECT_FALSE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());
+  GemmEnv env("lt");
+  EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));  // not timed yet: torch's GEMM
+  EXPECT_FALSE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());
+  tune_lt_gemm(w, 512);
+  ASSERT_TRUE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());
+  const torch::Tensor got = linear(x, w, {}, {}, {});
+  EXPECT_TRUE(torch::equal(got, lt_again(x, w, {})));
+  EXPECT_LT(rel_diff(got, want), 1e-2);
+
+  auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/qwen2_bias", "bfloat16", "cuda", "eager", 0});
+  const ModelConfig& c = m->config();
+  const std::int64_t h = c.hidden_size, qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  torch::Tensor hx = torch::empty({1024, h}, opt), hy = torch::empty({1024, qkv}, opt);
+  torch::Tensor wq = torch::empty({qkv, h}, opt);  // pointers are not part of the lookup
+  EXPECT_FALSE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
+  EXPECT_GT(m->tune_gemms({1024}), 0.0);
+  EXPECT_TRUE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
 }
 
 #endif  // LLMBENCH_WITH_CUDA

@@ -91,6 +91,11 @@ class Model {
   void set_fused(bool fused);
   // True when the decode step currently takes the fused kernels.
   bool fused_active() const;
+  // With LLMBENCH_GEMM=lt on CUDA (llmbench/model/linear.h): times cuBLASLt's candidates for the layers'
+  // matmuls (qkv, o, gate_up, down; model-dtype ones) at each row count, ahead of the measured work, so that
+  // prefills of those many tokens (their row bucket) take the fastest. Returns the seconds it took; 0 and
+  // nothing done otherwise.
+  double tune_gemms(const std::vector<std::int64_t>& rows);
   // The CUDA GEMV kernel for the decode step's matmuls (B ≤ 16; llmbench/model/linear.h: for bf16 weights
   // only one row of a wide matrix); off by default here, on by default in `run` and `profile`.
   void set_gemv(bool gemv);
