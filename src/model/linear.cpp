@@ -263,6 +263,7 @@ bool scaled_mm_available() {
 void tune_lt_gemm(const torch::Tensor& w, std::int64_t rows) {
 #ifdef LLMBENCH_WITH_CUDA
   if (rows < 1 || w.dim() != 2 || !w.is_cuda() || !lt_gemm_enabled()) return;
+  if (w.scalar_type() != torch::kBFloat16 && w.scalar_type() != torch::kFloat16) return;  // quantized: not lt's
   torch::NoGradGuard no_grad;
   c10::cuda::CUDAGuard guard(w.device());
   const torch::Tensor x = torch::randn({rows, w.size(1)}, w.options());  // [M, K]: random, as real activations

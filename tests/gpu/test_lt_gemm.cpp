@@ -234,6 +234,7 @@ TEST(LtGemm, PrefillRowsOnlyAfterTuning) {
   EXPECT_FALSE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
   EXPECT_GT(m->tune_gemms({1024}), 0.0);
   EXPECT_TRUE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
+  tune_lt_gemm(torch::zeros({64, 256}, opt.dtype(torch::kInt8)), 512);  // quantized weights: left alone
 }
 
 #endif  // LLMBENCH_WITH_CUDA
