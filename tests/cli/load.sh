@@ -4,6 +4,7 @@
 set -u
 bin="$1"
 source "$(dirname "$0")/../load/scripted_server_lib.sh"
+source "$(dirname "$0")/signal_lib.sh"
 
 bad() {  # bad ARGS...: exit 2, one error line, no results file
   "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
@@ -71,7 +72,7 @@ start_server slow --ttft-ms 5 --itl-ms 50
 "$bin" load --endpoint "$url" --concurrency 2 --num-requests 1000 --output-len 4 -o "$out/int.json" \
   >/dev/null 2>"$out/stderr" &
 load_pid=$!
-sleep 2
+wait_for_handler "$load_pid" 2 2
 kill -INT "$load_pid"
 wait "$load_pid"
 code=$?

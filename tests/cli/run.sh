@@ -7,6 +7,7 @@ root=$(cd "$data/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/signal_lib.sh"
 small=(--model tiny --device cpu --prompt-len 16 --max-new-tokens 6 --warmup 1 --runs 5 --trim 1)
 
 # A sweep writes one valid point per combination, with the keys tools rely on.
@@ -94,7 +95,7 @@ grep -q 'out of memory: .*needs ~' <<<"$err" || fail "impossible size message: $
   --max-minutes 0 \
   --no-roofline --output "$tmp/int.json" >/dev/null 2>&1 &
 pid=$!
-sleep 3  # load + a few timed runs
+wait_for_handler $pid 2 3  # load + a few timed runs
 kill -INT $pid
 wait $pid; rc=$?
 [ $rc -eq 130 ] || fail "SIGINT exit $rc (want 130)"
@@ -112,7 +113,7 @@ echo 'previous content' >"$tmp/term.json"
   --max-minutes 0 \
   --no-roofline --output "$tmp/term.json" >/dev/null 2>&1 &
 pid=$!
-sleep 3
+wait_for_handler $pid 15 3
 kill -TERM $pid
 wait $pid; rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM exit $rc (want 143)"

@@ -1,0 +1,14 @@
+# Sourced by the CLI tests that interrupt a background llmbench.
+# Waits until process $1 catches signal number $2 (a background job of this script ignores SIGINT until llmbench
+# installs its handler, so a signal sent before that is lost: on a loaded machine the run then went on for its
+# million runs), then $3 more seconds (for some finished work to interrupt).
+wait_for_handler() {
+  local mask
+  for _ in $(seq 600); do
+    mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) || break
+    [ -z "$mask" ] && break
+    (( (16#$mask >> ($2 - 1)) & 1 )) && break
+    sleep 0.1
+  done
+  sleep "$3"
+}
