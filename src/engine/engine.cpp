@@ -293,7 +293,6 @@ class EngineImpl final : public Engine {
     rows_.push_back(std::move(run));
   }
 
-  // The chunks of this step: the oldest prompts first, within chunk_budget().
   // LLMBENCH_GEMM=lt (llmbench/model/linear.h): times the row buckets that prefill passes and chunked steps
   // can reach (512, 1024, … rows, up to kMaxTunedPrefillRows), so that no pass times a new shape mid-serve.
   void tune_prefill_gemms() {
@@ -314,6 +313,7 @@ class EngineImpl final : public Engine {
     }
   }
 
+  // The chunks of this step: the oldest prompts first, within chunk_budget().
   std::vector<SlotBatch::Chunk> take_chunks() {
     std::vector<std::int64_t> waiting;  // rows still prefilling, oldest first
     for (std::int64_t i = 0; i < size(); ++i)
