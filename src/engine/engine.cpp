@@ -43,7 +43,7 @@ namespace {
 
 // Default context per slot when EngineOptions::max_context is 0.
 constexpr int kDefaultMaxContext = 4096;
-// Prefill rows whose cuBLASLt algorithms the engine times at start (LLMBENCH_GEMM=lt); larger passes keep
+// Prefill rows whose cuBLASLt algorithms the engine times at start (unless LLMBENCH_GEMM=torch); larger passes keep
 // torch's GEMM (timing them would hold gigabytes of scratch activations).
 constexpr std::int64_t kMaxTunedPrefillRows = 8192;
 // Chunked prefill: prompt tokens a step carries even when the running rows use up max_step_tokens, so that
@@ -293,7 +293,7 @@ class EngineImpl final : public Engine {
     rows_.push_back(std::move(run));
   }
 
-  // LLMBENCH_GEMM=lt (llmbench/model/linear.h): times the row buckets that prefill passes and chunked steps
+  // cuBLASLt on (the default, llmbench/model/linear.h): times the row buckets that prefill passes and chunked steps
   // can reach (512, 1024, … rows, up to kMaxTunedPrefillRows), so that no pass times a new shape mid-serve.
   void tune_prefill_gemms() {
     const std::int64_t most = std::min<std::int64_t>(

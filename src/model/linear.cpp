@@ -169,18 +169,19 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
   return x2.stride(1) == 1 ? x2 : x2.contiguous();
 }
 
-// LLMBENCH_GEMM=lt: model-dtype matmuls that the GEMV does not take run through cuBLASLt with the fastest of
-// its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h): 2–4 % off Qwen2.5-7B's decode step at batch
-// 4–64 on the H200 (docs/performance.md, session 19). Up to kLtMaxRows rows (decode steps) always; more
-// (prefills) only where tune_lt_gemm timed their row bucket ahead: timing new prefill shapes mid-serve cost
-// more than the better algorithm won. Unset or torch: torch's GEMM everywhere. Read at every call.
+// cuBLASLt (the default; LLMBENCH_GEMM=lt): model-dtype matmuls that the GEMV does not take run through cuBLASLt
+// with the fastest of its heuristic's algorithms per shape (llmbench/cuda/lt_gemm.h): 2–4 % off Qwen2.5-7B's
+// decode step at batch 4–64 on the H200, +2 % output tok/s at 64 streams (docs/performance.md, sessions 19 and
+// 20). Up to kLtMaxRows rows (decode steps) always; more (prefills) only where tune_lt_gemm timed their row
+// bucket ahead: timing new prefill shapes mid-serve cost more than the better algorithm won.
+// LLMBENCH_GEMM=torch: torch's GEMM everywhere (A/B runs). Read at every call.
 constexpr std::int64_t kLtMaxRows = 256;
 
 bool lt_gemm_enabled() {
   const char* v = std::getenv("LLMBENCH_GEMM");
   const std::string s = v ? v : "";
-  if (s == "lt") return true;
-  if (s.empty() || s == "torch") return false;
+  if (s.empty() || s == "lt") return true;
+  if (s == "torch") return false;
   throw UsageError(cat("LLMBENCH_GEMM must be torch or lt, got '", s, "'"));
 }
 

@@ -291,7 +291,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         pr.paths["gemv"] = model->gemv_active(pp.batch);
         pr.paths["gemv_mma"] = model->gemv_mma(pp.batch);
         pr.paths["gemm_lt"] = device.is_cuda() && lt_gemm_requested();
-        model->tune_gemms({pp.batch * pp.prompt_len});  // LLMBENCH_GEMM=lt: the prefill's shapes, before the warm-ups
+        model->tune_gemms({pp.batch * pp.prompt_len});  // cuBLASLt (LLMBENCH_GEMM): the prefill's shapes, before the warm-ups
         pr.paths["decode_attention_mma"] = model->decode_attention_mma(pp.batch);
         if (pp.weights == "fp8")
           pr.paths["fp8_scaled_mm"] = pp.fp8_gemm == "scaled-mm" && scaled_mm_available() && device.is_cuda();

@@ -194,7 +194,7 @@ TEST(Generate, StopsAtEosUnlessIgnored) {
   EXPECT_THROW(m->generate({{}}, o), UsageError);
 }
 
-// cuBLASLt timing (LLMBENCH_GEMM=lt) is CUDA-only: on the CPU tune_gemms does nothing and the logits stay
+// cuBLASLt timing (on by default; LLMBENCH_GEMM=lt) is CUDA-only: on the CPU tune_gemms does nothing and the logits stay
 // those of torch's GEMM.
 TEST(Model, TuneGemmsIsANoOpOnTheCpu) {
   auto m = Model::load({kModels + "llama3_tied", "float32", "cpu", "eager", 0});

@@ -82,7 +82,7 @@ TEST(Runner, OnePointHasTheRightCountsAndConsistentTimes) {
   EXPECT_FALSE(p.paths.at("decode_attention_mma"));
   ASSERT_EQ(p.paths.count("gemv_mma"), 1u);  // the tensor-core GEMV: CUDA only
   EXPECT_FALSE(p.paths.at("gemv_mma"));
-  ASSERT_EQ(p.paths.count("gemm_lt"), 1u);  // cuBLASLt's per-shape algorithms (LLMBENCH_GEMM=lt): CUDA only
+  ASSERT_EQ(p.paths.count("gemm_lt"), 1u);  // cuBLASLt's per-shape algorithms (on by default): CUDA only
   EXPECT_FALSE(p.paths.at("gemm_lt"));
   EXPECT_FALSE(p.paths.at("fused"));
 }

@@ -1,8 +1,8 @@
 // The cuBLASLt GEMM with a per-shape algorithm (llmbench/cuda/lt_gemm.h; linear()'s path for up to 256 rows):
 // the same products as torch's GEMM up to summation order, for decode and prefill shapes, with and without
 // a bias, in fp16 and bf16; a shape is timed once and its choice kept; inside a CUDA graph capture it runs
-// the heuristic's first algorithm and the replay matches the eager call; linear() takes it with
-// LLMBENCH_GEMM=lt up to 256 rows, off by default.
+// the heuristic's first algorithm and the replay matches the eager call; linear() takes it up to 256 rows by
+// default (LLMBENCH_GEMM unset or lt), not with LLMBENCH_GEMM=torch.
 // CUDA builds only (the CPU build has no cuBLASLt path to test).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -176,8 +176,8 @@ TEST(LtGemm, CapturesInACudaGraph) {
   EXPECT_LT(rel_diff(y, torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t())), 1e-2);
 }
 
-// LLMBENCH_GEMM=lt: up to 256 rows the bits of an lt_gemm call, torch's GEMM bit for bit above that; unset
-// or torch: torch's GEMM; a bad value is a usage error.
+// LLMBENCH_GEMM unset (the default) or lt: up to 256 rows the bits of an lt_gemm call, torch's GEMM bit for bit
+// above that (an untimed row bucket); torch: torch's GEMM; a bad value is a usage error.
 TEST(LtGemm, LinearTakesItUpTo256Rows) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
@@ -186,11 +186,10 @@ TEST(LtGemm, LinearTakesItUpTo256Rows) {
     SCOPED_TRACE(m);
     torch::Tensor x = torch::randn({m, 264}, opt);  // [M, K]
     const torch::Tensor want = torch::nn::functional::linear(x, w);
-    EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));  // off by default
-    torch::Tensor got;
+    const torch::Tensor got = linear(x, w, {}, {}, {});  // on by default
     {
       GemmEnv env("lt");
-      got = linear(x, w, {}, {}, {});
+      EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), got));
     }
     if (m <= 256) {
       EXPECT_TRUE(cuda::lt_choice(args_of(x, w, {}, got)).has_value());  // the call went through lt_gemm
@@ -207,7 +206,8 @@ TEST(LtGemm, LinearTakesItUpTo256Rows) {
 }
 
 // Over 256 rows linear() keeps torch's GEMM until tune_lt_gemm has timed the row bucket; then it runs the
-// bucket's choice. Model::tune_gemms times every layer matrix at the given rows; both are no-ops with lt off.
+// bucket's choice. Model::tune_gemms times every layer matrix at the given rows; both are no-ops with
+// LLMBENCH_GEMM=torch.
 TEST(LtGemm, PrefillRowsOnlyAfterTuning) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
   const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
@@ -215,8 +215,11 @@ TEST(LtGemm, PrefillRowsOnlyAfterTuning) {
   torch::Tensor x = torch::randn({300, 272}, opt);         // [M, K]: row bucket 512
   torch::Tensor y = torch::empty({300, 520}, opt);         // [M, N] for the lookups
   const torch::Tensor want = torch::nn::functional::linear(x, w);
-  tune_lt_gemm(w, 512);  // lt off: nothing timed
-  EXPECT_FALSE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());
+  {
+    GemmEnv off("torch");
+    tune_lt_gemm(w, 512);  // nothing timed
+    EXPECT_FALSE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());
+  }
   GemmEnv env("lt");
   EXPECT_TRUE(torch::equal(linear(x, w, {}, {}, {}), want));  // not timed yet: torch's GEMM
   EXPECT_FALSE(cuda::lt_choice(args_of(x, w, {}, y)).has_value());
@@ -229,10 +232,11 @@ TEST(LtGemm, PrefillRowsOnlyAfterTuning) {
   auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/qwen2_bias", "bfloat16", "cuda", "eager", 0});
   const ModelConfig& c = m->config();
   const std::int64_t h = c.hidden_size, qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-  torch::Tensor hx = torch::empty({1024, h}, opt), hy = torch::empty({1024, qkv}, opt);
+  // 4096 rows: a bucket that no other test's prefill reaches (run's tuning in VerifyGpu.* times its prompts)
+  torch::Tensor hx = torch::empty({4096, h}, opt), hy = torch::empty({4096, qkv}, opt);
   torch::Tensor wq = torch::empty({qkv, h}, opt);  // pointers are not part of the lookup
   EXPECT_FALSE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
-  EXPECT_GT(m->tune_gemms({1024}), 0.0);
+  EXPECT_GT(m->tune_gemms({4096}), 0.0);
   EXPECT_TRUE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
   tune_lt_gemm(torch::zeros({64, 256}, opt.dtype(torch::kInt8)), 512);  // quantized weights: left alone
 }

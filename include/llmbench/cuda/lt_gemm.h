@@ -19,7 +19,7 @@
 // graphs are captured after eager warm-up steps of the same shapes, which time them first. Every candidate
 // computes the same products; only the summation order differs (split-K candidates only with float partial
 // sums: cuBLASLt's in-place and output-type reductions would round them to bf16/fp16). linear() sends
-// matmuls of up to 256 rows here under LLMBENCH_GEMM=lt, and more rows where tune_lt_gemm timed their bucket
+// matmuls of up to 256 rows here (unless LLMBENCH_GEMM=torch), and more rows where tune_lt_gemm timed their bucket
 // (llmbench/model/linear.h). One cuBLASLt handle and one 32 MiB workspace
 // per device, kept for the life of the process and allocated by the device's first call outside a capture
 // (a first call inside one returns false): calls on different streams of one device must not overlap on the

@@ -34,12 +34,12 @@ struct LinearPaths {
 
 // x [..., K] (model dtype), w [N, K] (model dtype; or int8/float8 with scale [N] float32), bias [N] (model
 // dtype) or undefined → [..., N] model dtype.
-// On CUDA with LLMBENCH_GEMM=lt, the model-dtype (bf16/fp16) matmuls that the GEMV does not take run through
-// cuBLASLt with the fastest of its algorithms per shape (llmbench/cuda/lt_gemm.h): up to 256 rows (decode
-// steps) always, more rows (prefills) where tune_lt_gemm timed their row bucket; the others, and every matmul
-// when LLMBENCH_GEMM is unset or torch, run torch's GEMM.
-// True when that cuBLASLt path is on: CUDA builds and LLMBENCH_GEMM=lt (UsageError for a value other than
-// torch or lt).
+// On CUDA (unless LLMBENCH_GEMM=torch), the model-dtype (bf16/fp16) matmuls that the GEMV does not take run
+// through cuBLASLt with the fastest of its algorithms per shape (llmbench/cuda/lt_gemm.h): up to 256 rows
+// (decode steps) always, more rows (prefills) where tune_lt_gemm timed their row bucket; the others, and every
+// matmul with LLMBENCH_GEMM=torch, run torch's GEMM.
+// True when that cuBLASLt path is on: CUDA builds with LLMBENCH_GEMM unset or lt (UsageError for a value other
+// than torch or lt).
 bool lt_gemm_requested();
 // With the cuBLASLt path on (lt_gemm_requested) and w [N, K] in the model dtype on CUDA: one matmul of `rows`
 // random rows through it, which times cuBLASLt's candidates for that shape (above 64 rows: its power-of-two

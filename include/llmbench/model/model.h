@@ -91,7 +91,7 @@ class Model {
   void set_fused(bool fused);
   // True when the decode step currently takes the fused kernels.
   bool fused_active() const;
-  // With LLMBENCH_GEMM=lt on CUDA (llmbench/model/linear.h): times cuBLASLt's candidates for the layers'
+  // On CUDA with the cuBLASLt path on (the default; llmbench/model/linear.h): times cuBLASLt's candidates for the layers'
   // matmuls (qkv, o, gate_up, down; model-dtype ones) at each row count, ahead of the measured work, so that
   // prefills of those many tokens (their row bucket) take the fastest. Returns the seconds it took; 0 and
   // nothing done otherwise.
