@@ -12,6 +12,8 @@
 # Usage: scripts/bench/decode_attention_ab.sh [build-dir]    (OUT_DIR default out/decode_attention_ab;
 #        RUNS default 10; ROUNDS default 2; AB_WORKLOADS default "qwen2.5-7b:1,4,16,64 llama-3-8b:1,4";
 #        AB_RUN_ARGS: more `llmbench run` options, e.g. "--weights int8"; SKIP_MICRO=1 skips step 1)
+#   AB_BINARIES="old=PATH new=PATH": two llmbench binaries instead of two values of AB_ENV (a change with no
+#        switch, e.g. a kernel rewrite against the build before it, carried to the GPU host); step 1 is skipped
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-gpu}
@@ -20,10 +22,24 @@ runs=${RUNS:-10}
 workloads=${AB_WORKLOADS:-"qwen2.5-7b:1,4,16,64 llama-3-8b:1,4"}
 var=${AB_ENV:-LLMBENCH_DECODE_ATTENTION}
 values=${AB_VALUES:-split mma}
+bins=${AB_BINARIES:-}
+if [ -n "$bins" ]; then
+  var=binary values=""
+  for kv in $bins; do
+    [[ "$kv" == ?*=?* && -x "${kv#*=}" ]] || { echo "decode_attention_ab.sh: AB_BINARIES: '$kv' is not LABEL=executable" >&2; exit 2; }
+    values="$values ${kv%%=*}"
+  done
+  values=${values# }
+  [ "$(echo $values | wc -w)" = 2 ] || { echo "decode_attention_ab.sh: AB_BINARIES needs two LABEL=PATH" >&2; exit 2; }
+fi
+bin_of() {  # the llmbench binary that runs value $1
+  if [ -z "$bins" ]; then echo "$build/llmbench"; return; fi
+  for kv in $bins; do [ "${kv%%=*}" = "$1" ] && echo "${kv#*=}"; done
+}
 mkdir -p "$out"
 
 echo "## bench_decode_attention"
-if [ "${SKIP_MICRO:-0}" = 1 ]; then
+if [ "${SKIP_MICRO:-0}" = 1 ] || [ -n "$bins" ]; then
   echo "skipped"
 elif [ "$var" = LLMBENCH_DECODE_ATTENTION ]; then
   LLMBENCH_BENCH_KERNELS=split,mma "$build/tests/bench_decode_attention" 2>&1 | tee "$out/bench.txt"
@@ -44,7 +60,8 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     for w in $workloads; do
       model=${w%%:*} batches=${w#*:}
       f="$out/run_${kernel}_${model}_r$round.json"
-      if ! env "$var=$kernel" timeout 400 "$build/llmbench" --log-level warn run --model "$model" \
+      envs=(); [ -z "$bins" ] && envs=("$var=$kernel")
+      if ! env "${envs[@]}" timeout 400 "$(bin_of "$kernel")" --log-level warn run --model "$model" \
         --device cuda --dtype bfloat16 --batch "$batches" --prompt-len 512 --max-new-tokens 64 --warmup 2 \
         --runs "$runs" ${AB_RUN_ARGS:-} --output "$f" >"${f%.json}.log" 2>&1; then
         echo "$kernel $model round $round failed: $(tail -1 "${f%.json}.log")"
