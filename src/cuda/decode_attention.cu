@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "common.cuh"
@@ -396,21 +398,44 @@ void dispatch_kv(KvType kv, F&& f) {
 
 namespace {
 
+// LLMBENCH_ATTN_WAVE=0 keeps the mma plan's splits even where the grid's clusters are not all resident at
+// once (A/B runs); unset or 1: fewer splits until they are. Read at every plan.
+bool one_wave() {
+  const char* v = std::getenv("LLMBENCH_ATTN_WAVE");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+DecodeAttnPlan mma_plan_of(std::int64_t max_len, std::int64_t splits) {
+  DecodeAttnPlan p;
+  p.kernel = DecodeAttnKernel::mma;
+  p.chunk = ((max_len + splits - 1) / splits + kMmaTile - 1) / kMmaTile * kMmaTile;
+  p.splits = static_cast<int>((max_len + p.chunk - 1) / p.chunk);  // no empty split
+  return p;
+}
+
 // The mma kernel's plan: about two resident blocks per SM (256 threads, ~128 registers each), at
-// least kMinChunk columns per split, chunks a multiple of its 16-column tile. `fits` is false where it
-// needs more splits or longer chunks than a cluster holds.
-DecodeAttnPlan plan_mma(std::int64_t units, std::int64_t max_len, int sm_count, int force_splits, bool& fits) {
+// least kMinChunk columns per split, chunks a multiple of its 16-column tile; then fewer splits while
+// the device cannot hold all `units` clusters at once (a second wave of clusters costs a whole kernel
+// length: H200, Llama-3-8B batch 4, 8 splits × 32 clusters of 8). `fits` is false where it needs more
+// splits or longer chunks than a cluster holds.
+DecodeAttnPlan plan_mma(DType dtype, int head_dim, std::int64_t units, std::int64_t max_len, int sm_count,
+                        int force_splits, bool& fits) {
   const std::int64_t target = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
   std::int64_t splits = std::max<std::int64_t>(1, target / units);
   splits = std::min(splits, std::max<std::int64_t>(1, (max_len + kMinChunk - 1) / kMinChunk));
   splits = std::max(splits, (max_len + kMmaMaxChunk - 1) / kMmaMaxChunk);
   splits = std::min<std::int64_t>(splits, kMmaMaxSplits);
   if (force_splits > 0) splits = std::min<std::int64_t>(force_splits, max_len);
-  DecodeAttnPlan p;
-  p.kernel = DecodeAttnKernel::mma;
-  p.chunk = ((max_len + splits - 1) / splits + kMmaTile - 1) / kMmaTile * kMmaTile;
-  p.splits = static_cast<int>((max_len + p.chunk - 1) / p.chunk);  // no empty split
+  DecodeAttnPlan p = mma_plan_of(max_len, splits);
   fits = p.splits <= kMmaMaxSplits && p.chunk <= kMmaMaxChunk;
+  if (!fits || force_splits > 0 || !one_wave()) return p;
+  while (p.splits > 1) {
+    const int resident = mma_max_active_clusters(dtype, head_dim, p.chunk, p.splits);
+    if (resident <= 0 || units <= resident) break;
+    const DecodeAttnPlan fewer = mma_plan_of(max_len, p.splits - 1);
+    if (fewer.chunk > kMmaMaxChunk || fewer.splits >= p.splits) break;
+    p = fewer;
+  }
   return p;
 }
 
@@ -426,7 +451,7 @@ DecodeAttnPlan plan_decode_attention(DType dtype, int batch, int heads_q, int he
   if (kernel != DecodeAttnKernel::split) {
     bool fits = false;
     const bool supported = mma_decode_attention_supported(dtype, head_dim);
-    const DecodeAttnPlan p = plan_mma(units, max_len, sm_count, force_splits, fits);
+    const DecodeAttnPlan p = plan_mma(dtype, head_dim, units, max_len, sm_count, force_splits, fits);
     if (supported && fits) return p;
     if (kernel == DecodeAttnKernel::mma)
       throw Error(cat("decode_attention: the mma kernel does not apply here (it needs bf16 or fp16, head_dim 64 or "
@@ -448,6 +473,11 @@ DecodeAttnPlan plan_decode_attention(DType dtype, int batch, int heads_q, int he
   p.workspace_bytes = align256(rows * max_len * sizeof(float)) + 2 * align256(rows * p.splits * sizeof(float)) +
                       (p.splits > 1 ? align256(rows * p.splits * head_dim * sizeof(float)) : 0);
   return p;
+}
+
+int decode_attention_resident_clusters(DType dtype, int head_dim, const DecodeAttnPlan& plan) {
+  if (plan.kernel != DecodeAttnKernel::mma) return 0;
+  return mma_max_active_clusters(dtype, head_dim, plan.chunk, plan.splits);
 }
 
 void decode_attention(const DecodeAttnArgs& a, const DecodeAttnPlan& plan, void* workspace, Stream stream) {

@@ -1,6 +1,9 @@
 #include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "common.cuh"
@@ -415,7 +418,55 @@ void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stre
                   l.group_size);
 }
 
+// Clusters of `splits` blocks of this instance that the device holds at once.
+template <class T, int NC>
+int max_clusters(std::int64_t chunk, int splits, int head_dim) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(splits);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(splits));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem_bytes(chunk, head_dim);
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  const cudaError_t e = use_push(splits, chunk)
+                            ? cudaOccupancyMaxActiveClusters(&n, mma_kernel<T, T, NC, true>, &cfg)
+                            : cudaOccupancyMaxActiveClusters(&n, mma_kernel<T, T, NC, false>, &cfg);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it: a failed query only means "unknown"
+    return 0;
+  }
+  return n;
+}
+
 }  // namespace
+
+int mma_max_active_clusters(DType dtype, int head_dim, std::int64_t chunk, int splits) {
+  if (!mma_decode_attention_supported(dtype, head_dim) || splits < 1 || splits > kMmaMaxSplits) return 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  const bool push = use_push(splits, chunk);
+  // The answer depends on the instance (dtype, D, push) and its shared memory (chunk) only: asked once.
+  using Key = std::tuple<int, int, int, bool, std::size_t, int>;
+  static std::mutex mutex;
+  static std::map<Key, int> known;
+  const Key key{device, static_cast<int>(dtype), head_dim, push, smem_bytes(chunk, head_dim), splits};
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, float>) n = head_dim == 64 ? max_clusters<T, 2>(chunk, splits, head_dim)
+                                                                : max_clusters<T, 4>(chunk, splits, head_dim);
+  });
+  known.emplace(key, n);
+  return n;
+}
 
 bool mma_decode_attention_supported(DType dtype, int head_dim) {
   if (dtype == DType::f32 || (head_dim != 64 && head_dim != 128)) return false;

@@ -54,6 +54,9 @@ constexpr std::int64_t kMmaTile = 16;  // columns per tensor-core tile; chunks a
 
 // Whether this dtype / head size / current device can run it at all (the plan adds the size limits).
 bool mma_decode_attention_supported(DType dtype, int head_dim);
+// Thread-block clusters of `splits` blocks (the kernel instance for `chunk`) the current device holds at
+// once (cudaOccupancyMaxActiveClusters, asked once per instance); 0 where unknown or not supported.
+int mma_max_active_clusters(DType dtype, int head_dim, std::int64_t chunk, int splits);
 // Device scratch: none (scores, partial sums and the split merge stay on chip).
 void mma_decode_attention(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream);
 

@@ -39,7 +39,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<Shape> shapes;
-  for (int i = 1; i + 1 < argc; i += 2) shapes.push_back({std::atoi(argv[i]), 28, 4, std::atoll(argv[i + 1]), "qwen2.5-7b"});
+  // LLMBENCH_BENCH_MODEL=llama-3-8b: the shapes given on the command line with Llama-3-8B's heads (32 / 8).
+  const bool llama = std::getenv("LLMBENCH_BENCH_MODEL") && std::string(std::getenv("LLMBENCH_BENCH_MODEL")) == "llama-3-8b";
+  for (int i = 1; i + 1 < argc; i += 2)
+    shapes.push_back(llama ? Shape{std::atoi(argv[i]), 32, 8, std::atoll(argv[i + 1]), "llama-3-8b"}
+                           : Shape{std::atoi(argv[i]), 28, 4, std::atoll(argv[i + 1]), "qwen2.5-7b"});
   if (shapes.empty())
     shapes = {{16, 28, 4, 2048, "qwen2.5-7b"}, {16, 28, 4, 4096, "qwen2.5-7b"}, {4, 28, 4, 2048, "qwen2.5-7b"},
               {1, 28, 4, 2048, "qwen2.5-7b"}, {16, 32, 8, 2048, "llama-3-8b"}, {1, 28, 4, 576, "qwen2.5-7b"},
@@ -132,9 +136,15 @@ int main(int argc, char** argv) {
       const double kv_bytes = 2.0 * s.batch * s.heads_kv * used_cols * kD * 2;
       const double gbs = kv_bytes / (ms * 1e-3) / 1e9;
       const char* used = plan.kernel == llmbench::cuda::DecodeAttnKernel::mma ? "mma" : "split";
-      std::printf("decode_attention %-10s B=%-2d T=%-5lld valid=%-5lld kernel=%-5s splits=%-3d %8.1f us  KV read %6.0f GB/s  %5.1f %% of copy\n",
+      // Clusters in the grid / clusters the device holds at once (mma kernel: more than one wave when above).
+      const int resident = plan.kernel == llmbench::cuda::DecodeAttnKernel::mma
+                               ? llmbench::cuda::decode_attention_resident_clusters(llmbench::cuda::DType::bf16, kD, plan)
+                               : 0;
+      std::printf("decode_attention %-10s B=%-2d T=%-5lld valid=%-5lld kernel=%-5s splits=%-3d chunk=%-5lld clusters %4lld / %4d resident %8.1f us  KV read %6.0f GB/s  %5.1f %% of copy\n",
                   s.model, s.batch, static_cast<long long>(s.columns), static_cast<long long>(used_cols), used,
-                  plan.splits, ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
+                  plan.splits, static_cast<long long>(plan.chunk),
+                  static_cast<long long>(s.batch) * s.heads_kv * ((s.heads_q / s.heads_kv + 7) / 8), resident, ms * 1e3,
+                  gbs, 100.0 * gbs / copy_gbs);
     }
   }
   cudaStreamDestroy(stream);

@@ -18,6 +18,7 @@
 #include "../core/remove_tree.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
+#include "llmbench/cuda/kernels.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/fused_ops.h"
 #include "llmbench/model/model.h"
@@ -181,6 +182,46 @@ TEST(GpuDecodeAttention, PlannerPicksTheKernel) {
   {
     ScopedKernel scoped("fastest");
     EXPECT_THROW(fused::decode_attention(q, keys, keys, valid), Error);
+  }
+}
+
+// One wave of clusters: where the 2-blocks-per-SM split count would put more clusters in the grid than
+// the device holds at once, the planner takes fewer splits (LLMBENCH_ATTN_WAVE=0 keeps the old count),
+// and the outputs of both plans match the eager formula. Qwen2.5-7B batch 16 and Llama-3-8B batch 4
+// over the 576 columns of prompt 512 + 64 new.
+TEST(GpuDecodeAttention, PlannerKeepsEveryClusterResident) {
+  REQUIRE_CUDA();
+  if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
+  torch::manual_seed(17);
+  const int sms = cuda::sm_count();
+  struct Case {
+    int batch, hq, hkv;
+  };
+  for (const Case c : {Case{16, 28, 4}, Case{4, 32, 8}, Case{64, 28, 4}}) {
+    const std::string what = "B=" + std::to_string(c.batch) + " Hq=" + std::to_string(c.hq);
+    const std::int64_t units = std::int64_t{c.batch} * c.hkv;  // clusters in the grid (group ≤ 8)
+    const cuda::DecodeAttnPlan p = cuda::plan_decode_attention(cuda::DType::bf16, c.batch, c.hq, c.hkv, kD, 576, sms);
+    ::setenv("LLMBENCH_ATTN_WAVE", "0", 1);
+    const cuda::DecodeAttnPlan old = cuda::plan_decode_attention(cuda::DType::bf16, c.batch, c.hq, c.hkv, kD, 576, sms);
+    check(c.hq, c.hkv, rows_valid(std::vector<std::int64_t>(c.batch, 0), std::vector<std::int64_t>(c.batch, 576), 576),
+          what + " two-per-SM plan");
+    ::unsetenv("LLMBENCH_ATTN_WAVE");
+    ASSERT_EQ(p.kernel, cuda::DecodeAttnKernel::mma) << what;
+    ASSERT_EQ(old.kernel, cuda::DecodeAttnKernel::mma) << what;
+    EXPECT_EQ(old.splits, std::min<std::int64_t>(8, std::max<std::int64_t>(1, 2 * sms / units))) << what;
+    EXPECT_LE(p.splits, old.splits) << what;
+    const int resident = cuda::decode_attention_resident_clusters(cuda::DType::bf16, kD, p);
+    const int resident_old = cuda::decode_attention_resident_clusters(cuda::DType::bf16, kD, old);
+    EXPECT_GT(resident, 0) << what;
+    if (units <= resident_old) {
+      EXPECT_EQ(p.splits, old.splits) << what << ": the old plan fits in one wave";
+    } else if (p.splits > 1) {
+      EXPECT_LE(units, resident) << what << ": " << p.splits << " splits";
+    }
+    std::printf("[ wave     ] %s: %lld clusters; %d splits (%d resident) → %d splits (%d resident)\n", what.c_str(),
+                static_cast<long long>(units), old.splits, resident_old, p.splits, resident);
+    check(c.hq, c.hkv, rows_valid(std::vector<std::int64_t>(c.batch, 0), std::vector<std::int64_t>(c.batch, 576), 576),
+          what + " one-wave plan");
   }
 }
 

@@ -113,6 +113,9 @@ struct DecodeAttnPlan {
 DecodeAttnPlan plan_decode_attention(DType dtype, int batch, int heads_q, int heads_kv, int head_dim,
                                      std::int64_t max_len, int sm_count, int force_splits = 0,
                                      DecodeAttnKernel kernel = DecodeAttnKernel::automatic);
+// An mma plan's thread-block clusters (of plan.splits blocks) that the current device holds at once; 0 for
+// other plans or where unknown. More clusters than that in the grid run as a second wave.
+int decode_attention_resident_clusters(DType dtype, int head_dim, const DecodeAttnPlan& plan);
 // `workspace`: at least plan.workspace_bytes of device memory, 256-byte aligned; contents don't matter.
 void decode_attention(const DecodeAttnArgs& args, const DecodeAttnPlan& plan, void* workspace, Stream stream);
 
