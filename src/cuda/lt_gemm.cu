@@ -2,10 +2,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -125,46 +122,6 @@ double time_us(Stream stream, F&& run) {
   return 1e3 * ms / kTimed;
 }
 
-// The same with L2 emptied before every call (a memset of twice its size between calls, outside the
-// timing): a small W read back to back would come from L2, which a decode step between other matrices
-// never sees.
-template <class F>
-double time_cold_us(Stream stream, F&& run) {
-  int device = 0, l2 = 0;
-  check_cuda(cudaGetDevice(&device), "device");
-  check_cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 size");
-  const std::size_t flush_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
-  void* flush = nullptr;
-  check_cuda(cudaMalloc(&flush, flush_bytes), "L2 flush buffer");
-  for (int i = 0; i < kWarmups; ++i) run();
-  cudaEvent_t start, stop;
-  check_cuda(cudaEventCreate(&start), "event");
-  check_cuda(cudaEventCreate(&stop), "event");
-  float total = 0;
-  for (int i = 0; i < kTimed; ++i) {
-    check_cuda(cudaMemsetAsync(flush, i, flush_bytes, stream), "L2 flush");
-    check_cuda(cudaEventRecord(start, stream), "event record");
-    run();
-    check_cuda(cudaEventRecord(stop, stream), "event record");
-    check_cuda(cudaEventSynchronize(stop), "event sync");
-    float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed time");
-    total += ms;
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  check_cuda(cudaFree(flush), "L2 flush buffer");
-  return 1e3 * total / kTimed;
-}
-
-// LLMBENCH_LT_TUNE_SMALL=1: time the small decode shapes too (with L2 emptied between calls), not only
-// those of at least kLtTuneMinWeightBytes or kLtTuneMinRows; unset or 0: keep their heuristic's first.
-// Read at a shape's first call (A/B runs).
-bool tune_small() {
-  const char* v = std::getenv("LLMBENCH_LT_TUNE_SMALL");
-  return v && std::string(v) == "1";
-}
-
 }  // namespace
 
 bool lt_gemm(const LtGemmArgs& g, Stream stream) {
@@ -226,8 +183,7 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   if (hs != CUBLAS_STATUS_SUCCESS || count < 1) return false;  // nothing offered: the caller's own path
 
   const std::int64_t w_bytes = g.n * g.k * 2;
-  const bool large = w_bytes >= kLtTuneMinWeightBytes || g.m >= kLtTuneMinRows;
-  const bool tune = large || tune_small();
+  const bool tune = w_bytes >= kLtTuneMinWeightBytes || g.m >= kLtTuneMinRows;
   const bool known = chosen.count(key) > 0;  // the bucket's choice does not apply to this row count
   if (capturing || known || !tune || count == 1) {
     check_lt(run(found[0].algo), "matmul");
@@ -238,7 +194,7 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   double best_us = -1;
   for (int i = 0; i < count; ++i) {
     if (found[i].state != CUBLAS_STATUS_SUCCESS || run(found[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
-    const double us = large ? time_us(stream, [&] { run(found[i].algo); }) : time_cold_us(stream, [&] { run(found[i].algo); });
+    const double us = time_us(stream, [&] { run(found[i].algo); });
     if (i == 0) best.choice.first_us = us;
     if (best_us < 0 || us < best_us) {
       best_us = us;
