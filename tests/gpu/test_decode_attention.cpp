@@ -18,7 +18,9 @@
 #include "../core/remove_tree.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
+#ifdef LLMBENCH_WITH_CUDA
 #include "llmbench/cuda/kernels.h"
+#endif
 #include "llmbench/model/attention.h"
 #include "llmbench/model/fused_ops.h"
 #include "llmbench/model/model.h"
@@ -185,6 +187,7 @@ TEST(GpuDecodeAttention, PlannerPicksTheKernel) {
   }
 }
 
+#ifdef LLMBENCH_WITH_CUDA
 // One wave of clusters: where the 2-blocks-per-SM split count would put more clusters in the grid than
 // the device holds at once, the planner takes fewer splits (LLMBENCH_ATTN_WAVE=0 keeps the old count),
 // and the outputs of both plans match the eager formula. Qwen2.5-7B batch 16 and Llama-3-8B batch 4
@@ -226,6 +229,8 @@ TEST(GpuDecodeAttention, PlannerKeepsEveryClusterResident) {
           what + " one-wave plan");
   }
 }
+
+#endif  // LLMBENCH_WITH_CUDA
 
 // The whole decode step past the old 1024-column limit: Qwen2.5-7B widths with 2 layers, a left-padded
 // batch of 2, a 1500-token prompt, fused decode (kernel attention) against the plain path, teacher-forced.
