@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "llmbench/base/error.h"
@@ -57,6 +59,40 @@ struct Problem {
   Problem& operator=(const Problem&) = delete;
 };
 
+// The split-K partials of one problem (lt_gemm_partials): S strided batches over K, float32 out.
+// Batch s: C_s (N × M, float) = W[:, sK/S, (s+1)K/S)ᵀ-slice × x-slice, slices K/S elements apart in W and x.
+struct PartialsProblem {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  PartialsProblem(const LtGemmArgs& g, int splits) {
+    const cudaDataType_t t = g.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const std::int64_t ks = g.k / splits, plane = g.m * g.n;
+    const std::int32_t count = splits;
+    check_lt(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    check_lt(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+    check_lt(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+    check_lt(cublasLtMatrixLayoutCreate(&a, t, ks, g.n, g.k), "layout of W");
+    check_lt(cublasLtMatrixLayoutCreate(&b, t, ks, g.m, g.x_stride), "layout of x");
+    check_lt(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, g.n, g.m, g.n), "layout of the partials");
+    for (auto [layout, stride] : {std::pair{a, ks}, std::pair{b, ks}, std::pair{c, plane}}) {
+      check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+               "batch count");
+      check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                sizeof stride),
+               "batch stride");
+    }
+  }
+  ~PartialsProblem() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+  PartialsProblem(const PartialsProblem&) = delete;
+  PartialsProblem& operator=(const PartialsProblem&) = delete;
+};
+
 // A shape: what the algorithm choice depends on.
 using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;  // device, dtype, m, n, k, ld x, bias
 
@@ -84,6 +120,7 @@ std::mutex mu;                                         // guards everything belo
 std::map<int, cublasLtHandle_t> handles;               // per device
 std::map<int, void*> workspaces;                       // per device
 std::map<Key, Chosen> chosen;
+std::map<std::tuple<Key, int>, cublasLtMatmulAlgo_t> chosen_partials;  // (shape, splits)
 
 cublasLtHandle_t handle_for(int device) {
   auto it = handles.find(device);
@@ -206,6 +243,73 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
   best.choice.chosen_us = best_us;
   chosen[key] = best;
   check_lt(run(best.algo), "matmul");  // y from the chosen algorithm, as every later call
+  return true;
+}
+
+int lt_split_k(const LtGemmArgs& g) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "device");
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = chosen.find(key_of(g, device));
+  if (it == chosen.end()) return 0;
+  std::uint32_t splits = 1;
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&it->second.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits,
+                                           &written) != CUBLAS_STATUS_SUCCESS)
+    return 1;
+  return std::max<int>(1, static_cast<int>(splits));
+}
+
+bool lt_gemm_partials(const LtGemmArgs& g, int splits, float* partials, Stream stream) {
+  if (g.dtype != DType::bf16 && g.dtype != DType::f16) throw Error("lt_gemm_partials: bf16 or fp16 only");
+  if (!g.x || !g.w || !partials) throw Error("lt_gemm_partials: null x, W or partials");
+  if (g.bias) throw Error("lt_gemm_partials: no bias (add it after the reduction)");
+  if (g.m < 1 || g.n < 1 || g.k < 1 || g.x_stride < g.k)
+    throw Error(cat("lt_gemm_partials: bad shape M ", g.m, " N ", g.n, " K ", g.k, " (x rows ", g.x_stride, " apart)"));
+  auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % kAlignment == 0; };
+  if (splits < 2 || g.k % (8 * splits) != 0 || g.n % 8 != 0 || g.x_stride % 8 != 0 || !aligned(g.x) ||
+      !aligned(g.w) || !aligned(partials))
+    return false;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "device");
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "capture status");
+  const bool capturing = status != cudaStreamCaptureStatusNone;
+  std::lock_guard<std::mutex> lock(mu);
+  const cublasLtHandle_t h = handle_for(device);
+  void* ws = workspace_for(device, capturing);
+  if (!ws) return false;
+  const PartialsProblem p(g, splits);
+  const auto key = std::make_tuple(key_of(g, device), splits);
+  cublasLtMatmulAlgo_t algo;
+  if (auto it = chosen_partials.find(key); it != chosen_partials.end()) {
+    algo = it->second;
+  } else {
+    // The heuristic's first algorithm without a split-K of its own (the batches are the split).
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    cublasLtMatmulHeuristicResult_t found[1];
+    int count = 0;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                             &kWorkspaceBytes, sizeof kWorkspaceBytes);
+    const std::uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE;
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                                sizeof reductions);
+    for (const auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &kAlignment, sizeof kAlignment);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(h, p.op, p.a, p.b, p.c, p.c, pref, 1, found, &count);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || count < 1) return false;
+    algo = found[0].algo;
+    if (!capturing) chosen_partials[key] = algo;
+  }
+  const float alpha = 1, beta = 0;
+  check_lt(cublasLtMatmul(h, p.op, &alpha, g.w, p.a, g.x, p.b, &beta, partials, p.c, partials, p.c, &algo, ws,
+                          kWorkspaceBytes, stream),
+           "matmul (partials)");
   return true;
 }
 

@@ -7,14 +7,51 @@ using namespace detail;
 constexpr int kMaxIters = 8;     // vectors per thread kept in registers between the two passes
 constexpr int kMaxThreads = 512;  // 1024 threads × (8 × 8 floats kept) exceed the registers of one SM (hidden 8192)
 
-// One block per row. Pass 1: (residual += x), sum of squares in float; pass 2: scale and write.
+// Where the block-per-row kernel reads x: rows of T, or (Partials) the float sum of a split-K GEMM's partial
+// products, summed in split order and rounded to T once, as a split-K GEMM's float reduction rounds its output.
 template <class T, int kVec>
-__global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residual, const T* x, const T* weight, std::int64_t hidden, float eps) {
+struct Rows {
+  const T* x;
+  __device__ __forceinline__ Vec<T, kVec> load(std::int64_t row, std::int64_t hidden, int i) const {
+    return reinterpret_cast<const Vec<T, kVec>*>(x + row * hidden)[i];
+  }
+};
+template <class T, int kVec>
+struct Partials {
+  const float* p;       // [splits, rows, hidden] float32
+  int splits;
+  std::int64_t plane;   // rows × hidden
+  __device__ __forceinline__ Vec<T, kVec> load(std::int64_t row, std::int64_t hidden, int i) const {
+    static_assert(kVec % 4 == 0, "float4 loads");
+    const float4* at = reinterpret_cast<const float4*>(p + row * hidden + static_cast<std::int64_t>(i) * kVec);
+    float acc[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec / 4; ++j) {
+      const float4 f = at[j];
+      acc[4 * j] = f.x, acc[4 * j + 1] = f.y, acc[4 * j + 2] = f.z, acc[4 * j + 3] = f.w;
+    }
+    for (int s = 1; s < splits; ++s) {
+      at += plane / 4;
+#pragma unroll
+      for (int j = 0; j < kVec / 4; ++j) {
+        const float4 f = at[j];
+        acc[4 * j] += f.x, acc[4 * j + 1] += f.y, acc[4 * j + 2] += f.z, acc[4 * j + 3] += f.w;
+      }
+    }
+    Vec<T, kVec> v;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v.v[j] = from_f<T>(acc[j]);
+    return v;
+  }
+};
+
+// One block per row. Pass 1: (residual += x), sum of squares in float; pass 2: scale and write.
+template <class T, int kVec, class Src>
+__global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residual, Src x, const T* weight, std::int64_t hidden, float eps) {
   pdl_enter();
   using V = Vec<T, kVec>;
   const std::int64_t row = blockIdx.x;
   const int nvec = static_cast<int>(hidden / kVec);
-  const V* xr = reinterpret_cast<const V*>(x + row * hidden);
   V* rr = residual ? reinterpret_cast<V*>(residual + row * hidden) : nullptr;
   float vals[kMaxIters][kVec];
   float ss = 0.0f;
@@ -22,7 +59,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residu
   for (int it = 0; it < kMaxIters; ++it) {
     const int i = threadIdx.x + it * blockDim.x;
     if (i < nvec) {
-      V a = xr[i];
+      V a = x.load(row, hidden, i);
       if (rr) {
         const V r = rr[i];
 #pragma unroll
@@ -97,6 +134,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32) rms_norm_rows_kernel(T* ou
   }
 }
 
+int block_threads(std::int64_t nvec);
+
 template <class T, int kVec>
 void launch(void* out, void* residual, const void* x, const void* weight, std::int64_t rows, std::int64_t hidden,
             float eps, Stream stream) {
@@ -108,12 +147,17 @@ void launch(void* out, void* residual, const void* x, const void* weight, std::i
                   static_cast<const T*>(weight), rows, hidden, eps);
     return;
   }
+  const int threads = block_threads(nvec);
+  launch_kernel("rms_norm kernel", rms_norm_kernel<T, kVec, Rows<T, kVec>>, {dim3(static_cast<unsigned>(rows)), dim3(threads)},
+                stream, static_cast<T*>(out), static_cast<T*>(residual), Rows<T, kVec>{static_cast<const T*>(x)},
+                static_cast<const T*>(weight), hidden, eps);
+}
+
+int block_threads(std::int64_t nvec) {
   const int threads = static_cast<int>(std::min<std::int64_t>(kMaxThreads, std::max<std::int64_t>(32, (nvec + 31) / 32 * 32)));
   if (nvec > static_cast<std::int64_t>(threads) * kMaxIters)
-    throw Error(cat("rms_norm kernel: hidden size ", hidden, " is too large"));
-  launch_kernel("rms_norm kernel", rms_norm_kernel<T, kVec>, {dim3(static_cast<unsigned>(rows)), dim3(threads)}, stream,
-                static_cast<T*>(out), static_cast<T*>(residual), static_cast<const T*>(x), static_cast<const T*>(weight),
-                hidden, eps);
+    throw Error(cat("rms_norm kernel: hidden size ", nvec, " vectors is too large"));
+  return threads;
 }
 
 void run(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,
@@ -143,6 +187,26 @@ void add_rms_norm(DType dtype, void* out, void* residual, const void* x, const v
                   std::int64_t hidden, float eps, Stream stream) {
   if (!residual) throw Error("add_rms_norm kernel: residual is null");
   run(dtype, out, residual, x, weight, rows, hidden, eps, stream);
+}
+
+void add_rms_norm_partials(DType dtype, void* out, void* residual, const float* partials, int splits,
+                           const void* weight, std::int64_t rows, std::int64_t hidden, float eps, Stream stream) {
+  if (rows <= 0) return;
+  if (!residual || !partials || !out || !weight) throw Error("add_rms_norm_partials kernel: null pointer");
+  if (splits < 1) throw Error(cat("add_rms_norm_partials kernel: bad split count ", splits));
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int kVec = 16 / sizeof(T);
+    if (hidden <= 0 || hidden % kVec != 0 || !aligned16(out) || !aligned16(residual) || !aligned16(weight) ||
+        !aligned16(partials))
+      throw Error(cat("add_rms_norm_partials kernel: hidden size ", hidden,
+                      " not a multiple of ", kVec, " or a pointer not 16-byte aligned"));
+    const int threads = block_threads(hidden / kVec);
+    launch_kernel("add_rms_norm_partials kernel", rms_norm_kernel<T, kVec, Partials<T, kVec>>,
+                  {dim3(static_cast<unsigned>(rows)), dim3(threads)}, stream, static_cast<T*>(out),
+                  static_cast<T*>(residual), Partials<T, kVec>{partials, splits, rows * hidden},
+                  static_cast<const T*>(weight), hidden, eps);
+  });
 }
 
 }  // namespace llmbench::cuda

@@ -26,6 +26,25 @@ torch::Tensor Decoder::row_parallel(const torch::Tensor& x, const torch::Tensor&
   return b.defined() ? y + b : y;
 }
 
+// The decode step's row-parallel projection and the residual add + next norm after it: residual += x · wᵀ,
+// returns rms_norm(residual) · norm. Where cuBLASLt would split K (one rank; LLMBENCH_SPLITK_FUSE), the
+// norm kernel sums the GEMM's float partials itself (linear_partials), one kernel fewer.
+torch::Tensor Decoder::project_add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                                        const torch::Tensor& bias, torch::Tensor& residual,
+                                        const torch::Tensor& norm) const {
+  if (!all_reduce_) {
+    torch::Tensor partials = linear_partials(x, w, scale, bias, paths_);  // [S, B, 1, H] float32 or undefined
+    if (partials.defined()) {
+      std::vector<std::int64_t> sizes{partials.size(0)};
+      sizes.insert(sizes.end(), residual.sizes().begin(), residual.sizes().end());
+      return fused::add_rms_norm_partials(partials.view(sizes), residual, norm, config_.rms_norm_eps);
+    }
+  }
+  torch::Tensor y = row_parallel(x, w, scale, bias);      // [B, 1, H]
+  fused::add_rms_norm_(y, residual, norm, config_.rms_norm_eps);  // residual += y; y = norm
+  return y;
+}
+
 template <class Attend>
 torch::Tensor Decoder::layer(std::int64_t i, const torch::Tensor& x, const torch::Tensor& cos,
                              const torch::Tensor& sin, Attend&& attend) const {
@@ -187,13 +206,10 @@ torch::Tensor Decoder::decode_step_fused(const torch::Tensor& tokens, const Rope
                                             k_scale, v_scale);  // [B, Hq, D]
     torch::Tensor a = fused::decode_attention(q, keys, values, state.valid, k_scale, v_scale,
                                                state.column);  // [B, Hq, D]
-    torch::Tensor o = row_parallel(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias);  // [B, 1, H]
-    fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);            // residual += o; o = norm
+    torch::Tensor o = project_add_norm(a.view({b, 1, hq * d}), w.o, w.o_scale, w.o_bias, residual, w.post_norm);  // [B, 1, H]
     torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, 1, I]
-    torch::Tensor down = row_parallel(m, w.down, w.down_scale);  // [B, 1, H]
     const torch::Tensor& next_norm = i + 1 < n ? weights_.layers[i + 1].input_norm : weights_.final_norm;
-    fused::add_rms_norm_(down, residual, next_norm, config_.rms_norm_eps);           // residual += down; norm
-    h = down;
+    h = project_add_norm(m, w.down, w.down_scale, {}, residual, next_norm);           // [B, 1, H]
   }
   state.positions.add_(state.active);
   state.column.add_(state.active);

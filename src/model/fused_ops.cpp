@@ -167,6 +167,40 @@ void add_rms_norm_(torch::Tensor& x, torch::Tensor& residual, const torch::Tenso
 #endif
 }
 
+torch::Tensor add_rms_norm_partials(const torch::Tensor& partials, torch::Tensor& residual, const torch::Tensor& weight,
+                                    double eps) {
+  const char* op = "fused add_rms_norm_partials";
+  expect(partials.dim() == residual.dim() + 1 && partials.size(0) >= 1 &&
+             partials.sizes().slice(1) == residual.sizes(),
+         op, cat("partials ", shape(partials), " are not [S] + residual ", shape(residual)));
+  expect(partials.scalar_type() == torch::kFloat32, op, cat("partials are ", partials.scalar_type(), ", not float32"));
+  expect(residual.dim() >= 1 && weight.dim() == 1 && weight.size(0) == residual.size(-1), op,
+         cat("residual ", shape(residual), " and weight ", shape(weight), " disagree on the hidden size"));
+  same_dtype(op, residual, weight, "weight");
+  same_device(op, residual, partials, "partials");
+  same_device(op, residual, weight, "weight");
+  if (!uses_kernels(residual)) {
+    torch::Tensor x = partials[0].clone();  // the float sum in split order, as the kernel adds
+    for (std::int64_t s = 1; s < partials.size(0); ++s) x.add_(partials[s]);
+    residual.add_(x.to(residual.scalar_type()));
+    return llmbench::rms_norm(residual, weight, eps);
+  }
+#ifdef LLMBENCH_WITH_CUDA
+  contiguous(op, partials, "partials");
+  contiguous(op, residual, "residual");
+  contiguous(op, weight, "weight");
+  c10::cuda::CUDAGuard guard(residual.device());
+  const auto h = residual.size(-1);
+  torch::Tensor out = torch::empty_like(residual);  // [..., H]
+  cuda::add_rms_norm_partials(kernel_dtype(residual), out.data_ptr(), residual.data_ptr(), partials.data_ptr<float>(),
+                              static_cast<int>(partials.size(0)), weight.data_ptr(), residual.numel() / h, h,
+                              static_cast<float>(eps), stream());
+  return out;
+#else
+  throw Error(cat(op, ": built without CUDA"));  // unreachable: uses_kernels() is false
+#endif
+}
+
 torch::Tensor silu_mul(const torch::Tensor& gate_up) {
   const char* op = "fused silu_mul";
   expect(gate_up.dim() >= 1 && gate_up.size(-1) % 2 == 0, op, cat("gate_up ", shape(gate_up), " has an odd last dim"));

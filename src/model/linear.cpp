@@ -176,6 +176,7 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
 // bucket ahead: timing new prefill shapes mid-serve cost more than the better algorithm won.
 // LLMBENCH_GEMM=torch: torch's GEMM everywhere (A/B runs). Read at every call.
 constexpr std::int64_t kLtMaxRows = 256;
+constexpr std::int64_t kLtSplitKMaxRows = 64;  // linear_partials: decode batches
 
 bool lt_gemm_enabled() {
   const char* v = std::getenv("LLMBENCH_GEMM");
@@ -199,25 +200,42 @@ bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Ten
 // for the two to agree; with the epilogue (another shape, another algorithm, one rounding fewer) Qwen's fused
 // and plain decode steps drifted past their parity tests' bf16 bounds (session 19). More than kLtMaxRows rows
 // only when `tune` or their row bucket is already timed.
-torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, bool tune = false) {
-  torch::Tensor x2 = rows_of(x);                                         // [M, K]
-  torch::Tensor y = torch::empty({x2.size(0), w.size(0)}, x.options());  // [M, N]
-  c10::cuda::CUDAGuard guard(x.device());
+cuda::LtGemmArgs lt_args(const torch::Tensor& x2, const torch::Tensor& w, void* y) {
   cuda::LtGemmArgs a;
   a.dtype = kernel_dtype(x2);
   a.x = x2.data_ptr();
   a.x_stride = x2.size(0) > 1 ? x2.stride(0) : x2.size(1);
   a.w = w.data_ptr();
-  a.y = y.data_ptr();
+  a.y = y;
   a.m = x2.size(0);
   a.n = w.size(0);
   a.k = x2.size(1);
+  return a;
+}
+torch::Tensor lt_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, bool tune = false) {
+  torch::Tensor x2 = rows_of(x);                                         // [M, K]
+  torch::Tensor y = torch::empty({x2.size(0), w.size(0)}, x.options());  // [M, N]
+  c10::cuda::CUDAGuard guard(x.device());
+  const cuda::LtGemmArgs a = lt_args(x2, w, y.data_ptr());
   if (a.x_stride < a.k || (a.m > kLtMaxRows && !tune && !cuda::lt_choice(a))) return {};
   if (!cuda::lt_gemm(a, at::cuda::getCurrentCUDAStream().stream())) return {};
   if (bias.defined()) y.add_(bias);
   return y.view(out_shape(x, w.size(0)));
 }
 
+// LLMBENCH_SPLITK_FUSE (linear_partials): 0: off; auto: cuBLASLt's own split count for the shape;
+// 2 … 16: that many splits (A/B runs); unset: auto. Read at every call.
+int splitk_fuse() {
+  const char* v = std::getenv("LLMBENCH_SPLITK_FUSE");
+  const std::string s = v ? v : "";
+  if (s == "0") return 0;
+  if (s.empty() || s == "auto") return -1;
+  char* end = nullptr;
+  const long n = std::strtol(s.c_str(), &end, 10);
+  if (*end != '\0' || n < 2 || n > 16)
+    throw UsageError(cat("LLMBENCH_SPLITK_FUSE must be 0, auto or 2 … 16, got '", s, "'"));
+  return static_cast<int>(n);
+}
 torch::Tensor gemv(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                    const torch::Tensor& bias) {
   torch::Tensor x2 = rows_of(x);                                         // [B, K]
@@ -333,6 +351,41 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
     return scaled_mm(x, w, scale, bias);
 #endif
   return dequant_linear(x, w, scale, bias, paths.dequant_block_elems);
+}
+
+torch::Tensor linear_partials(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                              const torch::Tensor& bias, const LinearPaths& paths) {
+#ifdef LLMBENCH_WITH_CUDA
+  const int fuse = splitk_fuse();
+  if (fuse == 0 || scale.defined() || bias.defined() || !lt_applies(x, w, bias) ||
+      gemv_applies(x, w, scale, bias, paths))
+    return {};
+  torch::Tensor x2 = rows_of(x);  // [M, K]
+  if (x2.size(0) > kLtSplitKMaxRows) return {};
+  c10::cuda::CUDAGuard guard(x.device());
+  const cuda::Stream stream = at::cuda::getCurrentCUDAStream().stream();
+  cuda::LtGemmArgs a = lt_args(x2, w, nullptr);
+  int splits = fuse;
+  if (fuse < 0) {
+    splits = cuda::lt_split_k(a);
+    if (splits == 0) {  // cuBLASLt has not chosen for this shape yet: let linear()'s path choose (outside captures)
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(stream, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) return {};
+      if (!lt_linear(x, w, {}).defined()) return {};
+      splits = cuda::lt_split_k(a);
+    }
+  }
+  // cuBLASLt's count where it gives K slices of whole 16-byte vectors, else the largest count under it
+  // that does (Qwen2.5-7B's down at ≤ 8 rows: 12 → 8).
+  while (splits >= 2 && a.k % (8 * splits) != 0) --splits;
+  if (splits < 2) return {};
+  torch::Tensor partials = torch::empty({splits, x2.size(0), w.size(0)}, x.options().dtype(torch::kFloat32));  // [S, M, N]
+  if (!cuda::lt_gemm_partials(a, splits, partials.data_ptr<float>(), stream)) return {};
+  return partials;
+#else
+  (void)x, (void)w, (void)scale, (void)bias, (void)paths;
+  return {};
+#endif
 }
 
 }  // namespace llmbench

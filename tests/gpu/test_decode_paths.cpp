@@ -71,6 +71,18 @@ TEST(DecodePaths, FusedAndGraphMatchThePlainPath) {
   for (const char* name : {"qwen2_bias", "llama3_tied", "llama_bf16"}) check_paths_match(name, "eager");
 }
 
+// The o and down projections with their split-K partials summed by the next add + RMSNorm
+// (LLMBENCH_SPLITK_FUSE; the tiny models' GEMMs do not split by themselves, so the counts are forced):
+// the fused step, eager and replayed, still matches the plain path.
+TEST(DecodePaths, SplitKPartialsInTheNormMatchThePlainPath) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (const char* splits : {"2", "4"}) {
+    setenv("LLMBENCH_SPLITK_FUSE", splits, 1);
+    for (const char* name : {"qwen2_bias", "llama3_tied"}) check_paths_match(name, "eager");
+  }
+  unsetenv("LLMBENCH_SPLITK_FUSE");
+}
+
 #if TORCH_VERSION_MAJOR >= 2
 // --attn sdpa selects the prefill's attention; the decode step (one query row per sequence over the cache)
 // takes the same fused kernel and CUDA graph as eager, and matches sdpa's plain decode step (masked sdpa).

@@ -139,6 +139,35 @@ TEST(FusedOps, AddRmsNormUpdatesResidualAndNormalises) {
   }
 }
 
+// The norm that sums a split-K GEMM's float partials itself (the decode step's o and down projections,
+// LLMBENCH_SPLITK_FUSE): against the plain ops on the CPU (the float sum in split order, rounded once, the
+// bf16 residual add, the norm), for 1–8 splits and decode row counts.
+TEST(FusedOps, AddRmsNormPartialsMatchesThePlainOps) {
+  REQUIRE_CUDA();
+  torch::manual_seed(12);
+  for (std::int64_t h : {3584, 4096, 64}) {
+    for (std::int64_t n : {1, 4, 16}) {
+      for (std::int64_t s : {1, 2, 3, 8}) {
+        const std::string what = cat("H=", h, " N=", n, " S=", s);
+        torch::Tensor partials = torch::randn({s, n, 1, h}, torch::kCUDA);  // [S, N, 1, H] float32
+        torch::Tensor residual = randn({n, 1, h}, 4.0);                    // [N, 1, H] bf16
+        torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
+        torch::Tensor want_res = residual.cpu(), got_res = residual.clone();
+        torch::Tensor want = fused::add_rms_norm_partials(partials.cpu(), want_res, w.cpu(), kEps);  // the plain ops
+        torch::Tensor got = fused::add_rms_norm_partials(partials, got_res, w, kEps);
+        ASSERT_EQ(got.sizes(), residual.sizes()) << what;
+        EXPECT_TRUE(torch::equal(got_res.cpu(), want_res)) << what << ": the sum and the residual add must round as the plain ops";
+        expect_close(got, want.to(torch::kCUDA), kBf16Rtol, 1e-6, what);
+        EXPECT_GT(frac_equal(got, want.to(torch::kCUDA)), 0.98) << what;
+      }
+    }
+  }
+  torch::Tensor residual = randn({4, 1, 64});
+  torch::Tensor w = torch::ones({64}, residual.options());
+  EXPECT_THROW(fused::add_rms_norm_partials(torch::zeros({2, 4, 1, 32}, torch::kCUDA), residual, w, kEps), Error);
+  EXPECT_THROW(fused::add_rms_norm_partials(torch::zeros({2, 4, 1, 64}, residual.options()), residual, w, kEps), Error);
+}
+
 TEST(FusedOps, SiluMulMatchesPlain) {
   REQUIRE_CUDA();
   torch::manual_seed(3);

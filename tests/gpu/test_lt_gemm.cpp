@@ -12,8 +12,10 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <vector>
 
 #include "llmbench/base/error.h"
 #include "llmbench/cuda/lt_gemm.h"
@@ -239,6 +241,77 @@ TEST(LtGemm, PrefillRowsOnlyAfterTuning) {
   EXPECT_GT(m->tune_gemms({4096}), 0.0);
   EXPECT_TRUE(cuda::lt_choice(args_of(hx, wq, {}, hy)).has_value());
   tune_lt_gemm(torch::zeros({64, 256}, opt.dtype(torch::kInt8)), 512);  // quantized weights: left alone
+}
+
+// The split-K partials that the decode step's add + RMSNorm reduces (LLMBENCH_SPLITK_FUSE): each partial is
+// its K slice's product and they sum to the whole product; a split that does not divide K into multiples
+// of 8 is declined; linear_partials gives them only where asked for (a forced split count or auto), and
+// lt_split_k reports cuBLASLt's own split for a shape once it has chosen. Printed for the model shapes:
+// what auto does on this GPU.
+TEST(LtGemm, PartialsSumToTheProduct) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  torch::manual_seed(21);
+  const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  for (std::int64_t m : {1, 4, 16, 64}) {
+    for (int s : {2, 3, 4, 8}) {
+      SCOPED_TRACE(cat("M=", m, " S=", s));
+      const std::int64_t k = 8 * s * 9, n = 200;
+      torch::Tensor x = torch::randn({m, k}, opt), w = torch::randn({n, k}, opt) * 0.05;  // [M, K], [N, K]
+      torch::Tensor partials = torch::empty({s, m, n}, opt.dtype(torch::kFloat32));     // [S, M, N]
+      ASSERT_TRUE(cuda::lt_gemm_partials(args_of(x, w, {}, partials), s, partials.data_ptr<float>(), stream));
+      const std::int64_t ks = k / s;
+      for (int j = 0; j < s; ++j) {
+        torch::Tensor ref = torch::matmul(x.narrow(1, j * ks, ks).to(torch::kFloat32),
+                                          w.narrow(1, j * ks, ks).to(torch::kFloat32).t());  // [M, N]
+        EXPECT_LT(rel_diff(partials[j], ref), 1e-4) << "split " << j;
+      }
+      torch::Tensor ref = torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t());
+      EXPECT_LT(rel_diff(partials.sum(0), ref), 1e-4);
+      // A slice of K / S that is not a multiple of 8 elements: declined.
+      torch::Tensor odd = torch::randn({m, k + 8}, opt), w_odd = torch::randn({n, k + 8}, opt);
+      torch::Tensor p_odd = torch::empty({s, m, n}, opt.dtype(torch::kFloat32));
+      if ((k + 8) % (8 * s) != 0)
+        EXPECT_FALSE(cuda::lt_gemm_partials(args_of(odd, w_odd, {}, p_odd), s, p_odd.data_ptr<float>(), stream));
+    }
+  }
+  // linear_partials: off with 0; a forced split count; a bad value.
+  torch::Tensor x = torch::randn({4, 512}, opt), w = torch::randn({264, 512}, opt) * 0.05;  // [M, K], [N, K]
+  setenv("LLMBENCH_SPLITK_FUSE", "0", 1);
+  EXPECT_FALSE(linear_partials(x, w, {}, {}, {}).defined());
+  setenv("LLMBENCH_SPLITK_FUSE", "4", 1);
+  torch::Tensor p = linear_partials(x, w, {}, {}, {});
+  ASSERT_TRUE(p.defined());
+  EXPECT_EQ(p.sizes(), (std::vector<std::int64_t>{4, 4, 264}));
+  EXPECT_LT(rel_diff(p.sum(0), torch::matmul(x.to(torch::kFloat32), w.to(torch::kFloat32).t())), 1e-4);
+  EXPECT_FALSE(linear_partials(torch::randn({65, 512}, opt), w, {}, {}, {}).defined());  // more rows than a decode batch
+  setenv("LLMBENCH_SPLITK_FUSE", "1", 1);
+  EXPECT_THROW(linear_partials(x, w, {}, {}, {}), UsageError);
+  // auto (the default): cuBLASLt's own split where it splits (the model's decode shapes), rounded down to a
+  // count that cuts K into whole vectors; nothing where it does not split.
+  unsetenv("LLMBENCH_SPLITK_FUSE");
+  struct Shape { const char* name; std::int64_t n, k; };
+  for (const Shape& sh : {Shape{"qwen2.5-7b o", 3584, 3584}, Shape{"qwen2.5-7b down", 3584, 18944},
+                          Shape{"llama-3-8b o", 4096, 4096}, Shape{"llama-3-8b down", 4096, 14336}}) {
+    torch::Tensor wb = torch::randn({sh.n, sh.k}, opt) * 0.02;  // [N, K]
+    for (std::int64_t m : {2, 4, 8, 16, 64}) {
+      torch::Tensor xb = torch::randn({m, sh.k}, opt);  // [M, K]
+      torch::Tensor pb = linear_partials(xb, wb, {}, {}, {});
+      torch::Tensor y = torch::empty({m, sh.n}, opt);
+      const int split = cuda::lt_split_k(args_of(xb, wb, {}, y));
+      std::printf("[ splitk   ] %s M=%ld: cuBLASLt splits K in %d; partials: %ld\n", sh.name, static_cast<long>(m),
+                  split, pb.defined() ? static_cast<long>(pb.size(0)) : 0L);
+      EXPECT_GE(split, 1);  // chosen by linear_partials' first call
+      int usable = split;
+      while (usable >= 2 && sh.k % (8 * usable) != 0) --usable;
+      EXPECT_EQ(pb.defined(), usable >= 2);
+      if (pb.defined()) {
+        EXPECT_EQ(pb.size(0), usable);
+        EXPECT_LT(rel_diff(pb.sum(0), torch::matmul(xb.to(torch::kFloat32), wb.to(torch::kFloat32).t())), 1e-3);
+      }
+    }
+  }
+  unsetenv("LLMBENCH_SPLITK_FUSE");
 }
 
 #endif  // LLMBENCH_WITH_CUDA

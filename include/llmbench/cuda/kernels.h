@@ -30,6 +30,12 @@ void rms_norm(DType dtype, void* out, const void* x, const void* weight, std::in
 void add_rms_norm(DType dtype, void* out, void* residual, const void* x, const void* weight, std::int64_t rows,
                   std::int64_t hidden, float eps, Stream stream);
 
+// The same with x = the sum of a split-K GEMM's float partial products partials [S, N, H] (float32, summed
+// in split order, rounded to the dtype once: what a split-K GEMM with a float reduction writes). Saves the
+// GEMM's separate reduce kernel. H a multiple of 16 bytes / element size, pointers 16-byte aligned.
+void add_rms_norm_partials(DType dtype, void* out, void* residual, const float* partials, int splits,
+                           const void* weight, std::int64_t rows, std::int64_t hidden, float eps, Stream stream);
+
 // gate_up [N, 2I] (gate | up) → out [N, I] = dtype(silu(gate)) · up, silu computed in float.
 void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream);
 

@@ -53,6 +53,19 @@ struct LtChoice {
 // llmbench::Error on bad arguments or a failed call.
 bool lt_gemm(const LtGemmArgs& args, Stream stream);
 
+// The split-K count of the algorithm remembered for the shape of `args` (its row bucket): 0 when nothing is
+// remembered yet, 1 when it does not split K. Where it splits, cuBLASLt runs a separate kernel that sums
+// the float partial products and rounds them to y's dtype.
+int lt_split_k(const LtGemmArgs& args);
+
+// The partial products of that split, left for the caller to reduce (cuda::add_rms_norm_partials folds the
+// sum into the next RMSNorm: one kernel fewer): partials [S, M, N] float32, partials[s] = x[:, sK/S, (s+1)K/S)
+// · W[:, same]ᵀ, as one strided-batched cuBLASLt matmul (the heuristic's first algorithm without a split-K
+// of its own, remembered per shape and S). args.y is ignored; no bias. False where it does not apply
+// (S < 2, K not a multiple of 8 S, N or x_stride not a multiple of 8, a pointer not 16-byte aligned, no
+// algorithm, or the device's first cuBLASLt call is inside a graph capture).
+bool lt_gemm_partials(const LtGemmArgs& args, int splits, float* partials, Stream stream);
+
 // The remembered choice for the shape (or row bucket) of `args`, pointers ignored: timed, or the first
 // candidate kept untimed (first_us = chosen_us = 0).
 std::optional<LtChoice> lt_choice(const LtGemmArgs& args);

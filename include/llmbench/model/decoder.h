@@ -102,6 +102,9 @@ class Decoder {
   // x [..., K / tp] · w [H, K / tp]ᵀ (quantized: · scale) summed over the ranks (+ b [H]) → [..., H].
   torch::Tensor row_parallel(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                              const torch::Tensor& b = {}) const;
+  // row_parallel, then residual [..., H] += the product and → rms_norm(residual) · norm [H] (the decode step).
+  torch::Tensor project_add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                                 const torch::Tensor& bias, torch::Tensor& residual, const torch::Tensor& norm) const;
   torch::Tensor decode_step_fused(const torch::Tensor& tokens, const Rope& rope, KvCache& cache, DecodeState& state) const;
   // Every layer over x [B, P, H] (prefill) with the fused kernels; positions [B, P] int64. → [B, P, H].
   // RoPE writes k and v straight into `cache` when it can hold them as they are (a model-dtype cache of B

@@ -20,6 +20,13 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 // residual [..., H] += x [..., H] (rounded to the dtype), then x ← rms_norm(residual) · weight [H].
 void add_rms_norm_(torch::Tensor& x, torch::Tensor& residual, const torch::Tensor& weight, double eps);
 
+// add_rms_norm_ with x given as a split-K GEMM's partial products (llmbench/model/linear.h,
+// linear_partials): partials [S, ..., H] float32 (the leading dims of residual), x = their sum in split
+// order rounded once to residual's dtype; residual [..., H] += x, and returns rms_norm(residual) · weight [H]
+// (a new tensor shaped like residual). One kernel where add_rms_norm_ needs the GEMM's reduce kernel first.
+torch::Tensor add_rms_norm_partials(const torch::Tensor& partials, torch::Tensor& residual, const torch::Tensor& weight,
+                                    double eps);
+
 // gate_up [..., 2I] (gate | up, as the fused gate_up weight produces) → [..., I] = silu(gate) · up.
 torch::Tensor silu_mul(const torch::Tensor& gate_up);
 

@@ -49,6 +49,16 @@ void tune_lt_gemm(const torch::Tensor& w, std::int64_t rows);
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
                      const torch::Tensor& bias, const LinearPaths& paths);
 
+// The decode step's o and down projections with their split-K reduction left to the next RMSNorm
+// (fused::add_rms_norm_partials, one kernel fewer per matmul): where linear(x, w) would run cuBLASLt on at
+// most 64 rows (model-dtype w, no bias, not the GEMV) and LLMBENCH_SPLITK_FUSE allows it (unset or auto: where
+// cuBLASLt's chosen algorithm splits K, with its split count S, or the largest count below S that cuts K
+// into slices of whole 16-byte vectors; N = 2 … 16: N splits, A/B runs; 0: never), the float partial
+// products [S, M, N] (llmbench/cuda/lt_gemm.h, lt_gemm_partials); else an
+// undefined tensor, and the caller runs linear(). UsageError for another LLMBENCH_SPLITK_FUSE value.
+torch::Tensor linear_partials(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
+                              const torch::Tensor& bias, const LinearPaths& paths);
+
 // True when linear(x, w, ...) takes the GEMV kernel: paths.gemv on, CUDA, 1 to 16 rows, and for weights
 // in the model dtype (no scale) only one row (LLMBENCH_GEMV_MODEL_DTYPE=wide: one row of a wide matrix,
 // N ≥ 4 K) unless LLMBENCH_GEMV_KERNEL forces a kernel (cuBLAS measured as fast or faster at more rows).
