@@ -176,7 +176,11 @@ torch::Tensor rows_of(const torch::Tensor& x) {  // [..., K] → [B, K] with uni
 // bucket ahead: timing new prefill shapes mid-serve cost more than the better algorithm won.
 // LLMBENCH_GEMM=torch: torch's GEMM everywhere (A/B runs). Read at every call.
 constexpr std::int64_t kLtMaxRows = 256;
-constexpr std::int64_t kLtSplitKMaxRows = 64;  // linear_partials: decode batches
+// linear_partials: decode batches up to 64 rows when the split count is forced, up to 8 with auto (H200, A/B in
+// the decode step: −0.6 to −0.8 % at batch 4 in four pairs of two calls; batch 16 −0.8 % and +0.4 %, batch 64
+// +1.1 %: docs/performance.md, session 22).
+constexpr std::int64_t kLtSplitKMaxRows = 64;
+constexpr std::int64_t kLtSplitKAutoMaxRows = 8;
 
 bool lt_gemm_enabled() {
   const char* v = std::getenv("LLMBENCH_GEMM");
@@ -361,7 +365,7 @@ torch::Tensor linear_partials(const torch::Tensor& x, const torch::Tensor& w, co
       gemv_applies(x, w, scale, bias, paths))
     return {};
   torch::Tensor x2 = rows_of(x);  // [M, K]
-  if (x2.size(0) > kLtSplitKMaxRows) return {};
+  if (x2.size(0) > (fuse < 0 ? kLtSplitKAutoMaxRows : kLtSplitKMaxRows)) return {};
   c10::cuda::CUDAGuard guard(x.device());
   const cuda::Stream stream = at::cuda::getCurrentCUDAStream().stream();
   cuda::LtGemmArgs a = lt_args(x2, w, nullptr);

@@ -50,10 +50,10 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
                      const torch::Tensor& bias, const LinearPaths& paths);
 
 // The decode step's o and down projections with their split-K reduction left to the next RMSNorm
-// (fused::add_rms_norm_partials, one kernel fewer per matmul): where linear(x, w) would run cuBLASLt on at
-// most 64 rows (model-dtype w, no bias, not the GEMV) and LLMBENCH_SPLITK_FUSE allows it (unset or auto: where
-// cuBLASLt's chosen algorithm splits K, with its split count S, or the largest count below S that cuts K
-// into slices of whole 16-byte vectors; N = 2 … 16: N splits, A/B runs; 0: never), the float partial
+// (fused::add_rms_norm_partials, one kernel fewer per matmul): where linear(x, w) would run cuBLASLt (model-dtype
+// w, no bias, not the GEMV) and LLMBENCH_SPLITK_FUSE allows it (unset or auto: at most 8 rows, where cuBLASLt's
+// chosen algorithm splits K, with its split count S, or the largest count below S that cuts K into slices of
+// whole 16-byte vectors; N = 2 … 16: N splits at up to 64 rows, A/B runs; 0: never), the float partial
 // products [S, M, N] (llmbench/cuda/lt_gemm.h, lt_gemm_partials); else an
 // undefined tensor, and the caller runs linear(). UsageError for another LLMBENCH_SPLITK_FUSE value.
 torch::Tensor linear_partials(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& scale,
