@@ -156,6 +156,13 @@ std::uint64_t peak_allocated_bytes(const torch::Device& device) {
   return 0;
 }
 
+std::uint64_t allocated_bytes(const torch::Device& device) {
+#ifdef LLMBENCH_WITH_CUDA
+  if (device.is_cuda()) return stats_of(device).allocated_bytes[0].current;
+#endif
+  return 0;
+}
+
 std::uint64_t peak_reserved_bytes(const torch::Device& device) {
 #ifdef LLMBENCH_WITH_CUDA
   if (device.is_cuda()) return stats_of(device).reserved_bytes[0].peak;

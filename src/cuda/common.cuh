@@ -135,6 +135,15 @@ inline bool pdl_enabled() {
   return device_attribute<cudaDevAttrComputeCapabilityMajor>("pdl") >= 9;
 }
 
+// The prefill's small kernels of session 23 (softmax over the causal triangle only, RMSNorm with several
+// warps per row, RoPE in 16-byte vectors) unless LLMBENCH_PREFILL_KERNELS=0 (the kernels before them: A/B).
+inline bool prefill_kernels_v2() {
+  const char* v = std::getenv("LLMBENCH_PREFILL_KERNELS");
+  if (!v || !*v || std::strcmp(v, "1") == 0) return true;
+  if (std::strcmp(v, "0") == 0) return false;
+  throw UsageError(cat("LLMBENCH_PREFILL_KERNELS must be 0 or 1, got '", v, "'"));
+}
+
 struct LaunchShape {
   dim3 grid, block;
   std::size_t smem = 0;

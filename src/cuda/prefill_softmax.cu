@@ -94,8 +94,93 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_kernel(PrefillSoftma
   }
 }
 
+// One warp per row with kIters · kVec values per lane (session 23): registers sized to the row, the mask
+// read kVec bytes at a time, and for the causal triangle (a.causal) no mask read at all and no load, exp or
+// sum for the vectors after the row's last column. The same operations in the same order as the kernel
+// above on every column it touches; the skipped columns would add exp(lowest − max) = 0 to the sum.
+template <class T, int kVec, int kIters>
+__global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillSoftmaxArgs a, bool mask_vec) {
+  pdl_enter();
+  using V = Vec<T, kVec>;
+  using M = Vec<std::uint8_t, kVec>;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (row >= a.rows) return;  // whole warps leave
+  const int lane = threadIdx.x % 32;
+  T* srow = static_cast<T*>(a.scores) + row * a.row_stride;
+  const std::int64_t batch = row / a.rows_per_batch, q = a.s0 + row % a.n;
+  const std::uint8_t* mrow = a.allowed + batch * a.allowed_stride_b + q * a.allowed_stride_row;
+  const std::int64_t last = a.causal ? q : a.cols - 1;  // no column after it is allowed
+  const float lowest = Num<T>::lowest();
+  float v[kIters][kVec];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const std::int64_t c0 = static_cast<std::int64_t>(lane + it * 32) * kVec;
+    if (c0 < a.cols && c0 <= last) {
+      const V e = *reinterpret_cast<const V*>(srow + c0);
+      M m{};
+      if (!a.causal && c0 + kVec > a.mask_from) {
+        if (mask_vec) {
+          m = *reinterpret_cast<const M*>(mrow + c0);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) m.v[j] = c0 + j < a.cols ? mrow[c0 + j] : 0;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const std::int64_t c = c0 + j;
+        float x = round_f<T>(to_f(e.v[j]) * a.scale);                                  // scores.mul_(scale)
+        if (a.causal ? c > q : (c >= a.mask_from && m.v[j] == 0)) x = lowest;          // masked_fill_
+        v[it][j] = x;
+        mx = fmaxf(mx, x);
+      }
+    }
+  }
+  mx = warp_max(mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const std::int64_t c0 = static_cast<std::int64_t>(lane + it * 32) * kVec;
+    if (c0 < a.cols && c0 <= last) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        v[it][j] = expf(v[it][j] - mx);
+        sum += v[it][j];
+      }
+    }
+  }
+  sum = warp_sum(sum);
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const std::int64_t c0 = static_cast<std::int64_t>(lane + it * 32) * kVec;
+    if (c0 < a.cols) {
+      V o;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(c0 <= last ? v[it][j] / sum : 0.0f);  // 0 / sum = 0
+      *reinterpret_cast<V*>(srow + c0) = o;
+    }
+  }
+}
+
+template <class T, int kVec, int kIters>
+void launch_warp(const PrefillSoftmaxArgs& a, Stream stream) {
+  const bool mask_vec = kVec > 1 && reinterpret_cast<std::uintptr_t>(a.allowed) % kVec == 0 &&
+                        a.allowed_stride_b % kVec == 0 && a.allowed_stride_row % kVec == 0 && a.cols % kVec == 0;
+  const auto blocks = static_cast<unsigned>((a.rows + kThreads / 32 - 1) / (kThreads / 32));
+  launch_kernel("prefill_softmax kernel", prefill_softmax_warp_kernel<T, kVec, kIters>, {dim3(blocks), dim3(kThreads)},
+                stream, a, mask_vec);
+}
+
 template <class T, int kVec>
 void launch(const PrefillSoftmaxArgs& a, Stream stream) {
+  if (prefill_kernels_v2()) {
+    constexpr std::int64_t kWarpCols = 32 * kVec;  // columns of one 16-byte load per lane (8 · 32 for bf16)
+    if (a.cols <= kWarpCols) return launch_warp<T, kVec, 1>(a, stream);
+    if (a.cols <= 2 * kWarpCols) return launch_warp<T, kVec, 2>(a, stream);
+    if (a.cols <= 4 * kWarpCols) return launch_warp<T, kVec, 4>(a, stream);
+    if (a.cols <= static_cast<std::int64_t>(32) * kMaxValues) return launch_warp<T, kVec, kMaxValues / kVec>(a, stream);
+  }
   if (a.cols <= static_cast<std::int64_t>(32) * kMaxValues) {
     const auto blocks = static_cast<unsigned>((a.rows + kThreads / 32 - 1) / (kThreads / 32));
     launch_kernel("prefill_softmax kernel", prefill_softmax_kernel<T, kVec, 32>, {dim3(blocks), dim3(kThreads)}, stream, a);

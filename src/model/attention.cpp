@@ -36,11 +36,18 @@ torch::Tensor merge_groups(const torch::Tensor& out, std::int64_t hq, std::int64
   return out.reshape({out.size(0), hq, s, out.size(3)});
 }
 
-AttnMask prefill_mask(const torch::Tensor& attention_mask) {
+AttnMask prefill_mask(const torch::Tensor& attention_mask, bool unpadded) {
   const auto p = attention_mask.size(1);
   torch::Tensor present = attention_mask.to(torch::kBool);                                      // [B, P]
   torch::Tensor causal = torch::ones({p, p}, present.options()).tril();                         // [P, P]
   AttnMask m;
+  if (unpadded) {  // the facts below without reading them back: no sync, so a CUDA graph can capture it
+    m.allowed = causal.view({1, 1, p, p}).expand({present.size(0), 1, p, p}).contiguous();     // [B, 1, P, P]
+    m.causal = true;
+    m.ragged_rows = 0;
+    m.padded = false;
+    return m;
+  }
   m.allowed = causal.view({1, 1, p, p}).logical_and(present.view({-1, 1, 1, p}));               // [B, 1, P, P]
   m.causal = true;
   // The first token of the latest-starting row (P if a row has none): rows before it see no column in
@@ -79,13 +86,13 @@ double lowest_of(torch::ScalarType dtype) {
 // every row of the tile), in place: the same values with less traffic.
 torch::Tensor eager_tile(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const torch::Tensor& allowed, std::int64_t s0, std::int64_t n, std::int64_t te,
-                         std::int64_t mask_from, bool fused) {
+                         std::int64_t mask_from, bool fused, bool triangle) {
   const auto b = q.size(0), hq = q.size(1), d = q.size(3), hkv = k.size(1), g = hq / hkv;
   torch::Tensor qt = q.narrow(2, s0, n).reshape({b, hkv, g * n, d});  // [B, Hkv, G·n, D]; head h uses K/V head h / G
   torch::Tensor kt = k.narrow(2, 0, te), vt = v.narrow(2, 0, te);    // [B, Hkv, te, D]
   torch::Tensor scores = torch::matmul(qt, kt.transpose(-1, -2));     // [B, Hkv, G·n, te]
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  if (fused && fused::prefill_softmax_(scores, allowed, n, s0, mask_from, scale))
+  if (fused && fused::prefill_softmax_(scores, allowed, n, s0, mask_from, scale, triangle))
     return torch::matmul(scores, vt);  // scores now hold the probs, [B, Hkv, G·n, D]
   scores.mul_(scale);
   torch::Tensor blocked =
@@ -101,7 +108,7 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
   const std::int64_t tile = tile_rows > 0 ? std::min(tile_rows, s) : eager_tile_rows(b, hq, s, t);
   // Unpadded causal: every row of a tile starting at s0 sees columns [0, s0); only the rest needs the mask.
   const bool triangle = mask.causal && !mask.padded;
-  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t, 0, mask.fused), hq, s);  // one tile
+  if (tile >= s) return merge_groups(eager_tile(q, k, v, mask.allowed, 0, s, t, 0, mask.fused, triangle), hq, s);  // one tile
   torch::Tensor out = torch::empty({b, hkv, hq / hkv, s, d}, q.options());  // [B, Hkv, G, S, D]
   for (std::int64_t s0 = 0; s0 < s; s0 += tile) {
     const std::int64_t n = std::min(tile, s - s0);
@@ -111,7 +118,7 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
     const std::int64_t te = mask.causal && s0 >= mask.ragged_rows ? std::min(t, round_up(s0 + n, kKeyAlign)) : t;
     const std::int64_t mask_from = triangle ? s0 : 0;
     out.narrow(3, s0, n).copy_(
-        eager_tile(q, k, v, mask.allowed, s0, n, te, mask_from, mask.fused).view({b, hkv, hq / hkv, n, d}));
+        eager_tile(q, k, v, mask.allowed, s0, n, te, mask_from, mask.fused, triangle).view({b, hkv, hq / hkv, n, d}));
   }
   return out.view({b, hq, s, d});
 }

@@ -94,10 +94,12 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
                                       KvCache& cache, DecodeState& state) const {
   torch::NoGradGuard no_grad;
   const auto p = ids.size(1);
-  torch::Tensor mask = attention_mask.to(torch::kInt64);                               // [B, P]
+  const bool unpadded = !attention_mask.defined();  // all ones, known on the host
+  torch::Tensor mask = unpadded ? torch::ones_like(ids, ids.options().dtype(torch::kInt64))
+                                : attention_mask.to(torch::kInt64);                  // [B, P]
   torch::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);           // [B, P]
   auto [cos, sin] = rope.cos_sin(positions);                                          // [B, 1, P, D]
-  AttnMask allowed = prefill_mask(mask);                                              // [B, 1, P, P] + facts
+  AttnMask allowed = prefill_mask(mask, unpadded);                                    // [B, 1, P, P] + facts
   allowed.fused = fused_active(weights_.embed, rope);  // eager tiles' softmax in one kernel
 
   torch::Tensor x = torch::embedding(weights_.embed, ids);                            // [B, P, H]

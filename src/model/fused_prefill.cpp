@@ -116,7 +116,7 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
 }
 
 bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::int64_t n, std::int64_t s0,
-                      std::int64_t mask_from, double scale) {
+                      std::int64_t mask_from, double scale, bool triangle) {
 #ifdef LLMBENCH_WITH_CUDA
   if (!uses_kernels(scores) || scores.dim() != 4 || !scores.is_contiguous() || n < 1) return false;
   const auto te = scores.size(3);
@@ -139,11 +139,15 @@ bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::
   a.n = n;
   a.s0 = allowed.size(2) == 1 ? 0 : s0;
   a.mask_from = mask_from;
+  if (triangle) {  // row s0 + i sees columns [0, s0 + i]: the kernel needs the row's index, not the mask
+    a.causal = true;
+    a.s0 = s0;
+  }
   c10::cuda::CUDAGuard guard(scores.device());
   cuda::prefill_softmax(a, at::cuda::getCurrentCUDAStream().stream());
   return true;
 #else
-  (void)scores, (void)allowed, (void)n, (void)s0, (void)mask_from, (void)scale;
+  (void)scores, (void)allowed, (void)n, (void)s0, (void)mask_from, (void)scale, (void)triangle;
   return false;
 #endif
 }

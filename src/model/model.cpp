@@ -167,9 +167,15 @@ torch::Tensor Model::prefill(const torch::Tensor& ids, const torch::Tensor& atte
   if (ids.size(1) > cache_.max_len())
     throw UsageError(cat("prompt of ", ids.size(1), " tokens does not fit the KV cache of ", cache_.max_len()));
   torch::Tensor d_ids = ids.to(device_, torch::kInt64);
-  torch::Tensor mask = attention_mask.defined() ? attention_mask.to(device_, torch::kInt64) : torch::ones_like(d_ids);
+  torch::Tensor mask = attention_mask.defined() ? attention_mask.to(device_, torch::kInt64) : torch::Tensor();
   next_column_ = ids.size(1);
-  return decoder_->prefill(d_ids, mask, rope_, cache_, state_);
+  return decoder_->prefill(d_ids, mask, rope_, cache_, state_);  // undefined mask: no padding, no host sync
+}
+
+void Model::note_replayed_prefill(std::int64_t prompt_len) {
+  if (prompt_len < 1 || prompt_len > cache_.max_len())
+    throw Error(cat("note_replayed_prefill: ", prompt_len, " columns do not fit the cache of ", cache_.max_len()));
+  next_column_ = prompt_len;
 }
 
 torch::Tensor Model::forward_normed(const torch::Tensor& ids) {

@@ -47,6 +47,11 @@ TEST(Attention, PrefillMaskFacts) {
   m = prefill_mask(torch::ones({2, 5}, torch::kInt64));
   EXPECT_FALSE(m.padded);
   EXPECT_EQ(m.ragged_rows, 0);
+  // Told that there is no padding (no read-back): the same mask and facts.
+  const AttnMask told = prefill_mask(torch::ones({2, 5}, torch::kInt64), /*unpadded=*/true);
+  EXPECT_TRUE(told.causal && !told.padded && told.ragged_rows == 0);
+  EXPECT_TRUE(torch::equal(told.allowed, m.allowed));
+  EXPECT_TRUE(told.allowed.is_contiguous());
   // A hole in the middle still pads; a row with no token at all makes every row ragged.
   torch::Tensor holes = torch::ones({1, 5}, torch::kInt64);
   holes[0][2] = 0;

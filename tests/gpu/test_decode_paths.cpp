@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "llmbench/base/error.h"
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
+#include "llmbench/model/prefill_graph.h"
 
 using namespace llmbench;
 
@@ -129,6 +131,49 @@ TEST(DecodePaths, FusedPrefillMatchesThePlainPrefill) {
         SCOPED_TRACE(r);
         EXPECT_LT(rel_diff(fused[r], plain[r]), 2e-2);
         EXPECT_EQ(fused[r].argmax().item<std::int64_t>(), plain[r].argmax().item<std::int64_t>());
+      }
+    }
+  }
+}
+
+// The prefill captured in a CUDA graph (PrefillGraph, what `run` replays for small prompts) against the
+// same prefill launched kernel by kernel: the same logits and cache bit for bit, for two prompts through one
+// capture (the static input is read at each replay), and decode steps after it see the same cache and column.
+TEST(DecodePaths, PrefillGraphMatchesTheLaunchedPrefill) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+  for (const char* name : {"qwen2_bias", "llama3_tied"}) {
+#if TORCH_VERSION_MAJOR >= 2
+    for (const char* attn : {"eager", "sdpa"}) {
+#else
+    for (const char* attn : {"eager"}) {
+#endif
+      for (bool fused : {true, false}) {
+        SCOPED_TRACE(std::string(name) + " " + attn + (fused ? " fused" : " plain"));
+        auto m = Model::load({std::string(LLMBENCH_TEST_DATA) + "/models/" + name, "bfloat16", "cuda", attn, 0});
+        m->set_fused(fused);
+        const std::int64_t b = 2, p = 40;
+        m->allocate_cache(b, p + 8);
+        PrefillGraph graph(*m, p);
+        EXPECT_EQ(graph.batch(), b);
+        EXPECT_EQ(graph.prompt_len(), p);
+        EXPECT_GT(graph.activation_bytes(), 0u);
+        for (int prompt = 0; prompt < 2; ++prompt) {
+          SCOPED_TRACE(prompt);
+          torch::Tensor ids = torch::randint(3, 250, {b, p}, torch::kInt64);      // [B, P] on the host
+          torch::Tensor tok = torch::tensor({7, 11}, torch::kInt64).to(torch::kCUDA);  // [B]
+          m->reset_cache();
+          torch::Tensor want = m->prefill(ids).cpu();                              // [B, V]
+          torch::Tensor want_k = m->cache().keys(0).narrow(2, 0, p).cpu();
+          torch::Tensor want_step = m->decode_step(tok).cpu();
+          m->reset_cache();
+          torch::Tensor got = graph.prefill(ids).cpu();
+          torch::Tensor got_k = m->cache().keys(0).narrow(2, 0, p).cpu();
+          torch::Tensor got_step = m->decode_step(tok).cpu();
+          EXPECT_TRUE(torch::equal(got, want)) << "logits differ by " << (got - want).abs().max().item<double>();
+          EXPECT_TRUE(torch::equal(got_k, want_k)) << "layer 0's keys differ";
+          EXPECT_TRUE(torch::equal(got_step, want_step)) << "the decode step after it differs";
+        }
+        EXPECT_THROW(graph.prefill(torch::ones({b, p - 1}, torch::kInt64)), Error);
       }
     }
   }

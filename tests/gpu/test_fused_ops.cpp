@@ -107,7 +107,8 @@ TEST(FusedOps, RmsNormMatchesPlain) {
   // 3584/4096/8192 (70B): the vector path; 100: the scalar path (not a multiple of 8). 1000 rows: the
   // warp-per-row kernel of prefills (256 rows and more).
   for (std::int64_t h : {3584, 4096, 8192, 100}) {
-    for (std::int64_t n : {1, 4, 37, 1000}) {
+    // 300 / 600 / 1000 / 2100 / 4100 rows: 8 / 8 / 4 / 2 / 1 warps per row (session 23's kernel).
+    for (std::int64_t n : {1, 4, 37, 300, 600, 1000, 2100, 4100}) {
       torch::Tensor x = randn({n, 1, h}, 3.0);                                    // [N, 1, H]
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
       torch::Tensor want = llmbench::rms_norm(x, w, kEps);
@@ -123,7 +124,7 @@ TEST(FusedOps, AddRmsNormUpdatesResidualAndNormalises) {
   REQUIRE_CUDA();
   torch::manual_seed(2);
   for (std::int64_t h : {3584, 4096, 8192, 100}) {
-    for (std::int64_t n : {1, 4, 1000}) {
+    for (std::int64_t n : {1, 4, 300, 1000, 2100}) {
       torch::Tensor x = randn({n, 1, h});          // [N, 1, H] a sublayer's output
       torch::Tensor residual = randn({n, 1, h}, 4.0);  // [N, 1, H] the residual stream
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);
@@ -248,6 +249,11 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_TRUE(torch::equal(got_b.k, apply_rope(biased[1].view({b, s, hkv, kD}).transpose(1, 2), cos, sin)));
   EXPECT_TRUE(torch::equal(got_b.v, biased[2].view({b, s, hkv, kD}).transpose(1, 2)));
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias.narrow(0, 0, n - 1)), Error);
+  // The scalar kernel before session 23's 16-byte one (LLMBENCH_PREFILL_KERNELS=0): the same bits.
+  ::setenv("LLMBENCH_PREFILL_KERNELS", "0", 1);
+  fused::PrefillQkv scalar = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias);
+  ::unsetenv("LLMBENCH_PREFILL_KERNELS");
+  EXPECT_TRUE(torch::equal(scalar.q, got_b.q) && torch::equal(scalar.k, got_b.k) && torch::equal(scalar.v, got_b.v));
 
   // Into given places (fused::PrefillQkvDest): k and v into the first S columns of a cache-shaped tensor
   // (the columns after them untouched), q seq-major; the same bits as the contiguous outputs.

@@ -69,6 +69,8 @@ void check_fits(const torch::Device& device, std::uint64_t needed, const std::st
 // Peak statistics of the CUDA caching allocator since reset_peak_memory (0 on CPU).
 void reset_peak_memory(const torch::Device& device);
 std::uint64_t peak_allocated_bytes(const torch::Device& device);
+// Bytes the CUDA caching allocator has handed out now (0 on CPU).
+std::uint64_t allocated_bytes(const torch::Device& device);
 std::uint64_t peak_reserved_bytes(const torch::Device& device);
 // total - free from cudaMemGetInfo (0 on CPU).
 std::uint64_t device_in_use_bytes(const torch::Device& device);

@@ -22,6 +22,10 @@ struct PrefillSoftmaxArgs {
   const std::uint8_t* allowed = nullptr;
   std::int64_t allowed_stride_b = 0, allowed_stride_row = 0;
   std::int64_t rows_per_batch = 1, n = 1, s0 = 0, mask_from = 0;
+  // The unpadded causal triangle: query row q = s0 + r % n sees exactly columns [0, q]. The mask is then
+  // not read, and the columns after q are neither loaded nor exponentiated (their probabilities are 0, as
+  // the masked formula gives them). Same results bit for bit.
+  bool causal = false;
 };
 // Columns per row this kernel takes (longer rows: the caller keeps torch's ops).
 constexpr std::int64_t kPrefillSoftmaxMaxCols = 16384;

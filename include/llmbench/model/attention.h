@@ -26,8 +26,9 @@ struct AttnMask {
 };
 
 // A prefill's mask over its own columns from attention_mask [B, P] (1: token, 0: pad): causal AND the
-// token's column; the facts come from one small device read.
-AttnMask prefill_mask(const torch::Tensor& attention_mask);
+// token's column; the facts come from one small device read, unless the caller knows the mask is all ones
+// (unpadded): then nothing is read back (no host sync, so a CUDA graph can capture it).
+AttnMask prefill_mask(const torch::Tensor& attention_mask, bool unpadded = false);
 
 // [B, Hkv, G·S, D] with any strides → [B, Hq, S, D]: the G query heads of a K/V head unfolded again.
 torch::Tensor merge_groups(const torch::Tensor& out, std::int64_t hq, std::int64_t s);

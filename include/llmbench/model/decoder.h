@@ -46,7 +46,8 @@ class Decoder {
   Decoder(const ModelConfig& config, const Weights& weights, AttnImpl attn)
       : config_(config), weights_(weights), attn_(attn) {}
 
-  // ids [B, P] int64, attention_mask [B, P] (1: token, 0: left pad) → last-position logits [B, V] float32.
+  // ids [B, P] int64, attention_mask [B, P] (1: token, 0: left pad; undefined: all ones, which then needs no
+  // read-back of the mask's facts, so the prefill has no host sync) → last-position logits [B, V] float32.
   // Position ids follow HF: cumsum(mask) − 1, pads get 1. Writes cache columns [0, P), marks every row
   // active; each row's next column is one past its last real token (P here).
   torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask, const Rope& rope,

@@ -36,7 +36,9 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
 // bool giving query row s0 + i's mask (columns before mask_from: allowed). One CUDA kernel instead of
 // mul_, masked_fill_, softmax(float32) and .to(dtype). Returns false and leaves scores untouched where the
 // kernel does not apply (CPU, other layouts, rows over 16,384 columns): the caller runs those ops.
+// triangle: the caller knows allowed is the unpadded causal triangle (query row s0 + i sees columns
+// [0, s0 + i]), so the kernel need not read it and skips the columns after each row's last (same results).
 bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::int64_t n, std::int64_t s0,
-                      std::int64_t mask_from, double scale);
+                      std::int64_t mask_from, double scale, bool triangle = false);
 
 }  // namespace llmbench::fused

@@ -124,7 +124,10 @@ class Model {
 
   // ids [B, P] int64 (values in [0, vocab)), attention_mask [B, P] (1 token, 0 left pad; undefined: all
   // ones), on any device → last-position logits [B, V] float32 on the model's device.
+  // Without a mask the prefill reads nothing back to the host (a CUDA graph can capture it: PrefillGraph).
   torch::Tensor prefill(const torch::Tensor& ids, const torch::Tensor& attention_mask = {});
+  // After PrefillGraph replayed a prefill of prompt_len columns: the host's mirror of the cache column.
+  void note_replayed_prefill(std::int64_t prompt_len);
   // tokens [B] int64 → logits [B, V] float32. Throws when the cache is full (host-side counter, no sync).
   torch::Tensor decode_step(const torch::Tensor& tokens);
 
