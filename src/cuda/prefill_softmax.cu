@@ -107,31 +107,34 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillS
   if (row >= a.rows) return;  // whole warps leave
   const int lane = threadIdx.x % 32;
   T* srow = static_cast<T*>(a.scores) + row * a.row_stride;
-  const std::int64_t batch = row / a.rows_per_batch, q = a.s0 + row % a.n;
-  const std::uint8_t* mrow = a.allowed + batch * a.allowed_stride_b + q * a.allowed_stride_row;
-  const std::int64_t last = a.causal ? q : a.cols - 1;  // no column after it is allowed
+  const std::int64_t batch = row / a.rows_per_batch, q64 = a.s0 + row % a.n;
+  const std::uint8_t* mrow = a.allowed + batch * a.allowed_stride_b + q64 * a.allowed_stride_row;
+  // Column indices in int (at most kPrefillSoftmaxMaxCols); the causal row index is below the column count.
+  const int cols = static_cast<int>(a.cols);
+  const int mask_from = static_cast<int>(a.mask_from < a.cols ? a.mask_from : a.cols);
+  const int last = a.causal ? static_cast<int>(q64) : cols - 1;  // no column after it is allowed
   const float lowest = Num<T>::lowest();
   float v[kIters][kVec];
   float mx = -INFINITY;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
-    const std::int64_t c0 = static_cast<std::int64_t>(lane + it * 32) * kVec;
-    if (c0 < a.cols && c0 <= last) {
+    const int c0 = (lane + it * 32) * kVec;
+    if (c0 < cols && c0 <= last) {
       const V e = *reinterpret_cast<const V*>(srow + c0);
       M m{};
-      if (!a.causal && c0 + kVec > a.mask_from) {
+      if (!a.causal && c0 + kVec > mask_from) {
         if (mask_vec) {
           m = *reinterpret_cast<const M*>(mrow + c0);
         } else {
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) m.v[j] = c0 + j < a.cols ? mrow[c0 + j] : 0;
+          for (int j = 0; j < kVec; ++j) m.v[j] = c0 + j < cols ? mrow[c0 + j] : 0;
         }
       }
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        const std::int64_t c = c0 + j;
+        const int c = c0 + j;
         float x = round_f<T>(to_f(e.v[j]) * a.scale);                                  // scores.mul_(scale)
-        if (a.causal ? c > q : (c >= a.mask_from && m.v[j] == 0)) x = lowest;          // masked_fill_
+        if (a.causal ? c > last : (c >= mask_from && m.v[j] == 0)) x = lowest;         // masked_fill_
         v[it][j] = x;
         mx = fmaxf(mx, x);
       }
@@ -141,8 +144,8 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillS
   float sum = 0.0f;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
-    const std::int64_t c0 = static_cast<std::int64_t>(lane + it * 32) * kVec;
-    if (c0 < a.cols && c0 <= last) {
+    const int c0 = (lane + it * 32) * kVec;
+    if (c0 < cols && c0 <= last) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
         v[it][j] = expf(v[it][j] - mx);
@@ -153,8 +156,8 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillS
   sum = warp_sum(sum);
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
-    const std::int64_t c0 = static_cast<std::int64_t>(lane + it * 32) * kVec;
-    if (c0 < a.cols) {
+    const int c0 = (lane + it * 32) * kVec;
+    if (c0 < cols) {
       V o;
 #pragma unroll
       for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(c0 <= last ? v[it][j] / sum : 0.0f);  // 0 / sum = 0

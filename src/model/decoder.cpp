@@ -163,7 +163,7 @@ torch::Tensor Decoder::prefill_layers_fused(const torch::Tensor& x, const torch:
     }
     fused::PrefillQkv p =
         fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv, w.qkv_bias, dest);  // + bias
-    torch::Tensor a = attend(i, p.q, p.k, p.v).transpose(1, 2).reshape({b, s, hq * d});  // [B, P, Hq D]
+    torch::Tensor a = fused::merge_heads(attend(i, p.q, p.k, p.v));                   // [B, P, Hq D]
     torch::Tensor o = row_parallel(a, w.o, w.o_scale, w.o_bias);                       // [B, P, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);              // residual += o; norm
     torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));  // [B, P, I]

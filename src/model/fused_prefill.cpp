@@ -115,6 +115,27 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
 #endif
 }
 
+torch::Tensor merge_heads(const torch::Tensor& a) {
+  if (a.dim() != 4) throw Error(cat("fused merge_heads: ", shape(a), " is not [B, H, S, D]"));
+  const auto b = a.size(0), h = a.size(1), s = a.size(2), d = a.size(3);
+  torch::Tensor t = a.transpose(1, 2);  // [B, S, H, D]
+  if (t.is_contiguous() || !uses_kernels(a) || a.stride(3) != 1) return t.reshape({b, s, h * d});
+#ifdef LLMBENCH_WITH_CUDA
+  if (!cuda::prefill_kernels_enabled()) return t.reshape({b, s, h * d});
+  const int vec = 16 / static_cast<int>(a.element_size());
+  const bool fits = d % vec == 0 && a.stride(0) % vec == 0 && a.stride(1) % vec == 0 && a.stride(2) % vec == 0 &&
+                    reinterpret_cast<std::uintptr_t>(a.data_ptr()) % 16 == 0;
+  if (!fits) return t.reshape({b, s, h * d});
+  torch::Tensor out = torch::empty({b, s, h * d}, a.options());  // [B, S, H·D]
+  c10::cuda::CUDAGuard guard(a.device());
+  cuda::merge_heads(kernel_dtype(a), out.data_ptr(), a.data_ptr(), b, h, s, d, a.stride(0), a.stride(1), a.stride(2),
+                    at::cuda::getCurrentCUDAStream().stream());
+  return out;
+#else
+  return t.reshape({b, s, h * d});
+#endif
+}
+
 bool prefill_softmax_(torch::Tensor& scores, const torch::Tensor& allowed, std::int64_t n, std::int64_t s0,
                       std::int64_t mask_from, double scale, bool triangle) {
 #ifdef LLMBENCH_WITH_CUDA

@@ -279,6 +279,28 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, wrong), Error);
 }
 
+// The attention output's transpose before o_proj (fused::merge_heads): the kernel's copy against torch's
+// transpose + reshape, bit for bit, from a contiguous [B, H, S, D], a strided one (S narrowed from a longer
+// tensor) and with LLMBENCH_PREFILL_KERNELS=0; a layout already [B, S, H, D] in memory stays a view.
+TEST(FusedOps, MergeHeadsMatchesTheTransposeCopy) {
+  REQUIRE_CUDA();
+  torch::manual_seed(21);
+  torch::Tensor whole = randn({3, 28, 70, kD});                                  // [B, H, S', D]
+  for (const torch::Tensor& a : {whole, whole.narrow(2, 5, 61)}) {
+    const torch::Tensor want = a.transpose(1, 2).reshape({a.size(0), a.size(2), a.size(1) * kD});
+    const torch::Tensor got = fused::merge_heads(a);                             // [B, S, H·D]
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(torch::equal(got, want)) << "S = " << a.size(2);
+    ::setenv("LLMBENCH_PREFILL_KERNELS", "0", 1);
+    EXPECT_TRUE(torch::equal(fused::merge_heads(a), want));
+    ::unsetenv("LLMBENCH_PREFILL_KERNELS");
+  }
+  torch::Tensor seq_major = randn({2, 70, 28, kD}).transpose(1, 2);              // [B, H, S, D] view of [B, S, H, D]
+  torch::Tensor view = fused::merge_heads(seq_major);
+  EXPECT_EQ(view.data_ptr(), seq_major.data_ptr()) << "no copy where the memory is already [B, S, H·D]";
+  EXPECT_THROW(fused::merge_heads(randn({2, 3, 4})), Error);
+}
+
 TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {
   REQUIRE_CUDA();
   const std::int64_t b = 1, hq = 28, hkv = 4, t = 16;

@@ -36,6 +36,14 @@ void add_rms_norm(DType dtype, void* out, void* residual, const void* x, const v
 void add_rms_norm_partials(DType dtype, void* out, void* residual, const float* partials, int splits,
                            const void* weight, std::int64_t rows, std::int64_t hidden, float eps, Stream stream);
 
+// Attention output heads [B, H, S, D] (strides sb, sh, ss elements, D contiguous) → out [B, S, H·D]
+// contiguous: the prefill's transpose before o_proj, in 16-byte vectors (D, the strides and both pointers
+// must be multiples of 16 bytes).
+void merge_heads(DType dtype, void* out, const void* heads, std::int64_t batch, std::int64_t n_heads, std::int64_t seq,
+                 std::int64_t head_dim, std::int64_t sb, std::int64_t sh, std::int64_t ss, Stream stream);
+// LLMBENCH_PREFILL_KERNELS: session 23's prefill kernels (default) or, with 0, those before them (A/B).
+bool prefill_kernels_enabled();
+
 // gate_up [N, 2I] (gate | up) → out [N, I] = dtype(silu(gate)) · up, silu computed in float.
 void silu_mul(DType dtype, void* out, const void* gate_up, std::int64_t rows, std::int64_t inter, Stream stream);
 

@@ -31,6 +31,11 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
                           const torch::Tensor& positions, std::int64_t heads_q, std::int64_t heads_kv,
                           const torch::Tensor& bias = {}, const PrefillQkvDest& dest = {});
 
+// Attention output a [B, H, S, D] → [B, S, H·D] (what o_proj reads): a view where a's memory is already in
+// that order (cuDNN's output for a seq-major q), else one 16-byte-vector copy kernel on CUDA (torch's
+// transposing copy moved ≈ 1.3 TB/s), else the plain transpose(1, 2).reshape. The same values.
+torch::Tensor merge_heads(const torch::Tensor& a);
+
 // The eager prefill's softmax for one query tile, in place: scores [B, Hkv, G·n, te] (contiguous, the model
 // dtype) become dtype(softmax(mask(dtype(scores · scale)))) in float, with allowed [B or 1, 1, P or 1, ≥ te]
 // bool giving query row s0 + i's mask (columns before mask_from: allowed). One CUDA kernel instead of
