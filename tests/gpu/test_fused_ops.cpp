@@ -107,8 +107,9 @@ TEST(FusedOps, RmsNormMatchesPlain) {
   // 3584/4096/8192 (70B): the vector path; 100: the scalar path (not a multiple of 8). 1000 rows: the
   // warp-per-row kernel of prefills (256 rows and more).
   for (std::int64_t h : {3584, 4096, 8192, 100}) {
-    // 300 / 600 / 1000 / 2100 / 4100 rows: 8 / 8 / 4 / 2 / 1 warps per row (session 23's kernel).
-    for (std::int64_t n : {1, 4, 37, 300, 600, 1000, 2100, 4100}) {
+    // 300 / 600 / 1000 / 2100 / 4100 / 8200 rows: 8 / 8 / 8 / 4 / 2 / 1 warps per row (session 23's kernel,
+    // session 24's rule).
+    for (std::int64_t n : {1, 4, 37, 300, 600, 1000, 2100, 4100, 8200}) {
       torch::Tensor x = randn({n, 1, h}, 3.0);                                    // [N, 1, H]
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
       torch::Tensor want = llmbench::rms_norm(x, w, kEps);
