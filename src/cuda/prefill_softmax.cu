@@ -105,10 +105,43 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_kernel(PrefillSoftma
   }
 }
 
-// One warp per row with kIters · kVec values per lane (session 23): registers sized to the row, the mask
-// read kVec bytes at a time, and for the causal triangle (a.causal) no mask read at all and no load, exp or
-// sum for the vectors after the row's last column. The same operations in the same order as the kernel
-// above on every column it touches; the skipped columns would add exp(lowest − max) = 0 to the sum.
+// The passes after the max, shared by the two warp kernels below: v = exp(v − mx) and their sum over the
+// warp for the vectors up to the row's `last` column, then the row written as dtype(v / Σ) there and 0 after
+// it (0 / Σ). Columns after `last` were neither loaded nor kept: exp(lowest − max) = 0 adds nothing to Σ.
+template <class T, int kVec, int kIters>
+__device__ __forceinline__ void normalise_row(float (&v)[kIters][kVec], float mx, T* srow, int cols, int last) {
+  using V = Vec<T, kVec>;
+  const int lane = threadIdx.x % 32;
+  mx = warp_max(mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int c0 = (lane + it * 32) * kVec;
+    if (c0 < cols && c0 <= last) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        v[it][j] = expf(v[it][j] - mx);
+        sum += v[it][j];
+      }
+    }
+  }
+  sum = warp_sum(sum);
+  const float inv = 1.0f / sum;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int c0 = (lane + it * 32) * kVec;
+    if (c0 < cols) {
+      V o;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(c0 <= last ? div_by(v[it][j], sum, inv) : 0.0f);
+      *reinterpret_cast<V*>(srow + c0) = o;
+    }
+  }
+}
+
+// One warp per row with kIters · kVec values per lane (session 23), for a mask read from memory: registers
+// sized to the row, the mask read kVec bytes at a time. The same operations in the same order as the kernel
+// above on every column.
 template <class T, int kVec, int kIters>
 __global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillSoftmaxArgs a, bool mask_vec) {
   pdl_enter();
@@ -118,22 +151,21 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillS
   if (row >= a.rows) return;  // whole warps leave
   const int lane = threadIdx.x % 32;
   T* srow = static_cast<T*>(a.scores) + row * a.row_stride;
-  const std::int64_t batch = row / a.rows_per_batch, q64 = a.s0 + row % a.n;
-  const std::uint8_t* mrow = a.allowed + batch * a.allowed_stride_b + q64 * a.allowed_stride_row;
-  // Column indices in int (at most kPrefillSoftmaxMaxCols); the causal row index is below the column count.
+  const std::int64_t batch = row / a.rows_per_batch, q = a.s0 + row % a.n;
+  const std::uint8_t* mrow = a.allowed + batch * a.allowed_stride_b + q * a.allowed_stride_row;
+  // Column indices in int (at most kPrefillSoftmaxMaxCols).
   const int cols = static_cast<int>(a.cols);
   const int mask_from = static_cast<int>(a.mask_from < a.cols ? a.mask_from : a.cols);
-  const int last = a.causal ? static_cast<int>(q64) : cols - 1;  // no column after it is allowed
   const float lowest = Num<T>::lowest();
   float v[kIters][kVec];
   float mx = -INFINITY;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
     const int c0 = (lane + it * 32) * kVec;
-    if (c0 < cols && c0 <= last) {
+    if (c0 < cols) {
       const V e = *reinterpret_cast<const V*>(srow + c0);
       M m{};
-      if (!a.causal && c0 + kVec > mask_from) {
+      if (c0 + kVec > mask_from) {
         if (mask_vec) {
           m = *reinterpret_cast<const M*>(mrow + c0);
         } else {
@@ -143,45 +175,22 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_warp_kernel(PrefillS
       }
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        const int c = c0 + j;
-        float x = round_f<T>(to_f(e.v[j]) * a.scale);                                  // scores.mul_(scale)
-        if (a.causal ? c > last : (c >= mask_from && m.v[j] == 0)) x = lowest;         // masked_fill_
+        float x = round_f<T>(to_f(e.v[j]) * a.scale);        // scores.mul_(scale)
+        if (c0 + j >= mask_from && m.v[j] == 0) x = lowest;  // masked_fill_
         v[it][j] = x;
         mx = fmaxf(mx, x);
       }
     }
   }
-  mx = warp_max(mx);
-  float sum = 0.0f;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c0 = (lane + it * 32) * kVec;
-    if (c0 < cols && c0 <= last) {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        v[it][j] = expf(v[it][j] - mx);
-        sum += v[it][j];
-      }
-    }
-  }
-  sum = warp_sum(sum);
-  const float inv = 1.0f / sum;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c0 = (lane + it * 32) * kVec;
-    if (c0 < cols) {
-      V o;
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(c0 <= last ? div_by(v[it][j], sum, inv) : 0.0f);  // 0 / sum = 0
-      *reinterpret_cast<V*>(srow + c0) = o;
-    }
-  }
+  normalise_row<T, kVec, kIters>(v, mx, srow, cols, cols - 1);
 }
 
-// The unpadded causal triangle alone (a.causal), for the rows of the warp kernel: the same operations in
-// the same order on every value, with no mask code, the per-column test only in the vector that holds the
-// diagonal, and the division through div_by. Session 24: ncu put the warp kernel at 79 % of the SMs' issue
-// rate and 21 % of DRAM for Qwen2.5-7B's 512-token batch-4 prefill (700 instructions per 512-column row).
+// The unpadded causal triangle (a.causal): row q = s0 + r % n sees exactly columns [0, q]. No mask read, no
+// load, exp or sum for the vectors after column q (their probabilities are 0, as the masked formula gives
+// them), the per-column test only in the vector that holds the diagonal, and the division through div_by:
+// the same operations in the same order on every value it keeps, so the same bits. Session 24: ncu put the
+// one warp kernel for both at 79 % of the SMs' issue rate and 21 % of DRAM on Qwen2.5-7B's 512-token
+// batch-4 prefill (about 700 instructions per 512-column row).
 template <class T, int kVec, int kIters>
 __global__ void __launch_bounds__(kThreads) prefill_softmax_causal_kernel(PrefillSoftmaxArgs a) {
   pdl_enter();
@@ -191,7 +200,7 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_causal_kernel(Prefil
   const int lane = threadIdx.x % 32;
   T* srow = static_cast<T*>(a.scores) + row * a.row_stride;
   const int cols = static_cast<int>(a.cols);
-  const int last = static_cast<int>(a.s0 + row % a.n);  // row q sees columns [0, q]
+  const int last = static_cast<int>(a.s0 + row % a.n);  // below cols: the row index of a causal tile
   const float lowest = Num<T>::lowest();
   float v[kIters][kVec];
   float mx = -INFINITY;
@@ -200,51 +209,15 @@ __global__ void __launch_bounds__(kThreads) prefill_softmax_causal_kernel(Prefil
     const int c0 = (lane + it * 32) * kVec;
     if (c0 < cols && c0 <= last) {
       const V e = *reinterpret_cast<const V*>(srow + c0);
-      if (c0 + kVec - 1 <= last) {  // the whole vector is allowed
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) {
-          v[it][j] = round_f<T>(to_f(e.v[j]) * a.scale);  // scores.mul_(scale)
-          mx = fmaxf(mx, v[it][j]);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) {
-          v[it][j] = c0 + j > last ? lowest : round_f<T>(to_f(e.v[j]) * a.scale);  // masked_fill_
-          mx = fmaxf(mx, v[it][j]);
-        }
-      }
-    }
-  }
-  mx = warp_max(mx);
-  float sum = 0.0f;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c0 = (lane + it * 32) * kVec;
-    if (c0 < cols && c0 <= last) {
+      const bool whole = c0 + kVec - 1 <= last;  // no column of the vector is masked
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        v[it][j] = expf(v[it][j] - mx);
-        sum += v[it][j];
+        v[it][j] = !whole && c0 + j > last ? lowest : round_f<T>(to_f(e.v[j]) * a.scale);  // mul_, masked_fill_
+        mx = fmaxf(mx, v[it][j]);
       }
     }
   }
-  sum = warp_sum(sum);
-  const float inv = 1.0f / sum;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c0 = (lane + it * 32) * kVec;
-    if (c0 < cols) {
-      V o;
-      if (c0 <= last) {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(div_by(v[it][j], sum, inv));
-      } else {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(0.0f);  // 0 / sum
-      }
-      *reinterpret_cast<V*>(srow + c0) = o;
-    }
-  }
+  normalise_row<T, kVec, kIters>(v, mx, srow, cols, last);
 }
 
 template <class T, int kVec, int kIters>
