@@ -12,6 +12,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -469,6 +470,39 @@ TEST(Engine, RefusesANegativePrefillPassCount) {
   EXPECT_THROW(Engine::start(o), UsageError);
 }
 
+// 32 requests of random prompts (1–39 tokens) and lengths (2–19 new tokens), every other one ignoring EOS,
+// those with i % 4 == sampled sampling (temperature 0.9, top-p 0.9, seed seed_base + i), submitted from four
+// threads with random delays of up to 3 ms; returns once every one has finished.
+std::pair<std::vector<std::shared_ptr<EngineRequest>>, std::vector<std::shared_ptr<Trace>>> submit_concurrently(
+    Engine& engine, unsigned seed, int sampled, std::uint64_t seed_base) {
+  std::mt19937 rng(seed);
+  std::vector<std::shared_ptr<EngineRequest>> reqs;
+  std::vector<std::shared_ptr<Trace>> traces;
+  for (int i = 0; i < 32; ++i) {
+    traces.push_back(std::make_shared<Trace>());
+    auto r = make_request(random_prompt(rng, 1 + static_cast<int>(rng() % 40)), 2 + static_cast<int>(rng() % 18),
+                          traces.back(), /*ignore_eos=*/i % 2 == 0);
+    if (i % 4 == sampled) {
+      r->temperature = 0.9;
+      r->top_p = 0.9;
+      r->seed = seed_base + i;
+    }
+    reqs.push_back(r);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 delay(t);
+      for (int i = t; i < 32; i += 4) {
+        std::this_thread::sleep_for(std::chrono::microseconds(delay() % 3000));
+        EXPECT_TRUE(engine.submit(reqs[i]));
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (auto& t : traces) EXPECT_TRUE(t->wait_done());
+  return {reqs, traces};
+}
+
 // 32 requests of different lengths, greedy and sampled, submitted from four threads with staggering into
 // 8 slots: each gets exactly what Model::generate gives for its prompt alone.
 TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {
@@ -481,31 +515,7 @@ TEST(Engine, ContinuousBatchingGivesEachRequestItsTokensAlone) {
   EXPECT_EQ(engine->stats().slots_total, 8);
   ASSERT_NE(engine->tokenizer(), nullptr);
 
-  std::mt19937 rng(11);
-  std::vector<std::shared_ptr<EngineRequest>> reqs;
-  std::vector<std::shared_ptr<Trace>> traces;
-  for (int i = 0; i < 32; ++i) {
-    traces.push_back(std::make_shared<Trace>());
-    auto r = make_request(random_prompt(rng, 1 + static_cast<int>(rng() % 40)), 2 + static_cast<int>(rng() % 18),
-                          traces.back(), /*ignore_eos=*/i % 2 == 0);
-    if (i % 4 == 3) {
-      r->temperature = 0.9;
-      r->top_p = 0.9;
-      r->seed = 100 + i;
-    }
-    reqs.push_back(r);
-  }
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      std::mt19937 delay(t);
-      for (int i = t; i < 32; i += 4) {
-        std::this_thread::sleep_for(std::chrono::microseconds(delay() % 3000));
-        EXPECT_TRUE(engine->submit(reqs[i]));
-      }
-    });
-  for (auto& th : threads) th.join();
-  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+  const auto [reqs, traces] = submit_concurrently(*engine, 11, /*sampled=*/3, /*seed_base=*/100);
 
   auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
   for (int i = 0; i < 32; ++i) {
@@ -582,31 +592,7 @@ TEST(Engine, ChunkedPrefillGivesEachRequestItsTokensAlone) {
   o.chunked_prefill = true;
   o.max_step_tokens = 12;
   auto engine = Engine::start(o);
-  std::mt19937 rng(31);
-  std::vector<std::shared_ptr<EngineRequest>> reqs;
-  std::vector<std::shared_ptr<Trace>> traces;
-  for (int i = 0; i < 32; ++i) {
-    traces.push_back(std::make_shared<Trace>());
-    auto r = make_request(random_prompt(rng, 1 + static_cast<int>(rng() % 40)), 2 + static_cast<int>(rng() % 18),
-                          traces.back(), /*ignore_eos=*/i % 2 == 0);
-    if (i % 4 == 1) {
-      r->temperature = 0.9;
-      r->top_p = 0.9;
-      r->seed = 200 + i;
-    }
-    reqs.push_back(r);
-  }
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      std::mt19937 delay(t);
-      for (int i = t; i < 32; i += 4) {
-        std::this_thread::sleep_for(std::chrono::microseconds(delay() % 3000));
-        EXPECT_TRUE(engine->submit(reqs[i]));
-      }
-    });
-  for (auto& th : threads) th.join();
-  for (auto& t : traces) ASSERT_TRUE(t->wait_done());
+  const auto [reqs, traces] = submit_concurrently(*engine, 31, /*sampled=*/1, /*seed_base=*/200);
   auto m = Model::load({"tiny", "float32", "cpu", "eager", 0});
   std::uint64_t prompt_tokens = 0;
   for (int i = 0; i < 32; ++i) {
