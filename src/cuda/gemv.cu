@@ -515,14 +515,18 @@ bool mma_applies(const GemvArgs& a) {
          device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") >= 8;
 }
 
-// Splits of K per 16-row tile (sm_90 clusters): 2 for a tall-K matrix with fewer tiles than 2 per SM
-// (Qwen2.5-7B's down: 224 tiles × 592 steps measured 44.6 → 37.4 µs at batch 1), else 1 — more splits,
-// or splits of a wide matrix, measured slower (cluster scheduling) on the H200.
+// Splits of K per 16-row tile (sm_90 clusters): 2 for a matrix with fewer tiles than 2 per SM, else 1.
+// H200: Qwen2.5-7B's down (224 tiles × 592 steps) 44.6 → 37.4 µs at batch 1; session 25, bench_gemv at
+// batch 4, µs with 1 / 2 / 3 / 4 splits: int8 o 7.38 / 6.51 / 9.49 / 9.56, fp8 o 7.16 / 6.27, Llama-3-8B
+// int8 o 9.27 / 8.05 (fewer tiles than 2 per SM, short K: the rule before session 25 left them at 1);
+// qkv (288 and 384 tiles) is faster unsplit (int8 9.18 / 11.90), and more splits, or splits of a wide
+// matrix, are slower (cluster scheduling). In the step (one A/B invocation, verified): int8 batch 4
+// Qwen2.5-7B 3.149 → 3.087 ms, Llama-3-8B 3.598 → 3.407; fp8 batch 4 2.965 → 2.954, batch 1 2.814 → 2.821.
 int mma_splits(const GemvArgs& a) {
   if (a.splits > 0) return a.splits;
   if (device_attribute<cudaDevAttrComputeCapabilityMajor>("gemv") < 9) return 1;
   const std::int64_t tiles = (a.n + 15) / 16, steps = a.k / (a.weight == WeightType::act ? 32 : 64);
-  return tiles < 2 * sm_count() && steps >= 8 * kMmaUnroll * kMmaWarps ? 2 : 1;
+  return tiles < 2 * sm_count() && (!a.mma_split_tall_only || steps >= 8 * kMmaUnroll * kMmaWarps) ? 2 : 1;
 }
 
 // Ring slots per warp: GemvArgs::mma_ring; -1 (default): none; -2: chosen by the rule below, a ring only for a small matrix — one block per
@@ -642,6 +646,8 @@ GemvKernel gemv_kernel(const GemvArgs& a) {
                     "), 16-byte aligned W and x rows and a GPU of compute capability 8.0 or later"));
   return GemvKernel::simt;
 }
+
+int gemv_mma_splits(const GemvArgs& a) { return mma_splits(a); }
 
 GemvKernel parse_gemv_kernel(const char* name) {
   if (std::strcmp(name, "auto") == 0) return GemvKernel::automatic;

@@ -136,6 +136,16 @@ int forced_gemv_mma_ring() {
   throw UsageError(cat("LLMBENCH_GEMV_MMA_RING must be auto, small, 0, 4, 8 or 12, got '", s, "'"));
 }
 
+// LLMBENCH_GEMV_MMA_SPLIT=few-tiles|tall: the mma kernel's K split rule (cuda::GemvArgs::mma_split_tall_only;
+// A/B runs); unset or few-tiles: 2 splits for every matrix with few row tiles; tall: only tall-K ones.
+bool forced_gemv_mma_split_tall_only() {
+  const char* v = std::getenv("LLMBENCH_GEMV_MMA_SPLIT");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "few-tiles") return false;
+  if (s == "tall") return true;
+  throw UsageError(cat("LLMBENCH_GEMV_MMA_SPLIT must be few-tiles or tall, got '", s, "'"));
+}
+
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
                          const torch::Tensor& bias, void* y) {
@@ -160,6 +170,7 @@ cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const 
   a.rows = forced_gemv_rows();
   a.mma_serial_tail = forced_gemv_serial_tail();
   a.mma_ring = forced_gemv_mma_ring();
+  a.mma_split_tall_only = forced_gemv_mma_split_tall_only();
   return a;
 }
 

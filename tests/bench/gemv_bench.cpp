@@ -7,6 +7,7 @@
 //        whose name holds one of those texts; LLMBENCH_BENCH_BATCHES=1,4 (default 1,4,16); LLMBENCH_BENCH_NO_DEQUANTIZE=1
 //        skips the dequantize kernel; LLMBENCH_BENCH_ROWS=0,4: the simt kernel's rows of W per warp (0: chosen);
 //        LLMBENCH_BENCH_MMA_TAIL=0,1: the mma kernel's last steps as one unrolled round (0) or one at a time (1);
+//        LLMBENCH_BENCH_MATRICES=gate_up,down: only those matrices;
 //        LLMBENCH_BENCH_MMA_RING=0,8: the mma kernel's ring of W steps in shared memory (-1, the default: its choice)
 // Each figure: 20 calls captured in one CUDA graph, replayed 10 times after a warm-up, cycling through
 // enough copies of W that they do not fit in L2 (a decode step reads each weight once, after ~14 GB of
@@ -119,6 +120,8 @@ int main(int argc, char** argv) {
   const std::vector<int> batches = env_ints("LLMBENCH_BENCH_BATCHES", {1, 4, 16});
   // LLMBENCH_BENCH_VARIANTS=int8,cuBLAS: the variants whose name holds one of those texts.
   const char* variant_filter = std::getenv("LLMBENCH_BENCH_VARIANTS");
+  // LLMBENCH_BENCH_MATRICES=gate_up,down: only those matrices (e.g. for ncu).
+  const char* matrix_filter = std::getenv("LLMBENCH_BENCH_MATRICES");
   std::vector<Variant> kVariants;
   for (const Variant& v : kBaseVariants) {
     if (variant_filter) {  // a comma list of texts, one of which the name must hold
@@ -178,6 +181,8 @@ int main(int argc, char** argv) {
     for (int batch : batches) {
       std::map<std::string, double> layer_us;  // variant → qkv + o + gate_up + down
       for (const Matrix& mat : m.matrices) {
+        if (matrix_filter && (std::string(",") + matrix_filter + ",").find("," + std::string(mat.name) + ",") == std::string::npos)
+          continue;
         torch::manual_seed(0);
         torch::Tensor w = torch::randn({mat.n, mat.k}, bf16) * 0.02;  // [N, K]
         torch::Tensor x = torch::randn({batch, mat.k}, bf16);         // [B, K]

@@ -1,11 +1,17 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "llmbench/base/error.h"
+#ifdef LLMBENCH_WITH_CUDA
+#include "llmbench/cuda/gemv.h"
+#endif
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/linear.h"
 #include "llmbench/model/model.h"
@@ -296,6 +302,35 @@ TEST(Gemv, AutomaticKernelChoice) {
       }
     }
   }
+}
+
+// The mma kernel's K split (session 25): 2 blocks per 16-row tile where the tiles are fewer than 2 per SM
+// (Qwen2.5-7B's o, 224 tiles of K = 3,584, and down), 1 from 2 tiles per SM on (qkv, gate_up); with
+// mma_split_tall_only (the rule before) a short-K matrix stays at 1; forced splits win.
+TEST(Gemv, MmaSplitsMatricesWithFewRowTiles) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available";
+#ifdef LLMBENCH_WITH_CUDA
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  cuda::GemvArgs a;
+  a.weight = cuda::WeightType::int8;
+  a.batch = 4;
+  a.k = 3584;                                                       // 56 steps of 64 int8 columns
+  a.n = 16 * (2 * static_cast<std::int64_t>(prop->multiProcessorCount) - 1);  // one tile short of 2 per SM
+  if (prop->major < 9) {
+    EXPECT_EQ(cuda::gemv_mma_splits(a), 1) << "no clusters before sm_90";
+    return;
+  }
+  EXPECT_EQ(cuda::gemv_mma_splits(a), 2);
+  a.mma_split_tall_only = true;
+  EXPECT_EQ(cuda::gemv_mma_splits(a), 1) << "short K under the old rule";
+  a.k = 18944;  // 296 steps: tall
+  EXPECT_EQ(cuda::gemv_mma_splits(a), 2);
+  a.mma_split_tall_only = false;
+  a.n = 16 * 2 * static_cast<std::int64_t>(prop->multiProcessorCount);  // 2 tiles per SM
+  EXPECT_EQ(cuda::gemv_mma_splits(a), 1);
+  a.splits = 3;
+  EXPECT_EQ(cuda::gemv_mma_splits(a), 3);
+#endif
 }
 
 // The dequantize kernel computes float(q) · scale rounded once, as the CPU's torch ops do: bit-exact.

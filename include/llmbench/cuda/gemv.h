@@ -54,10 +54,17 @@ struct GemvArgs {
   // at a time. 0, 4, 8 or 12; -1 (default): 0; -2: a ring for the small matrices only (qkv, o; the rule in
   // mma_ring, gemv.cu: measured per matrix with bench_gemv, not yet in the decode step).
   int mma_ring = -1;
+  // mma, splits chosen (splits == 0): 2 splits for any matrix with fewer row tiles than 2 per SM (o and
+  // down of Qwen2.5-7B and Llama-3-8B), 1 otherwise; true: only where K is also tall (≥ 256 steps: down),
+  // the rule before session 25 (A/B runs).
+  bool mma_split_tall_only = false;
 };
 
 // The kernel gemv(args) runs: simt or mma (never automatic).
 GemvKernel gemv_kernel(const GemvArgs& args);
+// Blocks (a cluster) per 16-row tile the mma kernel uses for these arguments: args.splits when set, else
+// the rule of GemvArgs::mma_split_tall_only; 1 below compute capability 9.0.
+int gemv_mma_splits(const GemvArgs& args);
 // "auto" | "simt" | "mma"; Error otherwise.
 GemvKernel parse_gemv_kernel(const char* name);
 // Throws llmbench::Error on bad arguments (B out of range, null pointers) or a failed launch.
