@@ -1,6 +1,7 @@
 #include "llmbench/model/decoder.h"
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/switch.h"
 #include "llmbench/model/fused_ops.h"
 #include "llmbench/model/fused_prefill.h"
 #include "llmbench/model/linear.h"
@@ -133,13 +134,7 @@ torch::Tensor Decoder::prefill_hidden(const torch::Tensor& ids, const torch::Ten
 // Measured (H200, one A/B invocation, docs/performance.md session 15): sdpa TTFT at 512 tokens −2 to −3 %;
 // eager and the 8,192-token sdpa prefill within noise. LLMBENCH_PREFILL_DIRECT=0 keeps the copies (A/B).
 namespace {
-bool prefill_direct() {
-  const char* v = std::getenv("LLMBENCH_PREFILL_DIRECT");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "1") return true;
-  if (s == "0") return false;
-  throw UsageError(cat("LLMBENCH_PREFILL_DIRECT must be 0 or 1, got '", s, "'"));
-}
+bool prefill_direct() { return env_switch("LLMBENCH_PREFILL_DIRECT", {"1", "0"}) == 0; }
 }  // namespace
 
 template <class Attend>

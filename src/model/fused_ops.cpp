@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/switch.h"
 #include "llmbench/model/attention.h"
 #include "llmbench/model/decoder.h"
 #include "llmbench/model/kv_cache.h"
@@ -53,25 +54,14 @@ cuda::Stream stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 // LLMBENCH_DECODE_ATTENTION=split|mma forces one decode-attention kernel (A/B runs and tests); unset or
 // "auto": the planner's choice. Read at every call, so a test can switch it between calls.
 cuda::DecodeAttnKernel decode_attention_kernel() {
-  const char* v = std::getenv("LLMBENCH_DECODE_ATTENTION");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "auto") return cuda::DecodeAttnKernel::automatic;
-  if (s == "split") return cuda::DecodeAttnKernel::split;
-  if (s == "mma") return cuda::DecodeAttnKernel::mma;
-  throw UsageError(cat("LLMBENCH_DECODE_ATTENTION must be auto, split or mma, got '", s, "'"));
+  constexpr cuda::DecodeAttnKernel kKernels[] = {cuda::DecodeAttnKernel::automatic, cuda::DecodeAttnKernel::split,
+                                                 cuda::DecodeAttnKernel::mma};
+  return kKernels[env_switch("LLMBENCH_DECODE_ATTENTION", {"auto", "split", "mma"})];
 }
 
 // LLMBENCH_DECODE_ATTENTION_SPLITS=N forces the planner's split of the cache columns (A/B runs); unset or 0:
 // chosen by shape.
-int decode_attention_splits() {
-  const char* v = std::getenv("LLMBENCH_DECODE_ATTENTION_SPLITS");
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 64)
-    throw UsageError(cat("LLMBENCH_DECODE_ATTENTION_SPLITS must be 0 … 64, got '", v, "'"));
-  return static_cast<int>(n);
-}
+int decode_attention_splits() { return static_cast<int>(env_int("LLMBENCH_DECODE_ATTENTION_SPLITS", 0, 64)); }
 #endif
 
 bool is_fp8(const torch::Tensor& t) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/switch.h"
 #include "llmbench/model/quantize.h"
 
 #ifdef LLMBENCH_WITH_CUDA
@@ -74,77 +75,43 @@ torch::Tensor dequant_linear(const torch::Tensor& x, const torch::Tensor& w, con
 constexpr std::int64_t kWideGemvRatio = 4;
 
 bool model_dtype_gemv(std::int64_t n, std::int64_t k) {
-  const char* v = std::getenv("LLMBENCH_GEMV_MODEL_DTYPE");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "all") return true;
-  if (s == "wide") return n >= kWideGemvRatio * k;
-  throw UsageError(cat("LLMBENCH_GEMV_MODEL_DTYPE must be all or wide, got '", s, "'"));
+  return env_switch("LLMBENCH_GEMV_MODEL_DTYPE", {"all", "wide"}) == 0 || n >= kWideGemvRatio * k;
 }
 
 // LLMBENCH_GEMV_KERNEL=simt|mma forces one GEMV kernel (A/B runs and tests); unset or "auto": the automatic
 // choice (here, which matmuls take the GEMV; cuda::gemv_kernel, which kernel). Read at every call, so a
 // test can switch it between calls.
 cuda::GemvKernel forced_gemv_kernel() {
-  const char* v = std::getenv("LLMBENCH_GEMV_KERNEL");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "auto") return cuda::GemvKernel::automatic;
-  if (s == "simt") return cuda::GemvKernel::simt;
-  if (s == "mma") return cuda::GemvKernel::mma;
-  throw UsageError(cat("LLMBENCH_GEMV_KERNEL must be auto, simt or mma, got '", s, "'"));
+  constexpr cuda::GemvKernel kKernels[] = {cuda::GemvKernel::automatic, cuda::GemvKernel::simt, cuda::GemvKernel::mma};
+  return kKernels[env_switch("LLMBENCH_GEMV_KERNEL", {"auto", "simt", "mma"})];
 }
 
 // LLMBENCH_GEMV_SPLITS=N forces the kernels' K split (cuda::GemvArgs::splits; A/B runs); unset or 0: chosen
 // by size.
-int forced_gemv_splits() {
-  const char* v = std::getenv("LLMBENCH_GEMV_SPLITS");
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 8) throw UsageError(cat("LLMBENCH_GEMV_SPLITS must be 0 … 8, got '", v, "'"));
-  return static_cast<int>(n);
-}
+int forced_gemv_splits() { return static_cast<int>(env_int("LLMBENCH_GEMV_SPLITS", 0, 8)); }
 
 // LLMBENCH_GEMV_ROWS=2|4 forces the simt kernel's rows of W per warp (cuda::GemvArgs::rows; A/B runs);
 // unset or 0: chosen by batch.
 int forced_gemv_rows() {
-  const char* v = std::getenv("LLMBENCH_GEMV_ROWS");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "0") return 0;
-  if (s == "2" || s == "4") return std::stoi(s);
-  throw UsageError(cat("LLMBENCH_GEMV_ROWS must be 0, 2 or 4, got '", s, "'"));
+  constexpr int kRows[] = {0, 2, 4};
+  return kRows[env_switch("LLMBENCH_GEMV_ROWS", {"0", "2", "4"})];
 }
 
 // LLMBENCH_GEMV_MMA_TAIL=serial runs the mma kernel's last steps one at a time (cuda::GemvArgs::
 // mma_serial_tail; A/B runs); unset or unrolled: as one more unrolled round.
-bool forced_gemv_serial_tail() {
-  const char* v = std::getenv("LLMBENCH_GEMV_MMA_TAIL");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "unrolled") return false;
-  if (s == "serial") return true;
-  throw UsageError(cat("LLMBENCH_GEMV_MMA_TAIL must be unrolled or serial, got '", s, "'"));
-}
+bool forced_gemv_serial_tail() { return env_switch("LLMBENCH_GEMV_MMA_TAIL", {"unrolled", "serial"}) == 1; }
 
 // LLMBENCH_GEMV_MMA_RING=0|4|8|12: the mma kernel's ring of W steps per warp in shared memory
 // (cuda::GemvArgs::mma_ring; A/B runs); small: a ring for the small matrices only (qkv, o); unset or auto:
 // the default (no ring).
 int forced_gemv_mma_ring() {
-  const char* v = std::getenv("LLMBENCH_GEMV_MMA_RING");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "auto") return -1;
-  if (s == "small") return -2;
-  if (s == "0" || s == "4" || s == "8" || s == "12") return std::stoi(s);
-  throw UsageError(cat("LLMBENCH_GEMV_MMA_RING must be auto, small, 0, 4, 8 or 12, got '", s, "'"));
+  constexpr int kRings[] = {-1, -2, 0, 4, 8, 12};
+  return kRings[env_switch("LLMBENCH_GEMV_MMA_RING", {"auto", "small", "0", "4", "8", "12"})];
 }
 
 // LLMBENCH_GEMV_MMA_SPLIT=few-tiles|tall: the mma kernel's K split rule (cuda::GemvArgs::mma_split_tall_only;
 // A/B runs); unset or few-tiles: 2 splits for every matrix with few row tiles; tall: only tall-K ones.
-bool forced_gemv_mma_split_tall_only() {
-  const char* v = std::getenv("LLMBENCH_GEMV_MMA_SPLIT");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "few-tiles") return false;
-  if (s == "tall") return true;
-  throw UsageError(cat("LLMBENCH_GEMV_MMA_SPLIT must be few-tiles or tall, got '", s, "'"));
-}
+bool forced_gemv_mma_split_tall_only() { return env_switch("LLMBENCH_GEMV_MMA_SPLIT", {"few-tiles", "tall"}) == 1; }
 
 // The kernel's arguments for x [B, K] (rows stride_x apart) → y [B, N] (y may be null for a query).
 cuda::GemvArgs gemv_args(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& scale,
@@ -193,13 +160,7 @@ constexpr std::int64_t kLtMaxRows = 256;
 constexpr std::int64_t kLtSplitKMaxRows = 64;
 constexpr std::int64_t kLtSplitKAutoMaxRows = 8;
 
-bool lt_gemm_enabled() {
-  const char* v = std::getenv("LLMBENCH_GEMM");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "lt") return true;
-  if (s == "torch") return false;
-  throw UsageError(cat("LLMBENCH_GEMM must be torch or lt, got '", s, "'"));
-}
+bool lt_gemm_enabled() { return env_switch("LLMBENCH_GEMM", {"lt", "torch"}) == 0; }
 
 bool lt_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
   if (!x.is_cuda() || x.dim() < 1 || w.dim() != 2 || !w.is_contiguous() || !lt_gemm_enabled()) return false;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/switch.h"
 #include "llmbench/bench/memory.h"
 
 #ifdef LLMBENCH_WITH_CUDA
@@ -24,13 +25,7 @@ struct PrefillGraph::Impl {
 #endif
 };
 
-bool PrefillGraph::enabled() {
-  const char* v = std::getenv("LLMBENCH_PREFILL_GRAPH");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "1") return true;
-  if (s == "0") return false;
-  throw UsageError(cat("LLMBENCH_PREFILL_GRAPH must be 0 or 1, got '", s, "'"));
-}
+bool PrefillGraph::enabled() { return env_switch("LLMBENCH_PREFILL_GRAPH", {"1", "0"}) == 0; }
 
 bool PrefillGraph::available(const torch::Device& device) {
 #ifdef LLMBENCH_WITH_CUDA
