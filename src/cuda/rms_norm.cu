@@ -24,18 +24,31 @@ struct Partials {
   __device__ __forceinline__ Vec<T, kVec> load(std::int64_t row, std::int64_t hidden, int i) const {
     static_assert(kVec % 4 == 0, "float4 loads");
     const float4* at = reinterpret_cast<const float4*>(p + row * hidden + static_cast<std::int64_t>(i) * kVec);
+    const std::int64_t step = plane / 4;
+    // kBatch splits' loads in flight at once, then their sums in split order: one round trip to L2 per
+    // kBatch splits instead of one per split (at a few rows there are only as many blocks as rows, and
+    // the chain of round trips is most of the kernel's time).
+    constexpr int kBatch = 4;
     float acc[kVec];
+    for (int s0 = 0; s0 < splits; s0 += kBatch) {
+      float4 f[kBatch][kVec / 4];
 #pragma unroll
-    for (int j = 0; j < kVec / 4; ++j) {
-      const float4 f = at[j];
-      acc[4 * j] = f.x, acc[4 * j + 1] = f.y, acc[4 * j + 2] = f.z, acc[4 * j + 3] = f.w;
-    }
-    for (int s = 1; s < splits; ++s) {
-      at += plane / 4;
+      for (int u = 0; u < kBatch; ++u)
+        if (s0 + u < splits)
 #pragma unroll
-      for (int j = 0; j < kVec / 4; ++j) {
-        const float4 f = at[j];
-        acc[4 * j] += f.x, acc[4 * j + 1] += f.y, acc[4 * j + 2] += f.z, acc[4 * j + 3] += f.w;
+          for (int j = 0; j < kVec / 4; ++j) f[u][j] = at[(s0 + u) * step + j];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (s0 + u >= splits) break;
+#pragma unroll
+        for (int j = 0; j < kVec / 4; ++j) {
+          const float4 g = f[u][j];
+          if (s0 + u == 0) {
+            acc[4 * j] = g.x, acc[4 * j + 1] = g.y, acc[4 * j + 2] = g.z, acc[4 * j + 3] = g.w;
+          } else {
+            acc[4 * j] += g.x, acc[4 * j + 1] += g.y, acc[4 * j + 2] += g.z, acc[4 * j + 3] += g.w;
+          }
+        }
       }
     }
     Vec<T, kVec> v;
