@@ -1,8 +1,3 @@
-#include <cooperative_groups.h>
-
-#include <cstdlib>
-#include <cstring>
-
 #include "common.cuh"
 
 namespace llmbench::cuda {
@@ -21,7 +16,7 @@ struct Rows {
     return reinterpret_cast<const Vec<T, kVec>*>(x + row * hidden)[i];
   }
 };
-template <class T, int kVec, int kBatch>
+template <class T, int kVec>
 struct Partials {
   const float* p;       // [splits, rows, hidden] float32
   int splits;
@@ -29,30 +24,18 @@ struct Partials {
   __device__ __forceinline__ Vec<T, kVec> load(std::int64_t row, std::int64_t hidden, int i) const {
     static_assert(kVec % 4 == 0, "float4 loads");
     const float4* at = reinterpret_cast<const float4*>(p + row * hidden + static_cast<std::int64_t>(i) * kVec);
-    const std::int64_t step = plane / 4;
-    // kBatch splits' loads in flight at once, then their sums in split order: one round trip to L2 per
-    // kBatch splits instead of one per split (at a few rows there are only as many blocks as rows, and
-    // the chain of round trips is most of the kernel's time). kBatch = 1: one load and one add per split.
     float acc[kVec];
-    for (int s0 = 0; s0 < splits; s0 += kBatch) {
-      float4 f[kBatch][kVec / 4];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u)
-        if (s0 + u < splits)
+    for (int j = 0; j < kVec / 4; ++j) {
+      const float4 f = at[j];
+      acc[4 * j] = f.x, acc[4 * j + 1] = f.y, acc[4 * j + 2] = f.z, acc[4 * j + 3] = f.w;
+    }
+    for (int s = 1; s < splits; ++s) {
+      at += plane / 4;
 #pragma unroll
-          for (int j = 0; j < kVec / 4; ++j) f[u][j] = at[(s0 + u) * step + j];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        if (s0 + u >= splits) break;
-#pragma unroll
-        for (int j = 0; j < kVec / 4; ++j) {
-          const float4 g = f[u][j];
-          if (s0 + u == 0) {
-            acc[4 * j] = g.x, acc[4 * j + 1] = g.y, acc[4 * j + 2] = g.z, acc[4 * j + 3] = g.w;
-          } else {
-            acc[4 * j] += g.x, acc[4 * j + 1] += g.y, acc[4 * j + 2] += g.z, acc[4 * j + 3] += g.w;
-          }
-        }
+      for (int j = 0; j < kVec / 4; ++j) {
+        const float4 f = at[j];
+        acc[4 * j] += f.x, acc[4 * j + 1] += f.y, acc[4 * j + 2] += f.z, acc[4 * j + 3] += f.w;
       }
     }
     Vec<T, kVec> v;
@@ -105,97 +88,6 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_kernel(T* out, T* residu
       outr[i] = o;
     }
   }
-}
-
-// Few rows (a decode step): a cluster of gridDim.x blocks per row (sm_90), each block one slice of the
-// row, one vector per thread. The block-per-row kernel above leaves a batch-4 step 4 blocks on 4 SMs,
-// each pulling the whole row (and, for Partials, every split of it) through one SM in a chain of round
-// trips. Here each thread issues its loads together (weight first: no kernel writes it, so it is read
-// before the wait; then residual and x), the blocks exchange their sums of squares through distributed
-// shared memory and every block adds them in rank order (the float sum is taken in another order than
-// the block-per-row kernel's: the last bit of the scale may differ, as between any two reductions).
-constexpr int kMaxCluster = 8;
-
-template <class T, int kVec, class Src>
-__global__ void __launch_bounds__(kMaxThreads) rms_norm_cluster_kernel(T* out, T* residual, Src x, const T* weight,
-                                                                      std::int64_t hidden, float eps) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using V = Vec<T, kVec>;
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const int blocks = static_cast<int>(gridDim.x), rank = static_cast<int>(blockIdx.x);
-  const std::int64_t row = blockIdx.y;
-  const int per = static_cast<int>(hidden / kVec) / blocks, i = rank * per + static_cast<int>(threadIdx.x);
-  const bool live = static_cast<int>(threadIdx.x) < per;
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");  // waited for before the remote stores
-  V w;
-  if (live) w = reinterpret_cast<const V*>(weight)[i];
-  pdl_enter();
-  V* rr = residual ? reinterpret_cast<V*>(residual + row * hidden) : nullptr;
-  float vals[kVec];
-  float ss = 0.0f;
-  if (live) {
-    V r;
-    if (rr) r = rr[i];
-    V a = x.load(row, hidden, i);
-    if (rr) {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) a.v[j] = from_f<T>(to_f(r.v[j]) + to_f(a.v[j]));  // bf16 add, as torch
-      rr[i] = a;
-    }
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      vals[j] = to_f(a.v[j]);
-      ss += vals[j] * vals[j];
-    }
-  }
-  ss = block_sum(ss);
-  __shared__ float part[kMaxCluster];  // [rank]: each block's sum of squares
-  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every block has started
-  if (static_cast<int>(threadIdx.x) < blocks) cluster.map_shared_rank(part, static_cast<int>(threadIdx.x))[rank] = ss;
-  asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
-  float total = 0.0f;
-  for (int r = 0; r < blocks; ++r) total += part[r];
-  const float inv = rsqrtf(total * (1.0f / static_cast<float>(hidden)) + eps);  // torch: mean = sum · (1/H)
-  if (live) {
-    V o;
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) o.v[j] = from_f<T>(to_f(w.v[j]) * round_f<T>(vals[j] * inv));
-    reinterpret_cast<V*>(out + row * hidden)[i] = o;
-  }
-#endif
-}
-
-// Blocks per row for the cluster kernel, 1 for the block-per-row kernel. LLMBENCH_NORM_CLUSTER=1|2|4|8
-// forces it where the row splits evenly into at most kMaxThreads vectors per block (A/B runs; read at every
-// launch); unset or auto: 8, 4 or 2 (the most that leave each block ≥ 32 vectors) up to kClusterMaxRows
-// rows on sm_90, else 1.
-constexpr std::int64_t kClusterMaxRows = 64;
-
-int norm_cluster_blocks(std::int64_t rows, std::int64_t nvec) {
-  const char* v = std::getenv("LLMBENCH_NORM_CLUSTER");
-  int forced = 0;
-  if (v && *v && std::strcmp(v, "auto") != 0) {
-    forced = std::atoi(v);
-    if (forced != 1 && forced != 2 && forced != 4 && forced != 8)
-      throw UsageError(cat("LLMBENCH_NORM_CLUSTER must be auto, 1, 2, 4 or 8, got '", v, "'"));
-  }
-  if (forced == 1 || device_attribute<cudaDevAttrComputeCapabilityMajor>("rms_norm") < 9) return 1;
-  if (forced > 1) return nvec % forced == 0 && nvec / forced <= kMaxThreads ? forced : 1;
-  if (rows > kClusterMaxRows) return 1;
-  for (int c = kMaxCluster; c > 1; c /= 2)
-    if (nvec % c == 0 && nvec / c >= 32 && nvec / c <= kMaxThreads) return c;
-  return 1;
-}
-
-template <class T, int kVec, class Src>
-void launch_cluster(int blocks, void* out, void* residual, Src x, const void* weight, std::int64_t rows,
-                    std::int64_t hidden, float eps, Stream stream) {
-  const int per = static_cast<int>(hidden / kVec) / blocks;
-  launch_kernel("rms_norm cluster kernel", rms_norm_cluster_kernel<T, kVec, Src>,
-                {dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(rows)), dim3((per + 31) / 32 * 32), 0,
-                 static_cast<unsigned>(blocks)},
-                stream, static_cast<T*>(out), static_cast<T*>(residual), x, static_cast<const T*>(weight), hidden, eps);
 }
 
 // Many rows (a prefill): one warp per row, 8 rows per block, no block barrier. Pass 1 as above with the
@@ -292,11 +184,6 @@ void launch(void* out, void* residual, const void* x, const void* weight, std::i
       default: go(rms_norm_rows_kernel<T, kVec, 8>, 8); return;
     }
   }
-  if constexpr (kVec > 1) {
-    if (const int blocks = norm_cluster_blocks(rows, nvec); blocks > 1)
-      return launch_cluster<T, kVec>(blocks, out, residual, Rows<T, kVec>{static_cast<const T*>(x)}, weight, rows,
-                                     hidden, eps, stream);
-  }
   const int threads = block_threads(nvec);
   launch_kernel("rms_norm kernel", rms_norm_kernel<T, kVec, Rows<T, kVec>>, {dim3(static_cast<unsigned>(rows)), dim3(threads)},
                 stream, static_cast<T*>(out), static_cast<T*>(residual), Rows<T, kVec>{static_cast<const T*>(x)},
@@ -351,21 +238,11 @@ void add_rms_norm_partials(DType dtype, void* out, void* residual, const float* 
         !aligned16(partials))
       throw Error(cat("add_rms_norm_partials kernel: hidden size ", hidden,
                       " not a multiple of ", kVec, " or a pointer not 16-byte aligned"));
-    if (const int blocks = norm_cluster_blocks(rows, hidden / kVec); blocks > 1)
-      return launch_cluster<T, kVec>(blocks, out, residual, Partials<T, kVec, 8>{partials, splits, rows * hidden},
-                                     weight, rows, hidden, eps, stream);
     const int threads = block_threads(hidden / kVec);
-    auto go = [&](auto src) {
-      launch_kernel("add_rms_norm_partials kernel", rms_norm_kernel<T, kVec, decltype(src)>,
-                    {dim3(static_cast<unsigned>(rows)), dim3(threads)}, stream, static_cast<T*>(out),
-                    static_cast<T*>(residual), src, static_cast<const T*>(weight), hidden, eps);
-    };
-    // LLMBENCH_NORM_PARTIALS_BATCH=1: one split's load at a time, as before session 26 (A/B runs).
-    const char* b = std::getenv("LLMBENCH_NORM_PARTIALS_BATCH");
-    if (b && std::strcmp(b, "1") == 0)
-      go(Partials<T, kVec, 1>{partials, splits, rows * hidden});
-    else
-      go(Partials<T, kVec, 4>{partials, splits, rows * hidden});
+    launch_kernel("add_rms_norm_partials kernel", rms_norm_kernel<T, kVec, Partials<T, kVec>>,
+                  {dim3(static_cast<unsigned>(rows)), dim3(threads)}, stream, static_cast<T*>(out),
+                  static_cast<T*>(residual), Partials<T, kVec>{partials, splits, rows * hidden},
+                  static_cast<const T*>(weight), hidden, eps);
   });
 }
 

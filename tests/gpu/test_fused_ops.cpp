@@ -170,55 +170,6 @@ TEST(FusedOps, AddRmsNormPartialsMatchesThePlainOps) {
   EXPECT_THROW(fused::add_rms_norm_partials(torch::zeros({2, 4, 1, 64}, residual.options()), residual, w, kEps), Error);
 }
 
-// The decode-sized norms on each kernel (LLMBENCH_NORM_CLUSTER: 1 = one block per row, 2/4/8 = a cluster of
-// that many blocks per row; LLMBENCH_NORM_PARTIALS_BATCH=1: the block-per-row kernel's split-at-a-time loads)
-// against the plain ops: the residual bit for bit, the output within bf16 rounding.
-TEST(FusedOps, NormKernelsForFewRowsMatchThePlainOps) {
-  REQUIRE_CUDA();
-  torch::manual_seed(13);
-  const std::vector<std::pair<const char*, const char*>> settings = {
-      {"1", "1"}, {"1", "4"}, {"2", "4"}, {"4", "4"}, {"8", "4"}, {"auto", "4"}};
-  for (const auto& [cluster, batch] : settings) {
-    ::setenv("LLMBENCH_NORM_CLUSTER", cluster, 1);
-    ::setenv("LLMBENCH_NORM_PARTIALS_BATCH", batch, 1);
-    for (std::int64_t h : {3584, 4096}) {
-      for (std::int64_t n : {1, 4, 16, 64}) {
-        const std::string what = cat("cluster=", cluster, " batch=", batch, " H=", h, " N=", n);
-        torch::Tensor x = randn({n, 1, h}, 3.0);                                                // [N, 1, H]
-        torch::Tensor residual = randn({n, 1, h}, 4.0);                                         // [N, 1, H]
-        torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
-        torch::Tensor want = llmbench::rms_norm(x, w, kEps);
-        torch::Tensor got = fused::rms_norm(x, w, kEps);
-        expect_close(got, want, kBf16Rtol, 1e-6, what + " rms_norm");
-        EXPECT_GT(frac_equal(got, want), 0.98) << what;
-
-        torch::Tensor want_res = residual + x, got_res = residual.clone(), got_add = x.clone();
-        want = llmbench::rms_norm(want_res, w, kEps);
-        fused::add_rms_norm_(got_add, got_res, w, kEps);
-        EXPECT_TRUE(torch::equal(got_res, want_res)) << what << ": the residual add must round like torch";
-        expect_close(got_add, want, kBf16Rtol, 1e-6, what + " add_rms_norm");
-        EXPECT_GT(frac_equal(got_add, want), 0.98) << what;
-
-        for (std::int64_t s : {1, 3, 8, 12}) {
-          torch::Tensor partials = torch::randn({s, n, 1, h}, torch::kCUDA);  // [S, N, 1, H] float32
-          torch::Tensor want_pres = residual.cpu(), got_pres = residual.clone();
-          torch::Tensor want_p = fused::add_rms_norm_partials(partials.cpu(), want_pres, w.cpu(), kEps);  // plain ops
-          torch::Tensor got_p = fused::add_rms_norm_partials(partials, got_pres, w, kEps);
-          EXPECT_TRUE(torch::equal(got_pres.cpu(), want_pres)) << what << " S=" << s << ": the partials' sum must round as the plain ops";
-          expect_close(got_p, want_p.to(torch::kCUDA), kBf16Rtol, 1e-6, cat(what, " S=", s));
-          EXPECT_GT(frac_equal(got_p, want_p.to(torch::kCUDA)), 0.98) << what << " S=" << s;
-        }
-      }
-    }
-  }
-  ::unsetenv("LLMBENCH_NORM_CLUSTER");
-  ::unsetenv("LLMBENCH_NORM_PARTIALS_BATCH");
-  ::setenv("LLMBENCH_NORM_CLUSTER", "3", 1);
-  EXPECT_THROW(fused::rms_norm(randn({4, 1, 3584}), torch::ones({3584}, torch::dtype(torch::kBFloat16).device(torch::kCUDA)), kEps),
-               UsageError);
-  ::unsetenv("LLMBENCH_NORM_CLUSTER");
-}
-
 TEST(FusedOps, SiluMulMatchesPlain) {
   REQUIRE_CUDA();
   torch::manual_seed(3);
