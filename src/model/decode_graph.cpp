@@ -1,13 +1,8 @@
 #include "llmbench/model/decode_graph.h"
 
-#include <iostream>
-
 #include "llmbench/base/error.h"
-#include "llmbench/base/switch.h"
 
 #ifdef LLMBENCH_WITH_CUDA
-#include "llmbench/cuda/graph_pdl.h"
-
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -20,7 +15,7 @@ struct DecodeGraph::Impl {
   torch::Tensor tokens;  // [B] int64, static input
   torch::Tensor logits;  // [B, V] float32, static output
 #ifdef LLMBENCH_WITH_CUDA
-  at::cuda::CUDAGraph graph{/*keep_graph=*/true};  // instantiated after its edges are edited
+  at::cuda::CUDAGraph graph;
 #endif
 };
 
@@ -60,15 +55,6 @@ DecodeGraph::DecodeGraph(Model& model, std::int64_t rows, std::int64_t columns) 
     impl_->graph.capture_begin();
     impl_->logits = decode();
     impl_->graph.capture_end();
-    // LLMBENCH_GRAPH_PDL_GEMM=1: the edges from our kernels into cuBLASLt's GEMMs (nvjet_*) made programmatic
-    // (A/B runs; LLMBENCH_GRAPH_PDL_LOG=1 prints each kernel node and what was done to stderr).
-    if (env_switch("LLMBENCH_GRAPH_PDL_GEMM", {"0", "1"}) == 1) {
-      const cuda::GraphPdlResult r = cuda::make_gemm_edges_programmatic(impl_->graph.raw_cuda_graph(), "nvjet_");
-      if (env_switch("LLMBENCH_GRAPH_PDL_LOG", {"0", "1"}) == 1)
-        std::cerr << "graph_pdl: " << r.converted << " of " << r.kernels << " kernel nodes' edges made programmatic\n"
-                  << r.log;
-    }
-    impl_->graph.instantiate();
     side.synchronize();
   }
   model.reset_cache();
