@@ -130,6 +130,7 @@ ProfileReport profile_kernels(const ProfileOptions& o) {
   model->set_fused(o.fused);
   model->set_gemv(o.gemv.value_or(true));
   model->allocate_cache(o.batch, columns);
+  if (o.prefill) model->tune_gemms({static_cast<std::int64_t>(o.batch) * o.prompt_len});  // as `llmbench run` does
   const ModelConfig& cfg = model->config();
   PromptSpec spec;
   spec.batch = o.batch;
