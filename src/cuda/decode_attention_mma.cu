@@ -126,9 +126,13 @@ __device__ __forceinline__ void merge_all(const float* m, const float* l, int n,
 // and its slices of O into the blocks that merge them (no remote reads, two cluster barriers instead
 // of three); (max, Σexp) pairs merge as max, then one sum. Without kPush (one block per row and kv
 // head group: many blocks, each looping over its tiles): fewer registers, two resident blocks per SM.
+// prefetch_v (LLMBENCH_ATTN_V_PREFETCH=1, an A/B switch; the loop kernel only, where batch 16–64 stream their
+// K and V a tile at a time): pass 1 pulls the V rows of each tile it reads K for into L2 (no registers, no
+// wait), so that pass 2's V loads hit L2 instead of starting their round trips to HBM only after the
+// (max, Σexp) exchange.
 template <class T, class TKV, int NC, bool kPush>
 __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttnArgs a, std::int64_t chunk,
-                                                                      int groups, int group_size) {
+                                                                      int groups, int group_size, bool prefetch_v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (kPush) cluster_arrive_relaxed();  // waited for before the first store into another block
   const bool pre = kPush && a.column != nullptr;
@@ -229,6 +233,13 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
       } else {
         load_rows<false>(reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t),
                          reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t), ka, kc);
+        // Lane t pulls 128-byte line t of the V rows of columns ca and cb (a row is kD elements).
+        constexpr int kRowBytes = kD * static_cast<int>(sizeof(TKV));
+        if (!kPush && prefetch_v && t * 128 < kRowBytes) {
+          const TKV* v_row0 = vb - 8 * t;  // column 0 of this (row, kv head)
+          if (ok_a) prefetch_l2(reinterpret_cast<const char*>(v_row0 + ca * a.kv_stride_t) + t * 128);
+          if (ok_b) prefetch_l2(reinterpret_cast<const char*>(v_row0 + cb * a.kv_stride_t) + t * 128);
+        }
       }
 #pragma unroll
       for (int cc = 0; cc < NC; ++cc) {
@@ -404,6 +415,14 @@ bool use_push(int splits, std::int64_t chunk) {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
+// LLMBENCH_ATTN_V_PREFETCH=1: pass 1 prefetches V into L2 (see mma_kernel); unset or 0: off. Read at every launch.
+bool prefetch_v() {
+  const char* v = std::getenv("LLMBENCH_ATTN_V_PREFETCH");
+  if (!v || !*v || std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  throw UsageError(cat("LLMBENCH_ATTN_V_PREFETCH must be 0 or 1, got '", v, "'"));
+}
+
 template <class T, class TKV, int NC>
 void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stream) {
   const Layout l = layout(a.heads_q, a.heads_kv);
@@ -412,10 +431,10 @@ void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stre
                           dim3(kThreads), smem_bytes(chunk, a.head_dim), static_cast<unsigned>(splits)};
   if (use_push(splits, chunk))
     launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, true>, shape, stream, a, chunk, l.groups,
-                  l.group_size);
+                  l.group_size, prefetch_v());
   else
     launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, false>, shape, stream, a, chunk, l.groups,
-                  l.group_size);
+                  l.group_size, prefetch_v());
 }
 
 // Clusters of `splits` blocks of this instance that the device holds at once.

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <limits>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,41 @@ TEST(GpuDecodeAttention, Batch16At4096Columns) {
   }
   check(28, 4, rows_valid(pads, ends, t), "Qwen B=16 T=4096");
   check(32, 8, rows_valid(pads, ends, t), "Llama B=16 T=4096");
+}
+
+// LLMBENCH_ATTN_V_PREFETCH=1 (the loop kernel pulls V into L2 during pass 1) changes no bit: batch 64 × 1,024
+// columns with 576 valid (the server's bucket, the loop kernel) and batch 16 × 2,048, bf16 and an fp8 cache's
+// dtype path aside; against the eager formula through check() as well.
+TEST(GpuDecodeAttention, VPrefetchChangesNoBit) {
+  REQUIRE_CUDA();
+  if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
+  torch::manual_seed(21);
+  for (const auto& [b, t, valid_cols] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+           {64, 1024, 576}, {16, 2048, 2000}}) {
+    std::vector<std::int64_t> pads(b), ends(b);
+    for (std::int64_t i = 0; i < b; ++i) {
+      pads[i] = (i * 29) % 40;
+      ends[i] = valid_cols - (i * 7) % 64;
+    }
+    const torch::Tensor valid = rows_valid(pads, ends, t);
+    torch::Tensor q = randn({b, 28, kD});                                          // [B, Hq, D]
+    torch::Tensor keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});      // [B, Hkv, T, D]
+    ScopedKernel scoped("mma");
+    torch::Tensor plain = fused::decode_attention(q, keys, values, valid);        // [B, Hq, D]
+    ::setenv("LLMBENCH_ATTN_V_PREFETCH", "1", 1);
+    torch::Tensor prefetched = fused::decode_attention(q, keys, values, valid);
+    check(28, 4, valid, cat("Qwen B=", b, " T=", t, " with the V prefetch"));
+    ::unsetenv("LLMBENCH_ATTN_V_PREFETCH");
+    EXPECT_TRUE(torch::equal(plain, prefetched)) << "B=" << b << " T=" << t;
+  }
+  ::setenv("LLMBENCH_ATTN_V_PREFETCH", "2", 1);
+  {
+    ScopedKernel scoped("mma");
+    EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
+                                         torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
+                 UsageError);
+  }
+  ::unsetenv("LLMBENCH_ATTN_V_PREFETCH");
 }
 
 TEST(GpuDecodeAttention, LongAndOddCaches) {
