@@ -111,13 +111,15 @@ TEST(GpuDecodeAttention, Batch16At4096Columns) {
   check(32, 8, rows_valid(pads, ends, t), "Llama B=16 T=4096");
 }
 
-// LLMBENCH_ATTN_V_PREFETCH=1 (the loop kernel pulls V into L2 during pass 1) changes no bit: batch 64 × 1,024
-// columns with 576 valid (the server's bucket, the loop kernel) and batch 16 × 2,048, bf16 and an fp8 cache's
-// dtype path aside; against the eager formula through check() as well.
-TEST(GpuDecodeAttention, VPrefetchChangesNoBit) {
+// The loop kernel's A/B options change no bit: LLMBENCH_ATTN_V_PREFETCH=1 (V pulled into L2 during pass 1),
+// LLMBENCH_ATTN_FLAGS_FIRST=1 (each warp's valid flags read at once before pass 1) and both, at batch 64 × 1,024
+// columns with 576 valid (the server's bucket) and 16 × 2,048 with ragged rows; each against the eager formula
+// through check() as well. Bad values: UsageError.
+TEST(GpuDecodeAttention, LoopKernelOptionsChangeNoBit) {
   REQUIRE_CUDA();
   if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
   torch::manual_seed(21);
+  const std::vector<std::pair<const char*, const char*>> settings = {{"1", "0"}, {"0", "1"}, {"1", "1"}};
   for (const auto& [b, t, valid_cols] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
            {64, 1024, 576}, {16, 2048, 2000}}) {
     std::vector<std::int64_t> pads(b), ends(b);
@@ -128,22 +130,33 @@ TEST(GpuDecodeAttention, VPrefetchChangesNoBit) {
     const torch::Tensor valid = rows_valid(pads, ends, t);
     torch::Tensor q = randn({b, 28, kD});                                          // [B, Hq, D]
     torch::Tensor keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});      // [B, Hkv, T, D]
-    ScopedKernel scoped("mma");
-    torch::Tensor plain = fused::decode_attention(q, keys, values, valid);        // [B, Hq, D]
-    ::setenv("LLMBENCH_ATTN_V_PREFETCH", "1", 1);
-    torch::Tensor prefetched = fused::decode_attention(q, keys, values, valid);
-    check(28, 4, valid, cat("Qwen B=", b, " T=", t, " with the V prefetch"));
+    torch::Tensor plain;
+    {
+      ScopedKernel scoped("mma");
+      plain = fused::decode_attention(q, keys, values, valid);                    // [B, Hq, D]
+    }
+    for (const auto& [prefetch, flags] : settings) {
+      ::setenv("LLMBENCH_ATTN_V_PREFETCH", prefetch, 1);
+      ::setenv("LLMBENCH_ATTN_FLAGS_FIRST", flags, 1);
+      const std::string what = cat("B=", b, " T=", t, " prefetch ", prefetch, " flags first ", flags);
+      {
+        ScopedKernel scoped("mma");
+        EXPECT_TRUE(torch::equal(plain, fused::decode_attention(q, keys, values, valid))) << what;
+      }
+      check(28, 4, valid, what);
+    }
     ::unsetenv("LLMBENCH_ATTN_V_PREFETCH");
-    EXPECT_TRUE(torch::equal(plain, prefetched)) << "B=" << b << " T=" << t;
+    ::unsetenv("LLMBENCH_ATTN_FLAGS_FIRST");
   }
-  ::setenv("LLMBENCH_ATTN_V_PREFETCH", "2", 1);
-  {
+  for (const char* name : {"LLMBENCH_ATTN_V_PREFETCH", "LLMBENCH_ATTN_FLAGS_FIRST"}) {
+    ::setenv(name, "2", 1);
     ScopedKernel scoped("mma");
     EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
                                          torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
-                 UsageError);
+                 UsageError)
+        << name;
+    ::unsetenv(name);
   }
-  ::unsetenv("LLMBENCH_ATTN_V_PREFETCH");
 }
 
 TEST(GpuDecodeAttention, LongAndOddCaches) {
