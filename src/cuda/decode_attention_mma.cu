@@ -126,13 +126,10 @@ __device__ __forceinline__ void merge_all(const float* m, const float* l, int n,
 // and its slices of O into the blocks that merge them (no remote reads, two cluster barriers instead
 // of three); (max, Σexp) pairs merge as max, then one sum. Without kPush (one block per row and kv
 // head group: many blocks, each looping over its tiles): fewer registers, two resident blocks per SM.
-// options (A/B switches, the loop kernel only, where batch 16–64 stream their K and V a tile at a time):
-// kPrefetchV (LLMBENCH_ATTN_V_PREFETCH=1): pass 1 pulls the V rows of each tile it reads K for into L2 (no
-// registers, no wait), so that pass 2's V loads hit L2 instead of starting their round trips to HBM only after
-// the (max, Σexp) exchange. kFlagsFirst (LLMBENCH_ATTN_FLAGS_FIRST=1): each warp reads the valid flags of all
-// its tiles at once before pass 1 (two bits per tile in one register), instead of one tile's flags before
-// that tile's K loads: one round trip instead of one per tile ahead of the K loads.
-constexpr int kPrefetchV = 1, kFlagsFirst = 2;
+// options: kBound (LLMBENCH_ATTN_BOUND, on unless 0; an A/B switch read at every launch): with a.column given,
+// row b attends no column past a.column[b] (the caller's contract: none is valid), so a block reads no tile
+// past it. The server's rows share one column bucket of its CUDA graphs but each stops at its own length.
+constexpr int kBound = 1;
 template <class T, class TKV, int NC, bool kPush>
 __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttnArgs a, std::int64_t chunk,
                                                                       int groups, int group_size, int options) {
@@ -149,8 +146,11 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
   const int gsize = a.heads_q / a.heads_kv, kvh = blockIdx.y / groups, grp = blockIdx.y % groups;
   const int h0 = kvh * gsize + grp * group_size, ng = min(group_size, gsize - grp * group_size);
   const int b = blockIdx.z;
-  const std::int64_t t0 = split * chunk, t1 = min(t0 + chunk, a.max_len);
-  const int ntiles = static_cast<int>((t1 - t0 + kMmaTile - 1) / kMmaTile);
+  const std::int64_t t0 = split * chunk;
+  std::int64_t t1 = min(t0 + chunk, a.max_len);
+  // `column` is written by no kernel before this one (the contract on DecodeAttnArgs::column): read before the wait.
+  if ((options & kBound) != 0 && a.column != nullptr) t1 = min(t1, a.column[b * a.column_stride] + 1);
+  const int ntiles = t1 > t0 ? static_cast<int>((t1 - t0 + kMmaTile - 1) / kMmaTile) : 0;
   const float lowest = Num<T>::lowest();
 
   extern __shared__ uint4 smem[];
@@ -217,31 +217,14 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
     v_scale = a.v_scale[b * a.scale_stride_b + kvh];
   }
 
-  // kFlagsFirst: bit 2n / 2n + 1 = the flags of columns ca / cb of the warp's n-th tile (it = warp + 8n;
-  // chunk ≤ kMmaMaxChunk gives at most 16 tiles per warp).
-  static_assert(kMmaMaxChunk / kMmaTile / kWarps <= 16, "two flag bits per tile in 32 bits");
-  const bool flags_first = !kPush && (options & kFlagsFirst) != 0;
-  std::uint32_t flags = 0;
-  if (flags_first) {
-#pragma unroll
-    for (int n = 0; n < 16; ++n) {
-      const int it = warp + n * kWarps;
-      if (it < ntiles) {
-        const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
-        if (ca < t1 && valid[ca] != 0) flags |= 1u << (2 * n);
-        if (cb < t1 && valid[cb] != 0) flags |= 2u << (2 * n);
-      }
-    }
-  }
-
   // Pass 1: scores of the split's columns into shared memory, the (max, Σexp) of heads 2t, 2t + 1.
   float m0 = -INFINITY, l0 = 0.0f, m1 = -INFINITY, l1 = 0.0f;
-  for (int it = warp, n = 0; it < ntiles; it += kWarps, ++n) {
+  for (int it = warp; it < ntiles; it += kWarps) {
     const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
     const bool in_a = ca < t1, in_b = cb < t1;
     const bool first = kPush && it == warp;
-    const bool ok_a = first ? f_ok_a : flags_first ? ((flags >> (2 * n)) & 1u) != 0 : in_a && valid[ca] != 0;
-    const bool ok_b = first ? f_ok_b : flags_first ? ((flags >> (2 * n)) & 2u) != 0 : in_b && valid[cb] != 0;
+    const bool ok_a = first ? f_ok_a : in_a && valid[ca] != 0;
+    const bool ok_b = first ? f_ok_b : in_b && valid[cb] != 0;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (first ? f_any : __any_sync(kAll, ok_a || ok_b)) {
       Raw ka[NC], kc[NC];  // all loads issued before any math
@@ -254,13 +237,6 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
       } else {
         load_rows<false>(reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t),
                          reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t), ka, kc);
-        // Lane t pulls 128-byte line t of the V rows of columns ca and cb (a row is kD elements).
-        constexpr int kRowBytes = kD * static_cast<int>(sizeof(TKV));
-        if (!kPush && (options & kPrefetchV) != 0 && t * 128 < kRowBytes) {
-          const TKV* v_row0 = vb - 8 * t;  // column 0 of this (row, kv head)
-          if (ok_a) prefetch_l2(reinterpret_cast<const char*>(v_row0 + ca * a.kv_stride_t) + t * 128);
-          if (ok_b) prefetch_l2(reinterpret_cast<const char*>(v_row0 + cb * a.kv_stride_t) + t * 128);
-        }
       }
 #pragma unroll
       for (int cc = 0; cc < NC; ++cc) {
@@ -436,16 +412,12 @@ bool use_push(int splits, std::int64_t chunk) {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
-// The loop kernel's options from LLMBENCH_ATTN_V_PREFETCH and LLMBENCH_ATTN_FLAGS_FIRST (each unset or 0: off,
-// 1: on; see mma_kernel). Read at every launch.
-int loop_options() {
-  auto on = [](const char* name) {
-    const char* v = std::getenv(name);
-    if (!v || !*v || std::strcmp(v, "0") == 0) return false;
-    if (std::strcmp(v, "1") == 0) return true;
-    throw UsageError(cat(name, " must be 0 or 1, got '", v, "'"));
-  };
-  return (on("LLMBENCH_ATTN_V_PREFETCH") ? kPrefetchV : 0) | (on("LLMBENCH_ATTN_FLAGS_FIRST") ? kFlagsFirst : 0);
+// The kernel's options: kBound unless LLMBENCH_ATTN_BOUND=0 (see mma_kernel). Read at every launch.
+int kernel_options() {
+  const char* v = std::getenv("LLMBENCH_ATTN_BOUND");
+  if (!v || !*v || std::strcmp(v, "1") == 0) return kBound;
+  if (std::strcmp(v, "0") == 0) return 0;
+  throw UsageError(cat("LLMBENCH_ATTN_BOUND must be 0 or 1, got '", v, "'"));
 }
 
 template <class T, class TKV, int NC>
@@ -456,10 +428,10 @@ void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stre
                           dim3(kThreads), smem_bytes(chunk, a.head_dim), static_cast<unsigned>(splits)};
   if (use_push(splits, chunk))
     launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, true>, shape, stream, a, chunk, l.groups,
-                  l.group_size, loop_options());
+                  l.group_size, kernel_options());
   else
     launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, false>, shape, stream, a, chunk, l.groups,
-                  l.group_size, loop_options());
+                  l.group_size, kernel_options());
 }
 
 // Clusters of `splits` blocks of this instance that the device holds at once.

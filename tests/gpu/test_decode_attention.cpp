@@ -111,52 +111,55 @@ TEST(GpuDecodeAttention, Batch16At4096Columns) {
   check(32, 8, rows_valid(pads, ends, t), "Llama B=16 T=4096");
 }
 
-// The loop kernel's A/B options change no bit: LLMBENCH_ATTN_V_PREFETCH=1 (V pulled into L2 during pass 1),
-// LLMBENCH_ATTN_FLAGS_FIRST=1 (each warp's valid flags read at once before pass 1) and both, at batch 64 × 1,024
-// columns with 576 valid (the server's bucket) and 16 × 2,048 with ragged rows; each against the eager formula
-// through check() as well. Bad values: UsageError.
-TEST(GpuDecodeAttention, LoopKernelOptionsChangeNoBit) {
+// The bound by the written column (LLMBENCH_ATTN_BOUND, on by default): given each row's written column,
+// the mma kernel reads no tile past it. Where the contract holds (no valid column after it) the bits equal the
+// unbounded kernel's, which the tests above hold to the eager formula: batch 64 × 1,024 columns with 512–640
+// valid (the server's bucket; loop kernel), 16 × 2,048 ragged (loop, 2 splits), 4 × 2,048 (push kernel, 8
+// splits, later splits past the column do nothing) and 1 × 8,448. Where it is broken on purpose (valid columns
+// after the written one), bound on attends exactly the columns up to it and bound off all of them: the bound is
+// live. Bad values: UsageError.
+TEST(GpuDecodeAttention, BoundByWrittenColumnChangesNoBit) {
   REQUIRE_CUDA();
   if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
   torch::manual_seed(21);
-  const std::vector<std::pair<const char*, const char*>> settings = {{"1", "0"}, {"0", "1"}, {"1", "1"}};
-  for (const auto& [b, t, valid_cols] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
-           {64, 1024, 576}, {16, 2048, 2000}}) {
-    std::vector<std::int64_t> pads(b), ends(b);
+  ScopedKernel scoped("mma");
+  for (const auto& [b, t, last] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+           {64, 1024, 640}, {16, 2048, 2000}, {4, 2048, 700}, {1, 8448, 5000}}) {
+    std::vector<std::int64_t> pads(b), ends(b), written(b);
     for (std::int64_t i = 0; i < b; ++i) {
       pads[i] = (i * 29) % 40;
-      ends[i] = valid_cols - (i * 7) % 64;
+      ends[i] = last - (i * 37) % 129;
+      written[i] = ends[i] - 1;  // the newest token's column: the last valid one
     }
-    const torch::Tensor valid = rows_valid(pads, ends, t);
+    const torch::Tensor valid = rows_valid(pads, ends, t);                        // [B, T] bool
+    const torch::Tensor column = torch::tensor(written, torch::kInt64).to(torch::kCUDA);  // [B] int64
     torch::Tensor q = randn({b, 28, kD});                                          // [B, Hq, D]
     torch::Tensor keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});      // [B, Hkv, T, D]
-    torch::Tensor plain;
-    {
-      ScopedKernel scoped("mma");
-      plain = fused::decode_attention(q, keys, values, valid);                    // [B, Hq, D]
+    const torch::Tensor plain = fused::decode_attention(q, keys, values, valid);   // [B, Hq, D], no column given
+    const std::string what = cat("B=", b, " T=", t);
+    for (const char* bound : {"1", "0"}) {
+      ::setenv("LLMBENCH_ATTN_BOUND", bound, 1);
+      EXPECT_TRUE(torch::equal(plain, fused::decode_attention(q, keys, values, valid, {}, {}, column)))
+          << what << " bound " << bound;
     }
-    for (const auto& [prefetch, flags] : settings) {
-      ::setenv("LLMBENCH_ATTN_V_PREFETCH", prefetch, 1);
-      ::setenv("LLMBENCH_ATTN_FLAGS_FIRST", flags, 1);
-      const std::string what = cat("B=", b, " T=", t, " prefetch ", prefetch, " flags first ", flags);
-      {
-        ScopedKernel scoped("mma");
-        EXPECT_TRUE(torch::equal(plain, fused::decode_attention(q, keys, values, valid))) << what;
-      }
-      check(28, 4, valid, what);
-    }
-    ::unsetenv("LLMBENCH_ATTN_V_PREFETCH");
-    ::unsetenv("LLMBENCH_ATTN_FLAGS_FIRST");
+    ::unsetenv("LLMBENCH_ATTN_BOUND");
+    // The contract broken: every column valid. Bound on = the columns up to the written one only.
+    const torch::Tensor all = torch::ones({b, t}, torch::kBool).to(torch::kCUDA);  // [B, T]
+    const torch::Tensor upto = rows_valid(std::vector<std::int64_t>(b, 0), ends, t);  // [B, T]
+    EXPECT_TRUE(torch::equal(fused::decode_attention(q, keys, values, upto),
+                             fused::decode_attention(q, keys, values, all, {}, {}, column)))
+        << what << ": bound on reads past the written column";
+    ::setenv("LLMBENCH_ATTN_BOUND", "0", 1);
+    EXPECT_TRUE(torch::equal(fused::decode_attention(q, keys, values, all),
+                             fused::decode_attention(q, keys, values, all, {}, {}, column)))
+        << what << ": bound off attends every valid column";
+    ::unsetenv("LLMBENCH_ATTN_BOUND");
   }
-  for (const char* name : {"LLMBENCH_ATTN_V_PREFETCH", "LLMBENCH_ATTN_FLAGS_FIRST"}) {
-    ::setenv(name, "2", 1);
-    ScopedKernel scoped("mma");
-    EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
-                                         torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
-                 UsageError)
-        << name;
-    ::unsetenv(name);
-  }
+  ::setenv("LLMBENCH_ATTN_BOUND", "2", 1);
+  EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
+                                       torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
+               UsageError);
+  ::unsetenv("LLMBENCH_ATTN_BOUND");
 }
 
 TEST(GpuDecodeAttention, LongAndOddCaches) {
