@@ -100,9 +100,11 @@ struct DecodeAttnArgs {
   const std::uint8_t* valid = nullptr;  // [B, T_max] bool/uint8, rows valid_stride_b apart (1: attend)
   std::int64_t valid_stride_b = 0;
   // Optional: the cache column the kernel just before this one in the stream writes, per row ([B] int64,
-  // column_stride 1, or one for all rows, 0). Given, the mma kernel reads the other columns of its first
-  // tile while that kernel still runs (programmatic dependent launch) and this one after it ends. That
-  // kernel must write the cache at this column only, and neither `column` nor `valid`.
+  // column_stride 1, or one for all rows, 0): the row's newest column, after which none is valid. Given, the
+  // mma kernel reads the other columns of its first tile while that kernel still runs (programmatic dependent
+  // launch) and this one after it ends, and visits no tile past it (unless LLMBENCH_ATTN_BOUND=0): a row in
+  // a longer cache bucket costs its own length. That kernel must write the cache at this column only, and
+  // neither `column` nor `valid`.
   const std::int64_t* column = nullptr;
   std::int64_t column_stride = 0;
   void* out = nullptr;                // [B, Hq, D] contiguous

@@ -50,7 +50,8 @@ torch::Tensor rope_qkv_cache(const torch::Tensor& qkv, const torch::Tensor& bias
 // dequantize_kv(keys/values) (each element rounded to the dtype); the kernel dequantizes and rounds each
 // element the same way in registers, so the two differ by float summation order only.
 // `written_column` [B] int64 (optional): the column of each row that the op just before this call wrote
-// (rope_qkv_cache's `column`); the kernel may then read the rest of the cache before that op ends.
+// (rope_qkv_cache's `column`), with no valid column after it; the kernel may then read the rest of the cache
+// before that op ends, and reads nothing past it.
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& valid, const torch::Tensor& k_scale = {},
                                const torch::Tensor& v_scale = {}, const torch::Tensor& written_column = {});
