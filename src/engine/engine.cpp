@@ -14,6 +14,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
+#include "llmbench/base/switch.h"
 #include "llmbench/dist/model_mirror.h"
 #include "llmbench/dist/process_group.h"
 #include "llmbench/engine/slot_batch.h"
@@ -101,6 +102,11 @@ class EngineImpl final : public Engine {
 #endif
     batch_ = std::make_unique<SlotBatch>(*model_, o.max_batch, max_context_, o.cuda_graph);
     tune_prefill_gemms();
+    // LLMBENCH_DEFER_EVENTS (an A/B switch): auto (the default) defers where a step runs asynchronously, on a
+    // GPU; on the CPU the step computes inside the call, and a deferred token would wait for the whole next
+    // step. 1 defers everywhere (the CPU tests of the deferred path), 0 nowhere.
+    const std::size_t defer = env_switch("LLMBENCH_DEFER_EVENTS", {"auto", "1", "0"});
+    defer_events_ = defer == 1 || (defer == 0 && model_->device().is_cuda());
     stats_.slots_total = o.max_batch;
     stats_.tp = model_->info().tp;
     if (o.group) stats_.tp_backend = o.group->backend();
@@ -112,6 +118,7 @@ class EngineImpl final : public Engine {
                                           o.prefill_passes == 1 ? "" : "es", " per step boundary)"),
                   ", fused ",
                   model_->fused_active() ? "on" : "off", ", graphs ", batch_->graphs() ? "on" : "off",
+                  defer_events_ ? ", events deferred to the next step's launch" : "",
                   o.attn == "sdpa" ? (o.sdpa_cudnn ? ", sdpa with cuDNN" : ", sdpa without cuDNN") : ""));
     thread_ = std::thread([this] {
       ::pthread_setname_np(::pthread_self(), "llmbench-engine");  // per-thread CPU time in /proc
@@ -190,6 +197,7 @@ class EngineImpl final : public Engine {
       for (std::int64_t i = size() - 1; i >= 0; --i)
         if (i < size() && rows_[i].request->cancelled) finish(i, FinishReason::cancelled);
       publish();  // before waiting: an idle engine must not keep reporting the rows it just freed
+      if (size() == 0) flush_events();  // nothing runs that they could overlap: before the engine may wait
       std::vector<std::vector<Waiting>> passes;  // requests to prefill, one batched pass each
       std::vector<Waiting> admitted;             // chunked prefill: requests that take a row now
       std::vector<Waiting> dropped;
@@ -236,6 +244,7 @@ class EngineImpl final : public Engine {
       }
       for (auto& w : dropped) finish_waiting(w, FinishReason::cancelled);
       if (cancel_running) end_all(FinishReason::cancelled);
+      if (!passes.empty() || size() == 0) flush_events();  // not held back for the length of a prefill
       for (auto& pass : passes) start_requests(pass);
       // More passes back to back (prefill_passes), each taking what has arrived meanwhile.
       for (int k = 1; !passes.empty() && (options_.prefill_passes == 0 || k < options_.prefill_passes); ++k) {
@@ -257,6 +266,7 @@ class EngineImpl final : public Engine {
     }
     end_all(FinishReason::cancelled);
     publish();
+    flush_events();
   }
 
   // Chunked prefill: prompt tokens this step may carry.
@@ -479,6 +489,7 @@ class EngineImpl final : public Engine {
     const auto step_from = Clock::now();
     try {
       torch::Tensor logits = chunks.empty() ? batch_->step(tokens) : batch_->mixed(tokens, chunks);  // [n, V] float32
+      flush_events();  // the previous step's tokens go out while this one runs on the GPU
       std::vector<Running*> rows;
       for (auto i : emitting) rows.push_back(&rows_[i]);
       if (!rows.empty()) {
@@ -534,7 +545,7 @@ class EngineImpl final : public Engine {
     if (finish != FinishReason::none) run.times.finished = now;
     e.times = run.times;
     if (finish != FinishReason::none) release(i);
-    call(r, e);
+    call(request, e);
   }
 
   // Ends row i without a new token (cancelled, error) and frees it.
@@ -544,7 +555,7 @@ class EngineImpl final : public Engine {
     const EngineEvent e = last_event(run, reason, error);
     const std::shared_ptr<EngineRequest> request = run.request;
     release(i);
-    call(*request, e);
+    call(request, e);
   }
 
   // Frees row i of the batch and of rows_ with the same compaction. A failure to free (the device state is
@@ -565,7 +576,7 @@ class EngineImpl final : public Engine {
       rows_.clear();
       for (auto& run : rest) {
         run.times.finished = Clock::now();
-        call(*run.request, last_event(run, FinishReason::error, "the engine's slots were reset after a failure"));
+        call(run.request, last_event(run, FinishReason::error, "the engine's slots were reset after a failure"));
       }
     }
   }
@@ -588,12 +599,30 @@ class EngineImpl final : public Engine {
     e.times.enqueued = w.enqueued;
     e.times.admitted = admitted;
     e.times.finished = Clock::now();
-    call(*w.request, e);
+    call(w.request, e);
+  }
+
+  // Hands `e` to the request's callback. Deferred (on a GPU; the constructor says when): queued until
+  // flush_events(), which decode() calls right after launching its step, so that the callbacks (the server
+  // posts each one to its connection's strand) run while the GPU computes instead of between two steps; the
+  // loop also flushes before a prefill pass and whenever no row runs (before it may wait). Same events, same
+  // order per request; a token reaches its callback one step launch later (µs), never a step later.
+  void call(const std::shared_ptr<EngineRequest>& r, const EngineEvent& e) {
+    if (!r->on_event) return;
+    if (defer_events_)
+      pending_.emplace_back(r, e);
+    else
+      dispatch(*r, e);
+  }
+
+  void flush_events() {
+    std::vector<std::pair<std::shared_ptr<EngineRequest>, EngineEvent>> events;
+    events.swap(pending_);
+    for (const auto& [r, e] : events) dispatch(*r, e);
   }
 
   // A throwing callback is logged and ignored: it must not take the engine down.
-  static void call(const EngineRequest& r, const EngineEvent& e) {
-    if (!r.on_event) return;
+  static void dispatch(const EngineRequest& r, const EngineEvent& e) {
     try {
       r.on_event(e);
     } catch (const std::exception& ex) {
@@ -616,6 +645,9 @@ class EngineImpl final : public Engine {
   std::unique_ptr<SlotBatch> batch_;  // engine thread only
   std::vector<Running> rows_;         // engine thread only; rows_[i] holds batch_ row i
   std::uint64_t admissions_ = 0;      // engine thread only
+  // Events not yet handed to their callbacks (engine thread only; see call()).
+  std::vector<std::pair<std::shared_ptr<EngineRequest>, EngineEvent>> pending_;
+  bool defer_events_ = false;  // see call() and the constructor
 
   mutable std::mutex mu_;             // guards queue_, stopping_, deadline_, stats_
   std::condition_variable cv_;
