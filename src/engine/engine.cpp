@@ -102,11 +102,12 @@ class EngineImpl final : public Engine {
 #endif
     batch_ = std::make_unique<SlotBatch>(*model_, o.max_batch, max_context_, o.cuda_graph);
     tune_prefill_gemms();
-    // LLMBENCH_DEFER_EVENTS (an A/B switch): auto (the default) defers where a step runs asynchronously, on a
-    // GPU; on the CPU the step computes inside the call, and a deferred token would wait for the whole next
-    // step. 1 defers everywhere (the CPU tests of the deferred path), 0 nowhere.
-    const std::size_t defer = env_switch("LLMBENCH_DEFER_EVENTS", {"auto", "1", "0"});
-    defer_events_ = defer == 1 || (defer == 0 && model_->device().is_cuda());
+    // LLMBENCH_DEFER_EVENTS (an A/B switch, not yet measured on a GPU): 0 (the default) hands every event out
+    // at once; auto defers where a step runs asynchronously, on a GPU (on the CPU the step computes inside the
+    // call, and a deferred token would wait for the whole next step); 1 defers everywhere (the CPU tests of the
+    // deferred path).
+    const std::size_t defer = env_switch("LLMBENCH_DEFER_EVENTS", {"0", "1", "auto"});
+    defer_events_ = defer == 1 || (defer == 2 && model_->device().is_cuda());
     stats_.slots_total = o.max_batch;
     stats_.tp = model_->info().tp;
     if (o.group) stats_.tp_backend = o.group->backend();
@@ -602,7 +603,7 @@ class EngineImpl final : public Engine {
     call(w.request, e);
   }
 
-  // Hands `e` to the request's callback. Deferred (on a GPU; the constructor says when): queued until
+  // Hands `e` to the request's callback. Deferred (LLMBENCH_DEFER_EVENTS, see the constructor): queued until
   // flush_events(), which decode() calls right after launching its step, so that the callbacks (the server
   // posts each one to its connection's strand) run while the GPU computes instead of between two steps; the
   // loop also flushes before a prefill pass and whenever no row runs (before it may wait). Same events, same
