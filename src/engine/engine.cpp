@@ -245,7 +245,6 @@ class EngineImpl final : public Engine {
       }
       for (auto& w : dropped) finish_waiting(w, FinishReason::cancelled);
       if (cancel_running) end_all(FinishReason::cancelled);
-      if (!passes.empty() || size() == 0) flush_events();  // not held back for the length of a prefill
       for (auto& pass : passes) start_requests(pass);
       // More passes back to back (prefill_passes), each taking what has arrived meanwhile.
       for (int k = 1; !passes.empty() && (options_.prefill_passes == 0 || k < options_.prefill_passes); ++k) {
@@ -387,6 +386,7 @@ class EngineImpl final : public Engine {
   // Admits `pass` (requests cancelled meanwhile aside): one batched prefill into new rows, each row's first
   // token sampled and handed out. A failure ends every request of the pass with `error`.
   void start_requests(std::vector<Waiting>& pass) {
+    flush_events();  // no event waits for the length of a prefill pass
     std::vector<Waiting> go;
     for (auto& w : pass) {
       if (w.request->cancelled)
@@ -605,8 +605,8 @@ class EngineImpl final : public Engine {
 
   // Hands `e` to the request's callback. Deferred (LLMBENCH_DEFER_EVENTS, see the constructor): queued until
   // flush_events(), which decode() calls right after launching its step, so that the callbacks (the server
-  // posts each one to its connection's strand) run while the GPU computes instead of between two steps; the
-  // loop also flushes before a prefill pass and whenever no row runs (before it may wait). Same events, same
+  // posts each one to its connection's strand) run while the GPU computes instead of between two steps; every
+  // prefill pass and the loop whenever no row runs (before it may wait) flush too. Same events, same
   // order per request; a token reaches its callback one step launch later (µs), never a step later.
   void call(const std::shared_ptr<EngineRequest>& r, const EngineEvent& e) {
     if (!r->on_event) return;
