@@ -106,7 +106,7 @@ class EngineImpl final : public Engine {
     // asynchronously, on a GPU (on the CPU the step computes inside the call, and a deferred token would wait
     // for the whole next step); 0 hands every event out at once (A/B runs); 1 defers everywhere (the CPU tests
     // of the deferred path). H200, 64 streams: host work between steps 0.12–0.15 → 0.04–0.09 ms, +0.2 to
-    // +0.6 % output tok/s (docs/serving.md, session 29).
+    // +0.5 % output tok/s (docs/serving.md, session 29).
     const std::size_t defer = env_switch("LLMBENCH_DEFER_EVENTS", {"auto", "0", "1"});
     defer_events_ = defer == 2 || (defer == 0 && model_->device().is_cuda());
     stats_.slots_total = o.max_batch;
