@@ -21,7 +21,7 @@ rounds=${ROUNDS:-3}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "serve_ab.sh: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 2; }
 export CONCURRENCY=${CONCURRENCY:-64}
 mkdir -p "$out"
-rm -rf "$out"/*
+for spec in "$@"; do rm -rf "$out/${spec%%|*}".*; done  # this run's own servers only: OUT_DIR may hold more
 echo "serve_ab: $(date -u '+%Y-%m-%d %H:%M UTC'), $# configurations × $rounds rounds, concurrency $CONCURRENCY"
 for r in $(seq "$rounds"); do
   for spec in "$@"; do

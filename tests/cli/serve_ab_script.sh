@@ -11,12 +11,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; tail -20 "$tmp/out.txt" 2>/dev/null; exit 1; }
 before=$(pgrep -fc "llmbench serve" || true)
+mkdir -p "$tmp/ab/other" && touch "$tmp/ab/other/results.json"  # not this run's: must survive it
 
 LLMBENCH="$bin" MODEL=tiny TOKENIZER=tiny DEVICE=cpu DTYPE=float32 INPUT_LEN=16 OUTPUT_LEN=6 CONCURRENCY=4 ROUNDS=3 \
   QUICK=1 OUT_DIR="$tmp/ab" timeout 300 bash "$root/scripts/bench/serve_ab.sh" \
   'plain|LLMBENCH_DEFER_EVENTS=0|' 'deferred|LLMBENCH_DEFER_EVENTS=1|--prefill-passes 0' >"$tmp/out.txt" 2>&1 \
   || fail "serve_ab.sh exited $?"
 
+[ -f "$tmp/ab/other/results.json" ] || fail "serve_ab.sh removed files of OUT_DIR it did not write"
 for r in 1 2 3; do
   grep -q "events deferred" "$tmp/ab/plain.$r/serve.log" && fail "round $r: plain deferred its events"
   grep -q "events deferred" "$tmp/ab/deferred.$r/serve.log" || fail "round $r: deferred did not defer"
