@@ -2,6 +2,9 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include <cstdint>
 #include <algorithm>
 #include <map>
@@ -195,6 +198,12 @@ bool lt_gemm(const LtGemmArgs& g, Stream stream) {
       check_lt(run(it->second.algo), "matmul");
       return true;
     }
+    // Where it does not apply: the caller's GEMM (torch's), unless LLMBENCH_LT_UNFIT=heuristic asks for
+    // cuBLASLt's first heuristic candidate, as before (an A/B switch, read at every call), which asked the
+    // heuristic again at every call. 64 streams on the H200, one call, two rounds each (docs/serving.md,
+    // session 30): chunked prefill 5,203 → 5,299 output tok/s, batched prefill 5,865 → 5,900.
+    const char* unfit = std::getenv("LLMBENCH_LT_UNFIT");
+    if (!(unfit && std::strcmp(unfit, "heuristic") == 0)) return false;
   }
 
   cublasLtMatmulPreference_t pref = nullptr;

@@ -7,6 +7,15 @@ using namespace detail;
 
 constexpr int kThreads = 256;
 
+// Where token `token` (= b·S + s) puts its k and v: (b, s), or its kv_row / kv_col entry; false: nowhere.
+__device__ __forceinline__ bool kv_place(const RopePrefillArgs& a, std::int64_t token, std::int64_t& b,
+                                         std::int64_t& s) {
+  if (!a.kv_row) return true;
+  b = a.kv_row[token];
+  s = a.kv_col[token];
+  return b >= 0 && b < a.kv_rows && s >= 0 && s < a.kv_cols;
+}
+
 // One block per token (b, s); its threads walk the (head, i) pairs of the token, pair i being the
 // rotate_half partners (i, i + D/2) of one head.
 template <class T>
@@ -19,8 +28,11 @@ __global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs 
   pos = pos < 0 ? 0 : (pos >= a.rope_len ? a.rope_len - 1 : pos);
   const T* c = static_cast<const T*>(a.cos) + pos * d;
   const T* sn = static_cast<const T*>(a.sin) + pos * d;
+  std::int64_t kv_b = b, kv_s = s;
+  const bool kv_ok = kv_place(a, token, kv_b, kv_s);
   for (int p = threadIdx.x; p < heads * half; p += kThreads) {
     const int head = p / half, i = p % half;
+    if (head >= nq && !kv_ok) continue;
     float x1 = to_f(src[head * d + i]), x2 = to_f(src[head * d + i + half]);
     if (a.bias) {  // qkv + bias as a dtype add
       const T* bias = static_cast<const T*>(a.bias) + head * d;
@@ -37,9 +49,9 @@ __global__ void __launch_bounds__(kThreads) rope_prefill_kernel(RopePrefillArgs 
     if (head < nq) {
       dst = static_cast<T*>(a.q) + b * a.q_strides.b + head * a.q_strides.h + s * a.q_strides.s;
     } else if (head < nq + nkv) {
-      dst = static_cast<T*>(a.k) + b * a.k_strides.b + (head - nq) * a.k_strides.h + s * a.k_strides.s;
+      dst = static_cast<T*>(a.k) + kv_b * a.k_strides.b + (head - nq) * a.k_strides.h + kv_s * a.k_strides.s;
     } else {
-      dst = static_cast<T*>(a.v) + b * a.v_strides.b + (head - nq - nkv) * a.v_strides.h + s * a.v_strides.s;
+      dst = static_cast<T*>(a.v) + kv_b * a.v_strides.b + (head - nq - nkv) * a.v_strides.h + kv_s * a.v_strides.s;
     }
     dst[i] = from_f<T>(y1);
     dst[i + half] = from_f<T>(y2);
@@ -61,7 +73,8 @@ __global__ void __launch_bounds__(kThreads) rope_prefill_vec_kernel(RopePrefillA
   const std::int64_t token = item / (static_cast<std::int64_t>(heads) * per_head);
   const int rest = static_cast<int>(item % (static_cast<std::int64_t>(heads) * per_head));
   const int head = rest / per_head, i = rest % per_head * kVec;
-  const std::int64_t b = token / a.seq, s = token % a.seq;
+  std::int64_t b = token / a.seq, s = token % a.seq;
+  if (head >= nq && !kv_place(a, token, b, s)) return;  // b, s: the k / v place from here on
   const T* src = static_cast<const T*>(a.qkv) + token * a.qkv_stride + head * d;
   V x1 = *reinterpret_cast<const V*>(src + i), x2 = *reinterpret_cast<const V*>(src + i + half);
   float f1[kVec], f2[kVec];
@@ -117,6 +130,7 @@ void rope_prefill(const RopePrefillArgs& args, Stream stream) {
     throw Error("rope_prefill kernel: empty heads or rope table");
   if (!a.qkv || !a.cos || !a.sin || !a.positions || !a.q || !a.k || !a.v)
     throw Error("rope_prefill kernel: null pointer argument");
+  if (!a.kv_row != !a.kv_col) throw Error("rope_prefill kernel: give kv_row and kv_col together");
   const std::int64_t tokens = a.batch * a.seq;
   if (tokens > 0x7fffffffLL) throw Error(cat("rope_prefill kernel: ", tokens, " tokens exceed the grid"));
   detail::dispatch(a.dtype, [&](auto tag) {

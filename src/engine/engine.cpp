@@ -304,15 +304,9 @@ class EngineImpl final : public Engine {
     rows_.push_back(std::move(run));
   }
 
-  // cuBLASLt on (the default, llmbench/model/linear.h): times the row buckets that prefill passes and chunked steps
-  // can reach (512, 1024, … rows, up to kMaxTunedPrefillRows), so that no pass times a new shape mid-serve.
+  // cuBLASLt on (the default, llmbench/model/linear.h): times the row buckets of prefill_gemm_rows.
   void tune_prefill_gemms() {
-    const std::int64_t most = std::min<std::int64_t>(
-        {std::max<std::int64_t>(options_.max_prefill_tokens,
-                                options_.chunked_prefill ? options_.max_step_tokens + options_.max_batch : 0),
-         static_cast<std::int64_t>(options_.max_batch) * max_context_, kMaxTunedPrefillRows});
-    std::vector<std::int64_t> rows;
-    for (std::int64_t r = 512; r / 2 < most; r *= 2) rows.push_back(r);  // the buckets above 256 rows
+    const std::vector<std::int64_t> rows = prefill_gemm_rows(options_, max_context_);
     if (rows.empty()) return;
     try {
       const double seconds = model_->tune_gemms(rows);
@@ -670,6 +664,16 @@ void Engine::follow(const EngineOptions& options) {
   if (!options.group) throw Error("Engine::follow needs a tensor-parallel group");
   std::unique_ptr<Model> model = load_engine_model(options);
   dist::ModelMirror::follow(*model);
+}
+
+std::vector<std::int64_t> prefill_gemm_rows(const EngineOptions& o, std::int64_t max_context) {
+  if (o.chunked_prefill && env_switch("LLMBENCH_LT_CHUNKED", {"torch", "tuned"}) == 0) return {};
+  const std::int64_t most = std::min<std::int64_t>(
+      {std::max<std::int64_t>(o.max_prefill_tokens, o.chunked_prefill ? o.max_step_tokens + o.max_batch : 0),
+       static_cast<std::int64_t>(o.max_batch) * max_context, kMaxTunedPrefillRows});
+  std::vector<std::int64_t> rows;
+  for (std::int64_t r = 512; r / 2 < most; r *= 2) rows.push_back(r);  // the buckets above 256 rows
+  return rows;
 }
 
 }  // namespace llmbench

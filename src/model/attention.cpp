@@ -8,7 +8,12 @@
 #include <optional>
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/switch.h"
 #include "llmbench/model/fused_prefill.h"
+
+#ifdef LLMBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 // enable_gqa in scaled_dot_product_attention: torch ≥ 2.5.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
@@ -127,6 +132,10 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
 torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const AttnMask& mask) {
   const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3), hkv = k.size(1), t = k.size(2);
   const auto g = hq / hkv;
+  if (mask.lower_right && s <= t) {
+    torch::Tensor out = sdpa_flash_lower_right(q, k, v);
+    if (out.defined()) return out;
+  }
   if (mask.causal && !mask.padded) {
     // No mask tensor: torch may pick its flash / cuDNN kernels (an explicit mask rules them out).
 #ifdef LLMBENCH_SDPA_GQA
@@ -157,6 +166,25 @@ torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tens
   return sdpa(q, k, v, mask);
 #else
   throw UsageError("sdpa attention needs libtorch >= 2.0");
+#endif
+}
+
+// A lower-right causal mask on torch's flash kernel (ATen's _scaled_dot_product_flash_attention, whose
+// causal mask, like flash-attention 2's, ends at the last column when there are fewer queries than keys;
+// torch's sdpa itself keeps flash out of is_causal with S != T, as it defines is_causal from the first
+// column). Query heads in groups over the K/V heads are flash's own; D contiguous, any other strides.
+torch::Tensor sdpa_flash_lower_right(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+#if defined(LLMBENCH_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
+  const auto dtype = q.scalar_type();
+  const auto d = q.size(3);
+  if (!q.is_cuda() || (dtype != torch::kBFloat16 && dtype != torch::kHalf) || d % 8 != 0 || d > 256 ||
+      q.stride(3) != 1 || k.stride(3) != 1 || v.stride(3) != 1 || q.size(1) % k.size(1) != 0 ||
+      at::cuda::getCurrentDeviceProperties()->major < 8 || env_switch("LLMBENCH_CHUNK_FLASH", {"1", "0"}) != 0)
+    return {};
+  return std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, 0.0, /*is_causal=*/true));  // [B, Hq, S, D]
+#else
+  (void)q, (void)k, (void)v;
+  return {};
 #endif
 }
 

@@ -252,8 +252,23 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
     offset += c.length;
     last_token[c.row] = offset - 1;
   }
-  torch::Tensor positions = torch::cat({state.positions, torch::tensor(chunk_positions, torch::kInt64).to(ids.device())})
-                                .view({1, n});                                        // [1, N]
+  // Direct (the default; LLMBENCH_MIXED_DIRECT=0: the copies, for A/B runs): RoPE writes every token's k / v
+  // straight into its row and column of the cache (a decode row that is not running writes nothing) and q
+  // token-major, so the decode rows' queries are a slice and the attention outputs land in the o
+  // projection's input; without it, each layer moved q, k, v and the outputs through ≈ 15 copies.
+  const bool direct = rope.has_tables() && env_switch("LLMBENCH_MIXED_DIRECT", {"1", "0"}) == 0;
+  const std::int64_t packed = n - r;                       // the chunks' tokens
+  std::vector<std::int64_t> host = std::move(chunk_positions);  // their positions, then (direct) their rows
+  if (direct)
+    for (const ChunkSpan& c : chunks) host.insert(host.end(), c.length, c.row);
+  torch::Tensor chunk_info = torch::tensor(host, torch::kInt64).to(ids.device());   // [Σ length] or [2 Σ length]
+  torch::Tensor positions = torch::cat({state.positions, chunk_info.narrow(0, 0, packed)}).view({1, n});  // [1, N]
+  torch::Tensor kv_rows, kv_cols;                                                   // [N] int64: where k / v go
+  if (direct) {
+    kv_rows = torch::cat({torch::arange(r, i64), chunk_info.narrow(0, packed, packed)});
+    kv_cols = torch::cat({torch::where(state.active.gt(0), state.column, torch::full_like(state.column, -1)),
+                          chunk_info.narrow(0, 0, packed)});
+  }
   // RoPE with the q/k/v split in one kernel where the tables exist (the prefill's), else the plain ops.
   const bool rope_tables = rope.has_tables();
   torch::Tensor cos, sin;                                                             // [1, 1, N, D]
@@ -272,6 +287,7 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
     m.allowed = (cols <= last).view({1, 1, c.length, c.start + c.length});
     m.causal = c.start == 0;
     m.padded = c.start != 0;
+    m.lower_right = true;
     m.fused = fused_softmax;
     chunk_masks.push_back(m);
   }
@@ -299,6 +315,25 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
     }
     return a;
   };
+  // Direct: q [1, Hq, N, D] (token-major memory), k / v already in the cache → [1, N, Hq·D].
+  auto attend_direct = [&](std::int64_t i, const torch::Tensor& q) {
+    torch::Tensor keys = cache.keys(i), values = cache.values(i);                    // [R, Hkv, T, D]
+    torch::Tensor qt = q.select(0, 0).transpose(0, 1);                               // [N, Hq, D]
+    torch::Tensor a = torch::empty({n, q.size(1), q.size(3)}, q.options());          // [N, Hq, D]
+    torch::Tensor qd = qt.narrow(0, 0, r);                                           // [R, Hq, D]
+    a.narrow(0, 0, r).copy_(fused::decode_attention(qd.is_contiguous() ? qd : qd.contiguous(), keys, values,
+                                                    state.valid));
+    std::int64_t o = r;
+    for (std::size_t j = 0; j < chunks.size(); ++j) {
+      const ChunkSpan& c = chunks[j];
+      const std::int64_t seen = c.start + c.length;
+      torch::Tensor res = attention(attn_, q.narrow(2, o, c.length), keys.narrow(0, c.row, 1).narrow(2, 0, seen),
+                                    values.narrow(0, c.row, 1).narrow(2, 0, seen), chunk_masks[j]);  // [1, Hq, length, D]
+      a.narrow(0, o, c.length).copy_(res.select(0, 0).transpose(0, 1));
+      o += c.length;
+    }
+    return a.view({1, n, a.size(1) * a.size(2)});
+  };
   // The layers as decode_step_fused runs them (residual stream apart, add + norm fused; the plain ops where
   // the kernels do not apply), over the N packed tokens.
   const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim, layers = config_.num_layers;
@@ -307,7 +342,18 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
   for (std::int64_t i = 0; i < layers; ++i) {
     const LayerWeights& w = weights_.layers[i];
     torch::Tensor q, k, v;  // [1, Hq, N, D], [1, Hkv, N, D], [1, Hkv, N, D]
-    if (rope_tables) {
+    torch::Tensor a;        // [1, N, Hq D]
+    if (direct) {
+      torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, {}, paths_);                  // [1, N, (Hq + 2 Hkv) D]
+      fused::PrefillQkvDest dest;
+      dest.k = cache.keys(i);
+      dest.v = cache.values(i);
+      dest.rows = kv_rows;
+      dest.columns = kv_cols;
+      dest.seq_major_q = true;
+      q = fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv, w.qkv_bias, dest).q;
+      a = attend_direct(i, q);
+    } else if (rope_tables) {
       torch::Tensor qkv = linear(h, w.qkv, w.qkv_scale, {}, paths_);                  // [1, N, (Hq + 2 Hkv) D]
       fused::PrefillQkv p =
           fused::rope_split_qkv(qkv, rope.cos_table(), rope.sin_table(), positions, hq, hkv, w.qkv_bias);  // + bias
@@ -319,7 +365,7 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
       k = apply_rope(parts[1].view({1, n, hkv, d}).transpose(1, 2), cos, sin);
       v = parts[2].view({1, n, hkv, d}).transpose(1, 2);
     }
-    torch::Tensor a = attend(i, q, k, v).transpose(1, 2).reshape({1, n, hq * d});           // [1, N, Hq D]
+    if (!direct) a = attend(i, q, k, v).transpose(1, 2).reshape({1, n, hq * d});
     torch::Tensor o = row_parallel(a, w.o, w.o_scale, w.o_bias);                            // [1, N, H]
     fused::add_rms_norm_(o, residual, w.post_norm, config_.rms_norm_eps);                   // residual += o; norm
     torch::Tensor m = fused::silu_mul(linear(o, w.gate_up, w.gate_up_scale, {}, paths_));   // [1, N, I]

@@ -52,11 +52,23 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   const std::vector<std::int64_t> kv_shape{b, heads_kv, s, d};
   if (dest.k.defined() != dest.v.defined())
     throw Error(cat(op, ": give both k and v destinations or neither"));
-  for (const torch::Tensor* t : {&dest.k, &dest.v})
-    if (t->defined() && (t->sizes() != torch::IntArrayRef(kv_shape) || t->scalar_type() != qkv.scalar_type() ||
-                         t->device() != qkv.device() || t->stride(3) != 1))
-      throw Error(cat(op, ": a k/v destination ", shape(*t), " ", t->scalar_type(), " is not [", b, ", ", heads_kv,
-                      ", ", s, ", ", d, "] ", qkv.scalar_type(), " on ", qkv.device(), " with D contiguous"));
+  const bool scatter = dest.rows.defined() || dest.columns.defined();
+  if (scatter) {
+    if (!dest.k.defined()) throw Error(cat(op, ": per-token places need the k and v caches"));
+    for (const torch::Tensor* t : {&dest.rows, &dest.columns})
+      if (!t->defined() || t->dim() != 1 || t->size(0) != b * s || t->scalar_type() != torch::kInt64 ||
+          t->device() != qkv.device())
+        throw Error(cat(op, ": rows / columns must both be [", b * s, "] int64 on ", qkv.device()));
+  }
+  for (const torch::Tensor* t : {&dest.k, &dest.v}) {
+    if (!t->defined()) continue;
+    const bool fits = scatter ? t->dim() == 4 && t->size(1) == heads_kv && t->size(3) == d && t->sizes() == dest.k.sizes()
+                              : t->sizes() == torch::IntArrayRef(kv_shape);
+    if (!fits || t->scalar_type() != qkv.scalar_type() || t->device() != qkv.device() || t->stride(3) != 1)
+      throw Error(cat(op, ": a k/v destination ", shape(*t), " ", t->scalar_type(), " is not [",
+                      scatter ? "R" : std::to_string(b), ", ", heads_kv, ", ", scatter ? "T" : std::to_string(s), ", ",
+                      d, "] ", qkv.scalar_type(), " on ", qkv.device(), " with D contiguous"));
+  }
 
   if (!uses_kernels(qkv)) {  // Decoder::layer's ops
     const torch::Tensor x = bias.defined() ? qkv + bias : qkv;  // [B, S, N]
@@ -67,7 +79,18 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
     PrefillQkv out{apply_rope(parts[0].view({b, s, heads_q, d}).transpose(1, 2), cos, sin),   // [B, Hq, S, D]
                    apply_rope(parts[1].view({b, s, heads_kv, d}).transpose(1, 2), cos, sin),  // [B, Hkv, S, D]
                    parts[2].view({b, s, heads_kv, d}).transpose(1, 2)};                       // [B, Hkv, S, D]
-    if (dest.k.defined()) {
+    if (scatter) {  // each token's k / v (as [B·S, Hkv, D]) into its place, where that is inside the cache
+      const torch::Tensor keep = dest.rows.ge(0) & dest.rows.lt(dest.k.size(0)) & dest.columns.ge(0) &
+                                 dest.columns.lt(dest.k.size(2));                  // [B·S] bool
+      const torch::Tensor idx = keep.nonzero().view({-1});                         // [M]
+      const auto at = [&](const torch::Tensor& t) { return t.index_select(0, idx); };
+      using torch::indexing::Slice;
+      torch::Tensor keys = dest.k, values = dest.v;  // [R, Hkv, T, D]
+      keys.index_put_({at(dest.rows), Slice(), at(dest.columns)},
+                      at(out.k.permute({0, 2, 1, 3}).reshape({b * s, heads_kv, d})));  // [M, Hkv, D]
+      values.index_put_({at(dest.rows), Slice(), at(dest.columns)},
+                        at(out.v.permute({0, 2, 1, 3}).reshape({b * s, heads_kv, d})));
+    } else if (dest.k.defined()) {
       out.k = dest.k.copy_(out.k);
       out.v = dest.v.copy_(out.v);
     }
@@ -82,8 +105,8 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   PrefillQkv out;
   out.q = dest.seq_major_q ? torch::empty({b, s, heads_q, d}, qkv.options()).transpose(1, 2)  // [B, Hq, S, D] view
                            : torch::empty({b, heads_q, s, d}, qkv.options());                // [B, Hq, S, D]
-  out.k = dest.k.defined() ? dest.k : torch::empty(kv_shape, qkv.options());                 // [B, Hkv, S, D]
-  out.v = dest.v.defined() ? dest.v : torch::empty(kv_shape, qkv.options());                 // [B, Hkv, S, D]
+  out.k = dest.k.defined() ? dest.k : torch::empty(kv_shape, qkv.options());  // [B, Hkv, S, D] or the cache
+  out.v = dest.v.defined() ? dest.v : torch::empty(kv_shape, qkv.options());
   auto strides = [](const torch::Tensor& t) {
     return cuda::HeadMajorStrides{t.stride(0), t.stride(1), t.stride(2)};
   };
@@ -103,12 +126,22 @@ PrefillQkv rope_split_qkv(const torch::Tensor& qkv, const torch::Tensor& cos_tab
   a.q_strides = strides(out.q);
   a.k_strides = strides(out.k);
   a.v_strides = strides(out.v);
+  torch::Tensor rows, columns;
+  if (scatter) {
+    rows = dest.rows.contiguous();
+    columns = dest.columns.contiguous();
+    a.kv_row = rows.data_ptr<std::int64_t>();
+    a.kv_col = columns.data_ptr<std::int64_t>();
+    a.kv_rows = out.k.size(0);
+    a.kv_cols = out.k.size(2);
+  }
   a.batch = b;
   a.seq = s;
   a.heads_q = static_cast<int>(heads_q);
   a.heads_kv = static_cast<int>(heads_kv);
   a.head_dim = static_cast<int>(d);
   cuda::rope_prefill(a, at::cuda::getCurrentCUDAStream().stream());
+  if (scatter) out.k = out.v = torch::Tensor();  // written into the caches, each token at its place
   return out;
 #else
   throw Error(cat(op, ": built without CUDA"));  // unreachable: uses_kernels() is false

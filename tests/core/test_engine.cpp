@@ -278,10 +278,23 @@ TEST(EngineSlots, BatchedPrefillMatchesEachPromptAlone) {
 // that decode, through a plain decode step while a prompt is half in, and a compaction that moves a
 // half-prefilled row; every row's logits equal those of its prompt prefilled and decoded alone. The tiny
 // preset, and a Qwen2 fixture whose qkv bias goes through the mixed step's RoPE split.
+// An environment variable for one scope (the A/B switches are read at every call).
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  const char* name_;
+};
+
 class ChunkedPrefill : public ::testing::TestWithParam<std::string> {};
 
+// "<model>" runs the direct mixed step (k / v written into the cache by RoPE), "<model>:copies" the one
+// before it (LLMBENCH_MIXED_DIRECT=0).
 TEST_P(ChunkedPrefill, MatchesEachPromptAlone) {
-  const std::string model = GetParam() == "tiny" ? "tiny" : std::string(LLMBENCH_TEST_DATA) + "/models/" + GetParam();
+  std::string name = GetParam();
+  const bool copies = name.size() > 7 && name.substr(name.size() - 7) == ":copies";
+  if (copies) name.resize(name.size() - 7);
+  ScopedEnv env("LLMBENCH_MIXED_DIRECT", copies ? "0" : "1");
+  const std::string model = name == "tiny" ? "tiny" : std::string(LLMBENCH_TEST_DATA) + "/models/" + name;
   auto m = Model::load({model, "float32", "cpu", "eager", 0});
   auto ref = Model::load({model, "float32", "cpu", "eager", 0});
   std::mt19937 rng(9);
@@ -349,7 +362,28 @@ TEST_P(ChunkedPrefill, MatchesEachPromptAlone) {
   EXPECT_THROW(batch.mixed(std::vector<std::int64_t>(batch.size(), 0), {{1, {5}, true}}), Error);  // row 1 decodes
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ChunkedPrefill, ::testing::Values("tiny", "qwen2_bias"));
+INSTANTIATE_TEST_SUITE_P(Models, ChunkedPrefill,
+                         ::testing::Values("tiny", "qwen2_bias", "tiny:copies", "qwen2_bias:copies"));
+
+// The cuBLASLt row buckets an engine times at start (prefill_gemm_rows): those its batched prefill passes
+// reach (bounded by max_prefill_tokens, the cache and 8,192 rows); none with chunked prefill, unless
+// LLMBENCH_LT_CHUNKED=tuned (then up to the step's tokens and rows); a bad value is a usage error.
+TEST(Engine, PrefillGemmRowsLeaveChunkedStepsToTorchsGemm) {
+  using Rows = std::vector<std::int64_t>;
+  EngineOptions o;  // max_batch 32, max_prefill_tokens 8192
+  EXPECT_EQ(prefill_gemm_rows(o, 4096), (Rows{512, 1024, 2048, 4096, 8192}));
+  o.max_prefill_tokens = 1000;
+  EXPECT_EQ(prefill_gemm_rows(o, 4096), (Rows{512, 1024}));
+  EXPECT_EQ(prefill_gemm_rows(o, 8), (Rows{}));  // 32 slots × 8 columns: no pass over 256 rows
+  o.chunked_prefill = true;                       // max_step_tokens 2048
+  EXPECT_EQ(prefill_gemm_rows(o, 4096), (Rows{}));
+  {
+    ScopedEnv env("LLMBENCH_LT_CHUNKED", "tuned");
+    EXPECT_EQ(prefill_gemm_rows(o, 4096), (Rows{512, 1024, 2048, 4096}));  // 2048 + 32 rows reach bucket 4096
+  }
+  ScopedEnv bad("LLMBENCH_LT_CHUNKED", "lt");
+  EXPECT_THROW(prefill_gemm_rows(o, 4096), UsageError);
+}
 
 // Requests that wait at the same step boundary are prefilled together: one pass per boundary, the oldest
 // first, as many as fit in the free slots and in max_prefill_tokens (requests × longest prompt); a prompt

@@ -271,6 +271,46 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_TRUE(torch::equal(cache[0].narrow(2, 0, s), got_b.k));
   EXPECT_TRUE(torch::equal(cache[1].narrow(2, 0, s), got_b.v));
   EXPECT_TRUE((cache.narrow(4, 0, kD).narrow(3, s, t_max - s) == 7.0).all().item<bool>()) << "wrote past column S";
+
+  // Per-token places (chunked prefill's packed tokens): token i's k / v at row rows[i], column columns[i] of
+  // whole caches, nothing where that is outside them (a decode row that is not running has column −1), q as
+  // before; the 16-byte kernel and the scalar one. The same bits as the contiguous outputs.
+  const std::int64_t rc = 4, tc = 80;
+  std::vector<std::int64_t> rows(b * s), cols(b * s);
+  for (std::int64_t i = 0; i < b * s; ++i) rows[i] = (i * 3) % rc, cols[i] = i / rc + 40;
+  rows[5] = -1, cols[7] = -1, cols[9] = tc, rows[11] = rc;  // four tokens write nothing
+  torch::Tensor want_caches = torch::full({2, rc, hkv, tc, kD}, 7.0, qkv.options());  // [K/V, R, Hkv, T, D]
+  const torch::Tensor tok_k = got_b.k.permute({0, 2, 1, 3}).reshape({b * s, hkv, kD});   // [B·S, Hkv, D]
+  const torch::Tensor tok_v = got_b.v.permute({0, 2, 1, 3}).reshape({b * s, hkv, kD});
+  for (std::int64_t i = 0; i < b * s; ++i) {
+    if (rows[i] < 0 || rows[i] >= rc || cols[i] < 0 || cols[i] >= tc) continue;
+    want_caches[0][rows[i]].select(1, cols[i]).copy_(tok_k[i]);
+    want_caches[1][rows[i]].select(1, cols[i]).copy_(tok_v[i]);
+  }
+  for (const char* kernels : {"1", "0"}) {
+    SCOPED_TRACE(std::string("LLMBENCH_PREFILL_KERNELS=") + kernels);
+    ::setenv("LLMBENCH_PREFILL_KERNELS", kernels, 1);
+    torch::Tensor caches = torch::full({2, rc, hkv, tc, kD}, 7.0, qkv.options());
+    fused::PrefillQkvDest places;
+    places.k = caches[0];
+    places.v = caches[1];
+    places.rows = torch::tensor(rows, torch::kInt64).to(torch::kCUDA);
+    places.columns = torch::tensor(cols, torch::kInt64).to(torch::kCUDA);
+    places.seq_major_q = true;
+    fused::PrefillQkv scattered = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, places);
+    ::unsetenv("LLMBENCH_PREFILL_KERNELS");
+    EXPECT_TRUE(torch::equal(scattered.q, got_b.q));
+    EXPECT_FALSE(scattered.k.defined() || scattered.v.defined());
+    EXPECT_TRUE(torch::equal(caches, want_caches))
+        << "places differ: " << caches.ne(want_caches).sum().item<std::int64_t>() << " elements";
+    fused::PrefillQkvDest short_rows = places;
+    short_rows.rows = places.rows.narrow(0, 0, b * s - 1);
+    EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, short_rows), Error);
+    fused::PrefillQkvDest no_columns = places;
+    no_columns.columns = torch::Tensor();
+    EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, no_columns), Error);
+  }
+
   fused::PrefillQkvDest half;
   half.k = dest.k;
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias, half), Error);

@@ -7,10 +7,12 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llmbench/bench/memory.h"
@@ -253,6 +255,49 @@ TEST(GpuPrefillAttention, SdpaWithoutCuDNNTakesFlashOrEfficientAndMatchesTheRefe
     const Reference ref = float64_attention(q, k, v, mask.allowed);
     const torch::Tensor bound = u * (2 * rows(ref.out).abs() + 2 * rows(ref.pv_abs)) + 1e-6;
     expect_within(rows(attention(AttnImpl::sdpa, q, k, v, mask)), rows(ref.out), bound, what + " sdpa without cuDNN");
+  }
+}
+#endif
+
+// A prompt chunk after its earlier columns (chunked prefill's mixed step): q token-major ([1, S, Hq, D] in
+// memory), k / v one row of the cache ([R, Hkv, T_max, D]) up to the chunk's last column, the causal mask
+// aligned to that column. The flash kernel with its own lower-right mask (AttnMask::lower_right) runs, and it
+// and the explicit mask (LLMBENCH_CHUNK_FLASH=0: the efficient kernel with an additive mask) each meet the
+// float64 reference's bound; a mask aligned to the first column instead would miss the prefix entirely.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+TEST(GpuPrefillAttention, ChunkAfterItsPrefixTakesFlashWithALowerRightMask) {
+  REQUIRE_CUDA();
+  torch::manual_seed(8);
+  const std::int64_t rows = 3, t_max = 1200;
+  torch::Tensor cache = randn({2, rows, kHkv, t_max, kD});  // [K/V, R, Hkv, T, D]
+  const double u = std::ldexp(1.0, -8);
+  for (const auto& [start, len] : std::vector<std::pair<std::int64_t, std::int64_t>>{{500, 300}, {0, 257}, {999, 1}, {64, 64}}) {
+    const std::string what = "start " + std::to_string(start) + ", " + std::to_string(len) + " tokens";
+    const std::int64_t seen = start + len;
+    torch::Tensor q = randn({1, len, kHq, kD}).transpose(1, 2);  // [1, Hq, L, D] view, token-major
+    torch::Tensor k = cache[0].narrow(0, 1, 1).narrow(2, 0, seen), v = cache[1].narrow(0, 1, 1).narrow(2, 0, seen);
+    torch::Tensor cols = torch::arange(seen, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
+    torch::Tensor last = torch::arange(start, seen, cols.options()).view({-1, 1});
+    AttnMask mask;
+    mask.allowed = (cols.view({1, -1}) <= last).view({1, 1, len, seen});  // [1, 1, L, S]
+    mask.causal = start == 0;
+    mask.padded = start != 0;
+    mask.lower_right = true;
+    const torch::Tensor flash = sdpa_flash_lower_right(q, k, v);
+    ASSERT_TRUE(flash.defined()) << what << ": the flash kernel does not take the chunk";
+    const Reference ref = float64_attention(q, k, v, mask.allowed);
+    const torch::Tensor bound = u * (2 * ref.out.abs() + 2 * ref.pv_abs) + 1e-6;
+    expect_within(attention(AttnImpl::sdpa, q, k, v, mask), ref.out, bound, what + ", flash");
+    ::setenv("LLMBENCH_CHUNK_FLASH", "0", 1);
+    EXPECT_FALSE(sdpa_flash_lower_right(q, k, v).defined());
+    expect_within(attention(AttnImpl::sdpa, q, k, v, mask), ref.out, bound, what + ", explicit mask");
+    ::unsetenv("LLMBENCH_CHUNK_FLASH");
+    if (start > 0) {  // the first-column alignment leaves the chunk's rows without most of their columns
+      AttnMask upper;
+      upper.allowed = (cols.view({1, -1}) <= torch::arange(len, cols.options()).view({-1, 1})).view({1, 1, len, seen});
+      const Reference wrong = float64_attention(q, k, v, upper.allowed);
+      EXPECT_GT((flash.to(torch::kFloat64) - wrong.out).abs().max().item<double>(), 0.05) << what;
+    }
   }
 }
 #endif

@@ -14,7 +14,8 @@
 // L2 between the timed calls, which a decode step never sees). Up to 64 rows a row count is its own shape;
 // more rows share the choice of their power-of-two bucket (65–128, 129–256, …), run where
 // cublasLtMatmulAlgoCheck accepts it, so that a server meeting new prompt lengths times each bucket once, not
-// each length. While the stream captures a CUDA graph the
+// each length; where it does not, lt_gemm returns false (the caller's GEMM: torch's) rather than asking the
+// heuristic again at every call (LLMBENCH_LT_UNFIT=heuristic: its first candidate, as before session 30). While the stream captures a CUDA graph the
 // first choice runs and nothing is remembered (a later call outside the capture times the shape); llmbench's
 // graphs are captured after eager warm-up steps of the same shapes, which time them first. Every candidate
 // computes the same products; only the summation order differs (split-K candidates only with float partial

@@ -30,6 +30,12 @@ struct RopePrefillArgs {
   void* k = nullptr;                    // [B, Hkv, S, D]
   void* v = nullptr;                    // [B, Hkv, S, D]
   HeadMajorStrides q_strides, k_strides, v_strides;
+  // Per-token K/V places (chunked prefill's packed tokens): when kv_row is set, token i = b·S + s writes
+  // its k and v to row kv_row[i], column kv_col[i] of k / v (k_strides.b, .s step rows and columns), and
+  // nowhere when that is outside [0, kv_rows) × [0, kv_cols); q keeps (b, s).
+  const std::int64_t* kv_row = nullptr;
+  const std::int64_t* kv_col = nullptr;
+  std::int64_t kv_rows = 0, kv_cols = 0;
   std::int64_t batch = 0, seq = 0;
   int heads_q = 0, heads_kv = 0, head_dim = 0;
 };

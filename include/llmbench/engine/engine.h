@@ -65,6 +65,13 @@ struct EngineOptions {
   std::shared_ptr<dist::ProcessGroup> group;
 };
 
+// The row counts whose cuBLASLt algorithms an engine times at start (Model::tune_gemms): the buckets 512,
+// 1024, … that its batched prefill passes reach (up to 8,192 rows), so that no pass times a new shape
+// mid-serve. None with chunked prefill, whose mixed steps then keep torch's GEMM above 256 rows: with the
+// buckets timed they served 7–9 % fewer tokens/s (H200, docs/serving.md, session 30);
+// LLMBENCH_LT_CHUNKED=tuned times them anyway (an A/B switch). max_context: the engine's cache columns.
+std::vector<std::int64_t> prefill_gemm_rows(const EngineOptions& o, std::int64_t max_context);
+
 enum class FinishReason { none, stop, length, cancelled, error };
 const char* to_string(FinishReason r);
 

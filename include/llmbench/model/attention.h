@@ -23,6 +23,10 @@ struct AttnMask {
                                   // row (left padding); every later row sees at least one column
   bool fused = false;             // eager: scale, mask and softmax of each tile in one CUDA kernel
                                   // (fused::prefill_softmax_; same numbers up to float summation order)
+  bool lower_right = false;       // allowed is exactly "row i sees columns [0, T − S + i]" in every batch row
+                                  // (a prompt chunk after its earlier columns): sdpa may then run the flash
+                                  // kernel's own causal mask, aligned to the last column, instead of reading
+                                  // allowed (LLMBENCH_CHUNK_FLASH=0: the mask, for A/B runs)
 };
 
 // A prefill's mask over its own columns from attention_mask [B, P] (1: token, 0: pad): causal AND the
@@ -54,6 +58,12 @@ std::int64_t eager_tile_rows(std::int64_t b, std::int64_t hq, std::int64_t s, st
 // as eager (lowest value on the masked columns).
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const AttnMask& mask, std::int64_t tile_rows = 0);
+
+// q [B, Hq, S, D] over k / v [B, Hkv, T, D] (S ≤ T, D contiguous, any other strides) with the causal mask
+// aligned to the last column (row i sees columns [0, T − S + i]) on torch's flash kernel → [B, Hq, S, D];
+// undefined where that kernel does not apply (CPU, libtorch < 2, not bf16/fp16, D not a multiple of 8 up to
+// 256, a GPU before sm_80) or LLMBENCH_CHUNK_FLASH=0. attention(sdpa, …) takes it for a lower_right mask.
+torch::Tensor sdpa_flash_lower_right(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
 // Whether torch's scaled_dot_product_attention may pick cuDNN's kernels, process-wide (torch's own switch,
 // on by default). cuDNN is the fastest backend for a shape it has seen (8,192-token prefill: 22 ms for 28

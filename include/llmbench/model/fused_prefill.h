@@ -19,9 +19,16 @@ struct PrefillQkv {
 // seq_major_q: q laid out [B, S, Hq, D] in memory (returned as its [B, Hq, S, D] view), so that an attention
 // kernel that keeps q's layout for its output (cuDNN's) returns a [B, Hq, S, D] whose [B, S, Hq·D] view
 // needs no copy either.
+//
+// rows / columns ([B·S] int64 on qkv's device, both or neither): the packed tokens of a chunked-prefill
+// step, each with its own place. k / v are then whole caches [R, Hkv, T, D] (D contiguous) and token
+// i = b·S + s writes its k and v to k[rows[i], :, columns[i]] and v[rows[i], :, columns[i]], nothing where
+// that is outside [0, R) × [0, T) (a decode row that is not running: column −1). The returned k / v are
+// then the tokens' own [B, Hkv, S, D] values on the CPU path and undefined on the kernel path.
 struct PrefillQkvDest {
   torch::Tensor k, v;
   bool seq_major_q = false;
+  torch::Tensor rows, columns;
 };
 
 // qkv [B, S, (Hq + 2 Hkv) D], tables cos/sin [T_rope, D], positions [B, S] int64, bias [(Hq + 2 Hkv) D] or
