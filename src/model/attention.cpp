@@ -132,7 +132,7 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
 torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const AttnMask& mask) {
   const auto b = q.size(0), hq = q.size(1), s = q.size(2), d = q.size(3), hkv = k.size(1), t = k.size(2);
   const auto g = hq / hkv;
-  if (mask.lower_right && s <= t) {
+  if (mask.lower_right && s < t) {  // a chunk after earlier columns (s == t: the causal path below, cuDNN or flash)
     torch::Tensor out = sdpa_flash_lower_right(q, k, v);
     if (out.defined()) return out;
   }

@@ -62,7 +62,8 @@ torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tens
 // q [B, Hq, S, D] over k / v [B, Hkv, T, D] (S ≤ T, D contiguous, any other strides) with the causal mask
 // aligned to the last column (row i sees columns [0, T − S + i]) on torch's flash kernel → [B, Hq, S, D];
 // undefined where that kernel does not apply (CPU, libtorch < 2, not bf16/fp16, D not a multiple of 8 up to
-// 256, a GPU before sm_80) or LLMBENCH_CHUNK_FLASH=0. attention(sdpa, …) takes it for a lower_right mask.
+// 256, a GPU before sm_80) or LLMBENCH_CHUNK_FLASH=0. attention(sdpa, …) takes it for a lower_right mask with
+// fewer queries than keys (with as many, the causal path: cuDNN where it is on, else flash).
 torch::Tensor sdpa_flash_lower_right(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
 // Whether torch's scaled_dot_product_attention may pick cuDNN's kernels, process-wide (torch's own switch,
