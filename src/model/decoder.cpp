@@ -243,34 +243,33 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
   if (cache.fp8()) throw Error("chunked prefill (mixed_step) needs a bf16 KV cache; --kv-dtype fp8 is not supported there");
   const auto r = cache.batch(), n = ids.size(0);
   const auto i64 = ids.options();
-  // Positions of the packed tokens: each decode row's own, then each chunk's columns (host → device).
-  std::vector<std::int64_t> chunk_positions, last_token(r);  // last_token[row]: the packed token whose hidden
-  for (std::int64_t row = 0; row < r; ++row) last_token[row] = row;  // state gives row's logits
+  // The packed tokens: each decode row's own, then each chunk's columns and rows (host → device, one copy).
+  std::vector<std::int64_t> chunk_info_host, chunk_rows, last_token(r);  // last_token[row]: the packed token
+  for (std::int64_t row = 0; row < r; ++row) last_token[row] = row;     // whose hidden state gives row's logits
   std::int64_t offset = r;
   for (const ChunkSpan& c : chunks) {
-    for (std::int64_t j = 0; j < c.length; ++j) chunk_positions.push_back(c.start + j);
+    for (std::int64_t j = 0; j < c.length; ++j) chunk_info_host.push_back(c.start + j);
+    chunk_rows.insert(chunk_rows.end(), c.length, c.row);
     offset += c.length;
     last_token[c.row] = offset - 1;
   }
+  const std::int64_t packed = n - r;  // the chunks' tokens
+  chunk_info_host.insert(chunk_info_host.end(), chunk_rows.begin(), chunk_rows.end());
+  torch::Tensor chunk_info = torch::tensor(chunk_info_host, torch::kInt64).to(ids.device());  // [2 Σ length]
+  torch::Tensor positions = torch::cat({state.positions, chunk_info.narrow(0, 0, packed)}).view({1, n});  // [1, N]
+  // RoPE with the q/k/v split in one kernel where the tables exist (the prefill's), else the plain ops.
+  const bool rope_tables = rope.has_tables();
   // Direct (the default; LLMBENCH_MIXED_DIRECT=0: the copies, for A/B runs): RoPE writes every token's k / v
   // straight into its row and column of the cache (a decode row that is not running writes nothing) and q
   // token-major, so the decode rows' queries are a slice and the attention outputs land in the o
   // projection's input; without it, each layer moved q, k, v and the outputs through ≈ 15 copies.
-  const bool direct = rope.has_tables() && env_switch("LLMBENCH_MIXED_DIRECT", {"1", "0"}) == 0;
-  const std::int64_t packed = n - r;                       // the chunks' tokens
-  std::vector<std::int64_t> host = std::move(chunk_positions);  // their positions, then (direct) their rows
-  if (direct)
-    for (const ChunkSpan& c : chunks) host.insert(host.end(), c.length, c.row);
-  torch::Tensor chunk_info = torch::tensor(host, torch::kInt64).to(ids.device());   // [Σ length] or [2 Σ length]
-  torch::Tensor positions = torch::cat({state.positions, chunk_info.narrow(0, 0, packed)}).view({1, n});  // [1, N]
-  torch::Tensor kv_rows, kv_cols;                                                   // [N] int64: where k / v go
+  const bool direct = rope_tables && env_switch("LLMBENCH_MIXED_DIRECT", {"1", "0"}) == 0;
+  torch::Tensor kv_rows, kv_cols;  // [N] int64: where each token's k / v go
   if (direct) {
     kv_rows = torch::cat({torch::arange(r, i64), chunk_info.narrow(0, packed, packed)});
     kv_cols = torch::cat({torch::where(state.active.gt(0), state.column, torch::full_like(state.column, -1)),
                           chunk_info.narrow(0, 0, packed)});
   }
-  // RoPE with the q/k/v split in one kernel where the tables exist (the prefill's), else the plain ops.
-  const bool rope_tables = rope.has_tables();
   torch::Tensor cos, sin;                                                             // [1, 1, N, D]
   if (!rope_tables) std::tie(cos, sin) = rope.cos_sin(positions);
   state.valid.scatter_(1, state.column.view({r, 1}), true);                           // decode rows' new token
@@ -321,8 +320,7 @@ torch::Tensor Decoder::mixed_step(const torch::Tensor& ids, const std::vector<Ch
     torch::Tensor qt = q.select(0, 0).transpose(0, 1);                               // [N, Hq, D]
     torch::Tensor a = torch::empty({n, q.size(1), q.size(3)}, q.options());          // [N, Hq, D]
     torch::Tensor qd = qt.narrow(0, 0, r);                                           // [R, Hq, D]
-    a.narrow(0, 0, r).copy_(fused::decode_attention(qd.is_contiguous() ? qd : qd.contiguous(), keys, values,
-                                                    state.valid));
+    a.narrow(0, 0, r).copy_(fused::decode_attention(qd.contiguous(), keys, values, state.valid));
     std::int64_t o = r;
     for (std::size_t j = 0; j < chunks.size(); ++j) {
       const ChunkSpan& c = chunks[j];
