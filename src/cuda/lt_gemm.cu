@@ -2,11 +2,10 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-
-#include <cstdint>
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>

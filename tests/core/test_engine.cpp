@@ -274,10 +274,6 @@ TEST(EngineSlots, BatchedPrefillMatchesEachPromptAlone) {
   }
 }
 
-// Chunked prefill (SlotBatch::reserve + mixed): prompts fed in chunks inside decode steps, next to rows
-// that decode, through a plain decode step while a prompt is half in, and a compaction that moves a
-// half-prefilled row; every row's logits equal those of its prompt prefilled and decoded alone. The tiny
-// preset, and a Qwen2 fixture whose qkv bias goes through the mixed step's RoPE split.
 // An environment variable for one scope (the A/B switches are read at every call).
 struct ScopedEnv {
   ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
@@ -285,6 +281,10 @@ struct ScopedEnv {
   const char* name_;
 };
 
+// Chunked prefill (SlotBatch::reserve + mixed): prompts fed in chunks inside decode steps, next to rows
+// that decode, through a plain decode step while a prompt is half in, and a compaction that moves a
+// half-prefilled row; every row's logits equal those of its prompt prefilled and decoded alone. The tiny
+// preset, and a Qwen2 fixture whose qkv bias goes through the mixed step's RoPE split.
 class ChunkedPrefill : public ::testing::TestWithParam<std::string> {};
 
 // "<model>" runs the direct mixed step (k / v written into the cache by RoPE), "<model>:copies" the one
