@@ -7,6 +7,9 @@
 //     and no math, by shape: threads per block (128, 256), splits of the columns per (row, kv head) (1, 2, 4),
 //     resident blocks per SM forced by shared memory (2, 4, 8), loads in flight per thread per array (1, 2, 4, 8),
 //     K then V or K and V together;
+//   - the kernel's own read order (warps over tiles of 16 columns, a lane's 8 loads per tile, the valid flags read
+//     before each tile, K then V with a barrier) without its math, with 1, 2 or 4 tiles in flight and the flags
+//     read per tile or first;
 //   - one flat read of the same bytes (the copy rate of this board).
 // Build and run from the repository root (CPU box or GPU host; nvcc only):
 //   nvcc -std=c++17 -O3 -arch=sm_90 -Iinclude src/cuda/decode_attention.cu src/cuda/decode_attention_mma.cu \
@@ -38,25 +41,26 @@ constexpr int kB = 64, kHkv = 4, kHq = 28, kD = 128, kValid = 576, kCopies = 4;
 constexpr int kVecPerCol = kD * 2 / 16;  // 16-byte vectors per column of K (or V)
 
 // Block = one split of one (row, kv head): columns [c0, c1) of its K and V, `unit_stride` vectors apart per unit.
+// __launch_bounds__(256, 2) here and below: without it ptxas scheduled for 32 registers and so kept fewer loads in
+// flight than the source issues (16 loads of 16 bytes need 64); with it, 78 registers for kU = 8 with K and V.
 template <int kU, bool kTogether>
-__global__ void read_kv(const int4* k, const int4* v, std::int64_t unit_stride, int cols, int splits, unsigned* out) {
+__global__ void __launch_bounds__(256, 2) read_kv(const int4* k, const int4* v, std::int64_t unit_stride, int cols, int splits, unsigned* out) {
   extern __shared__ int pad[];  // only there to bound the resident blocks per SM
   const int unit = static_cast<int>(blockIdx.x) / splits, split = static_cast<int>(blockIdx.x) % splits;
   const int per = (cols + splits - 1) / splits, c0 = split * per, c1 = min(cols, c0 + per);
   const std::int64_t n = static_cast<std::int64_t>(max(0, c1 - c0)) * kVecPerCol;
   const int4* kp = k + unit * unit_stride + static_cast<std::int64_t>(c0) * kVecPerCol;
   const int4* vp = v + unit * unit_stride + static_cast<std::int64_t>(c0) * kVecPerCol;
-  const int4 zero = make_int4(0, 0, 0, 0);
   unsigned acc = 0;
   auto fold = [&](const int4& x) { acc ^= static_cast<unsigned>(x.x ^ x.y ^ x.z ^ x.w); };
   if constexpr (kTogether) {
     for (std::int64_t i = threadIdx.x; i < n; i += static_cast<std::int64_t>(blockDim.x) * kU) {
       int4 a[kU], b[kU];
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const std::int64_t j = i + static_cast<std::int64_t>(u) * blockDim.x;
-        a[u] = j < n ? __ldcs(kp + j) : zero;
-        b[u] = j < n ? __ldcs(vp + j) : zero;
+      for (int u = 0; u < kU; ++u) {  // unconditional loads (past the end: the last vector again), all in flight
+        const std::int64_t j = min(i + static_cast<std::int64_t>(u) * blockDim.x, n - 1);
+        a[u] = __ldcs(kp + j);
+        b[u] = __ldcs(vp + j);
       }
 #pragma unroll
       for (int u = 0; u < kU; ++u) fold(a[u]), fold(b[u]);
@@ -67,8 +71,8 @@ __global__ void read_kv(const int4* k, const int4* v, std::int64_t unit_stride, 
         int4 a[kU];
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
-          const std::int64_t j = i + static_cast<std::int64_t>(u) * blockDim.x;
-          a[u] = j < n ? __ldcs(p + j) : zero;
+          const std::int64_t j = min(i + static_cast<std::int64_t>(u) * blockDim.x, n - 1);
+          a[u] = __ldcs(p + j);
         }
 #pragma unroll
         for (int u = 0; u < kU; ++u) fold(a[u]);
@@ -76,6 +80,66 @@ __global__ void read_kv(const int4* k, const int4* v, std::int64_t unit_stride, 
     }
   }
   if (acc == 0x9e3779b9u) out[blockIdx.x] = acc + pad[0];  // practically never: keeps the loads
+}
+
+// The mma kernel's own order of reads, without its math: one block of 8 warps per (row, kv head), warp w taking
+// tiles of 16 columns w, w + 8, …; lane 4 g + t reads columns 16 it + g and 16 it + 8 + g at d = 32 cc + 8 t (4 × 2
+// loads of 16 bytes per tile); all K tiles, a block barrier, then all V tiles. Before a tile's loads the warp reads
+// its two valid flags per lane and skips a tile with none (__any_sync), as the kernel does; kFlagsFirst reads the
+// warp's flags for all its tiles at the start instead; kTiles tiles' loads are in flight together.
+template <bool kFlagsFirst, int kTiles>
+__global__ void __launch_bounds__(256, 2) chain_kv(const int4* k, const int4* v, const std::uint8_t* valid, int t_max,
+                                                 std::int64_t unit_stride, int cols, unsigned* out) {
+  extern __shared__ int pad[];
+  constexpr int kMaxTiles = 8;  // per warp: 8 warps × 8 tiles × 16 columns ≥ 1,024
+  const int unit = blockIdx.x, b = unit / kHkv, lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4,
+            t = lane % 4;
+  const std::uint8_t* vrow = valid + static_cast<std::int64_t>(b) * t_max;
+  const int ntiles = (cols + 15) / 16;
+  unsigned flags = 0;  // kFlagsFirst: bit i set when the warp's tile i has a valid column
+  if constexpr (kFlagsFirst) {
+#pragma unroll
+    for (int i = 0; i < kMaxTiles; ++i) {
+      const int it = warp + 8 * i, ca = 16 * it + g;
+      const bool mine = it < ntiles && (vrow[min(ca, t_max - 1)] != 0 || vrow[min(ca + 8, t_max - 1)] != 0);
+      if (__any_sync(0xffffffffu, mine)) flags |= 1u << i;
+    }
+  }
+  unsigned acc = 0;
+  for (const int4* base : {k + unit * unit_stride, v + unit * unit_stride}) {
+    for (int i0 = 0; warp + 8 * i0 < ntiles; i0 += kTiles) {
+      int4 xa[kTiles][4], xb[kTiles][4];
+      bool live[kTiles];
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        const int i = i0 + j, it = warp + 8 * i, ca = 16 * it + g, cb = ca + 8;
+        bool ok;
+        if constexpr (kFlagsFirst) {
+          ok = i < kMaxTiles && ((flags >> i) & 1u) != 0;
+        } else {
+          ok = it < ntiles && __any_sync(0xffffffffu, vrow[min(ca, t_max - 1)] != 0 || vrow[min(cb, t_max - 1)] != 0);
+        }
+        // Unconditional loads (a skipped or missing tile reads column 0 again: cached), so that the compiler keeps
+        // all of them in flight; a skipped tile's values are dropped below, as the kernel never reads them.
+        const std::int64_t la = ok ? ca : 0, lb = ok ? cb : 0;
+        live[j] = ok;
+#pragma unroll
+        for (int cc = 0; cc < 4; ++cc) {
+          xa[j][cc] = __ldg(base + la * kVecPerCol + 4 * cc + t);
+          xb[j][cc] = __ldg(base + lb * kVecPerCol + 4 * cc + t);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+        for (int cc = 0; cc < 4; ++cc)
+          if (live[j])
+            acc ^= static_cast<unsigned>(xa[j][cc].x ^ xa[j][cc].y ^ xa[j][cc].z ^ xa[j][cc].w ^ xb[j][cc].x ^
+                                         xb[j][cc].y ^ xb[j][cc].z ^ xb[j][cc].w);
+    }
+    __syncthreads();  // the kernel's barrier between its K and V passes
+  }
+  if (acc == 0x9e3779b9u) out[blockIdx.x] = acc + pad[0];
 }
 
 // The flat read: n vectors from p, grid-strided, 4 loads in flight per thread.
@@ -243,6 +307,23 @@ int main() {
     for (const Row& r : rows)
       std::printf("%7d %6d %9d %5d %14d %8.2f %7.0f\n", r.threads, r.splits, r.per_sm, r.loads, r.together, r.us,
                   bytes / r.us / 1e3);
+    // The kernel's read order and flag dependencies, no math (two resident blocks per SM, as the kernel).
+    auto chain = [&](auto kernel, const char* what) {
+      const int smem = smem_sm / 2 - 2048;
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      const double us = time_us(st, [&](int i) {
+        kernel<<<kB * kHkv, 256, smem, st>>>(reinterpret_cast<const int4*>(k[i % kCopies]),
+                                             reinterpret_cast<const int4*>(v[i % kCopies]), valid, t_max, unit_stride,
+                                             kValid, out);
+      });
+      CK(cudaGetLastError());
+      std::printf("kernel's read order, %-40s %8.2f us %7.0f GB/s\n", what, us, bytes / us / 1e3);
+    };
+    chain(chain_kv<false, 1>, "flags per tile, 1 tile in flight:");
+    chain(chain_kv<false, 2>, "flags per tile, 2 tiles in flight:");
+    chain(chain_kv<true, 1>, "flags first, 1 tile in flight:");
+    chain(chain_kv<true, 2>, "flags first, 2 tiles in flight:");
+    chain(chain_kv<true, 4>, "flags first, 4 tiles in flight:");
     const Row* best = &*std::min_element(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.us < y.us; });
     std::printf("fastest read: %d threads, %d split(s), %d blocks/SM, %d loads, together %d: %.2f us, %.0f GB/s\n",
                 best->threads, best->splits, best->per_sm, best->loads, best->together, best->us, bytes / best->us / 1e3);
