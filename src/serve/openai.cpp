@@ -70,6 +70,8 @@ std::vector<std::int64_t> token_ids(const json& array, const std::string& param)
   ids.reserve(array.size());
   for (const json& id : array) {
     if (!id.is_number_integer()) throw wrong_type(param, "a string or an array of token ids", id);
+    if (id.is_number_unsigned() && id.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+      throw bad_request(param, cat("token id ", id.get<std::uint64_t>(), " is outside the vocabulary"));
     ids.push_back(id.get<std::int64_t>());
   }
   return ids;
@@ -141,8 +143,15 @@ void parse_stop(const json& body, CompletionRequest& r) {
   } else {
     throw wrong_type("stop", "a string or an array of strings", *s);
   }
-  for (const auto& text : r.stop)
+  // Every token is matched against every stop string on a connection's I/O thread: bound the work.
+  if (r.stop.size() > kMaxStopStrings)
+    throw bad_request("stop", cat("at most ", kMaxStopStrings, " stop strings, got ", r.stop.size()), "invalid_value");
+  for (const auto& text : r.stop) {
     if (text.empty()) throw bad_request("stop", "stop strings must not be empty");
+    if (text.size() > kMaxStopBytes)
+      throw bad_request("stop", cat("a stop string may have at most ", kMaxStopBytes, " bytes, got ", text.size()),
+                        "invalid_value");
+  }
 }
 
 }  // namespace
@@ -228,18 +237,25 @@ int resolve_max_tokens(const CompletionRequest& r, std::size_t prompt_len, int m
                                  " tokens, leaving no room to generate"),
                       "context_length_exceeded");
   const int room = max_context - int(prompt_len);
-  if (!r.max_tokens) return r.endpoint == Endpoint::chat ? room : std::min(16, room);
-  if (*r.max_tokens > room)
+  if (r.max_tokens && *r.max_tokens > room)
     throw bad_request("max_tokens", cat("max_tokens = ", *r.max_tokens, " with a prompt of ", prompt_len,
                                         " tokens exceeds this model's context of ", max_context, " tokens"),
                       "context_length_exceeded");
-  return *r.max_tokens;
+  const int max_tokens = r.max_tokens ? *r.max_tokens : r.endpoint == Endpoint::chat ? room : std::min(16, room);
+  if (r.min_tokens > max_tokens)  // against the default max_tokens (a given one was checked when parsed)
+    throw bad_request("min_tokens", cat("'min_tokens' (", r.min_tokens, ") exceeds 'max_tokens' (", max_tokens, ")"));
+  return max_tokens;
 }
 
 std::string error_json(const ApiError& e) {
   json err{{"message", e.what()}, {"type", e.type}, {"code", e.code}};
   err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
-  return json{{"error", err}}.dump();
+  return dump_json(json{{"error", err}});
+}
+
+std::string dump_json(const nlohmann::json& value) {
+  // A message may quote the client's bytes (a path, a JSON parse error cut inside a character): not UTF-8.
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void append_json_string(std::string& out, std::string_view text) {

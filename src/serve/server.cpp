@@ -3,6 +3,7 @@
 #include <list>
 #include <mutex>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <thread>
 
@@ -23,8 +24,18 @@ struct Server::Impl {
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;
       if (ec) {
-        log::warn(cat("serve: accept: ", ec.message()));
-      } else {
+        // Out of file descriptors (or another accept error): accepting again at once would spin and log
+        // without end. Warn once per episode and retry after a pause; connections that close make room.
+        if (!accept_failing) log::warn(cat("serve: accept: ", ec.message(), "; new connections wait until it clears"));
+        accept_failing = true;
+        accept_retry.expires_after(std::chrono::milliseconds(50));
+        accept_retry.async_wait([this](beast::error_code) {
+          if (acceptor.is_open()) accept();
+        });
+        return;
+      }
+      accept_failing = false;
+      {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
         auto session = std::make_shared<Session>(ctx, std::move(socket));
@@ -43,6 +54,8 @@ struct Server::Impl {
   asio::io_context ioc;
   asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
   tcp::acceptor acceptor{asio::make_strand(ioc)};
+  asio::steady_timer accept_retry{acceptor.get_executor()};
+  bool accept_failing = false;  // touched on the acceptor's strand only
   std::vector<std::thread> threads;
   std::mutex sessions_mutex;
   std::list<std::weak_ptr<Session>> sessions;
@@ -76,6 +89,11 @@ void Server::start() {
   if (s.acceptor.bind(endpoint, ec)) throw fail("bind");
   if (s.acceptor.listen(asio::socket_base::max_listen_connections, ec)) throw fail("listen");
   s.port = s.acceptor.local_endpoint().port();
+  // Each connection holds a descriptor: allow as many as the hard limit does (the soft limit is often 1024).
+  if (rlimit lim{}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
   s.started = true;
   s.accept();
   for (int i = 0; i < o.io_threads; ++i)
@@ -96,6 +114,7 @@ void Server::shutdown() {
   asio::post(s.acceptor.get_executor(), [&s] {
     beast::error_code ec;
     s.acceptor.close(ec);
+    s.accept_retry.cancel();
   });
   {
     std::lock_guard<std::mutex> lock(s.sessions_mutex);

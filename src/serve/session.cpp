@@ -111,6 +111,8 @@ void Session::wait_request() {
 
 void Session::read_request() {
   phase_ = Phase::reading;
+  head_ = false;
+  chunked_ = true;
   arm_timer(ctx_.options.read_timeout_s);  // header and body together
   parser_.emplace();
   parser_->body_limit(ctx_.options.max_body_bytes);
@@ -171,10 +173,20 @@ void Session::handle() {
   phase_ = Phase::busy;
   const auto& req = parser_->get();
   keep_alive_ = req.keep_alive() && !ctx_.draining;
+  head_ = req.method() == http::verb::head;
+  chunked_ = req.version() >= 11;
   std::string_view path(req.target().data(), req.target().size());
   path = path.substr(0, path.find('?'));
   count_response_ = path != "/health" && path != "/metrics";
   try {
+    // A transfer coding other than chunked (gzip, …) was not decoded: the body and where the next request
+    // starts are unknown (RFC 9112 6.1, 6.3). Answer and close.
+    const auto te = req.equal_range(http::field::transfer_encoding);
+    if (te.first != te.second && (std::next(te.first) != te.second || !beast::iequals(te.first->value(), "chunked"))) {
+      keep_alive_ = false;
+      throw ApiError(501, "invalid_request_error", "unsupported_transfer_encoding",
+                     cat("Transfer-Encoding '", te.first->value(), "' is not supported (only chunked)"));
+    }
     route(req, path);
   } catch (const ApiError& e) {
     respond_error(e);
@@ -185,7 +197,7 @@ void Session::handle() {
 }
 
 void Session::route(const http::request<http::string_body>& req, std::string_view path) {
-  const bool get = req.method() == http::verb::get, post = req.method() == http::verb::post;
+  const bool get = req.method() == http::verb::get || head_, post = req.method() == http::verb::post;
   auto method_not_allowed = [&](const char* allowed) {
     respond(405, error_json(ApiError(405, "invalid_request_error", "method_not_allowed",
                                      cat(req.method_string(), " is not allowed on ", path, " (", allowed, ")"))),
@@ -194,12 +206,12 @@ void Session::route(const http::request<http::string_body>& req, std::string_vie
   if (path == "/health") {
     if (!get) return method_not_allowed("GET");
     if (auto failure = ctx_.engine.failure())
-      return respond(503, nlohmann::json{{"status", "failed"}, {"error", *failure}}.dump(), "application/json");
+      return respond(503, dump_json({{"status", "failed"}, {"error", *failure}}), "application/json");
     if (ctx_.draining) return respond(503, "{\"status\":\"shutting down\"}", "application/json");
     const EngineStats stats = ctx_.engine.stats();
     nlohmann::json health{{"status", "ok"}, {"tp", stats.tp}};
     if (stats.tp > 1) health["tp_backend"] = stats.tp_backend;
-    return respond(200, health.dump(), "application/json");
+    return respond(200, dump_json(health), "application/json");
   }
   if (path == "/metrics") {
     if (!get) return method_not_allowed("GET");
@@ -211,11 +223,11 @@ void Session::route(const http::request<http::string_body>& req, std::string_vie
     nlohmann::json model{{"id", ctx_.model_name}, {"object", "model"}, {"created", ctx_.created},
                          {"owned_by", "llmbench"}, {"max_model_len", ctx_.max_context}};
     if (path == "/v1/models")
-      return respond(200, nlohmann::json{{"object", "list"}, {"data", {model}}}.dump(), "application/json");
+      return respond(200, dump_json({{"object", "list"}, {"data", {model}}}), "application/json");
     const std::string_view id = path.substr(std::string_view("/v1/models/").size());
     if (id != ctx_.model_name)
       throw ApiError(404, "invalid_request_error", "model_not_found", cat("model '", id, "' does not exist"), "model");
-    return respond(200, model.dump(), "application/json");
+    return respond(200, dump_json(model), "application/json");
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return method_not_allowed("POST");
@@ -231,7 +243,10 @@ void Session::check_auth(const http::request<http::string_body>& req) const {
   if (auth.empty())
     throw ApiError(401, "authentication_error", "invalid_api_key",
                    "missing API key: send 'Authorization: Bearer KEY' (the server runs with --api-key)");
-  if (auth != "Bearer " + ctx_.options.api_key)
+  // The scheme is case-insensitive (RFC 9110 11.1), the key is not.
+  const beast::string_view scheme = "Bearer ";
+  if (auth.size() != scheme.size() + ctx_.options.api_key.size() || !beast::iequals(auth.substr(0, scheme.size()), scheme) ||
+      auth.substr(scheme.size()) != ctx_.options.api_key)
     throw ApiError(401, "authentication_error", "invalid_api_key", "incorrect API key");
 }
 
@@ -283,8 +298,9 @@ void Session::start_completion(const http::request<http::string_body>& req, Endp
   ctx_.metrics.prompt_tokens += job->prompt_tokens;
   job_ = std::move(job);
   if (job_->stream) {
-    out_ += sse_response_head(!keep_alive_);
-    if (endpoint == Endpoint::chat) append_sse_event(out_, job_->chunks.role_chunk());
+    if (!chunked_) keep_alive_ = false;  // HTTP/1.0: the stream ends when the connection does
+    out_ += sse_response_head(!keep_alive_, chunked_);
+    if (endpoint == Endpoint::chat) append_sse_event(out_, job_->chunks.role_chunk(), chunked_);
     flush();
   }
   watch_disconnect();
@@ -313,7 +329,7 @@ void Session::on_engine_event(std::uint64_t job_id, const EngineEvent& event) {
       if (j.stream) {
         j.scratch.clear();
         j.chunks.append_text(j.scratch, piece);
-        append_sse_event(out_, j.scratch);
+        append_sse_event(out_, j.scratch, chunked_);
       } else {
         j.text_out += piece;
       }
@@ -362,12 +378,12 @@ void Session::finish_job(const std::string& finish_reason) {
     if (!rest.empty()) {
       j.scratch.clear();
       j.chunks.append_text(j.scratch, rest);
-      append_sse_event(out_, j.scratch);
+      append_sse_event(out_, j.scratch, chunked_);
     }
     const std::string timing = ",\"llmbench_timing\":" + timing_json(t);
-    append_sse_event(out_, j.chunks.finish_chunk(finish_reason, j.include_usage ? "" : timing));
-    if (j.include_usage) append_sse_event(out_, j.chunks.usage_chunk(usage, timing));
-    append_sse_done(out_);
+    append_sse_event(out_, j.chunks.finish_chunk(finish_reason, j.include_usage ? "" : timing), chunked_);
+    if (j.include_usage) append_sse_event(out_, j.chunks.usage_chunk(usage, timing), chunked_);
+    append_sse_done(out_, chunked_);
     if (count_response_) ctx_.metrics.count_response(200);
     response_done_ = true;
     return flush();
@@ -381,8 +397,8 @@ void Session::fail_job(const ApiError& error, const std::string& finish_reason) 
   ctx_.metrics.count_finish(finish_reason);
   ctx_.metrics.generation_tokens += job->completion_tokens;
   if (!job->stream) return respond_error(error);
-  append_sse_event(out_, error_json(error));  // the status line is gone: the error travels as an event
-  append_sse_done(out_);
+  append_sse_event(out_, error_json(error), chunked_);  // the status line is gone: the error travels as an event
+  append_sse_done(out_, chunked_);
   if (count_response_) ctx_.metrics.count_response(error.status);
   response_done_ = true;
   flush();
@@ -399,7 +415,8 @@ void Session::respond(int status, const std::string& body, const char* content_t
   res.body() = body;
   res.prepare_payload();
   std::ostringstream os;
-  os << res;
+  if (head_) os << res.base();  // the headers a GET would get, Content-Length included
+  else os << res;
   out_ += os.str();
   if (count_response_) ctx_.metrics.count_response(status);
   response_done_ = true;

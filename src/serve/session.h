@@ -91,6 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = true;
   bool count_response_ = false;    // an API request (not /health or /metrics)
   bool response_done_ = false;     // the response's last byte is queued in out_
+  bool head_ = false;              // a HEAD request: the response goes without its body
+  bool chunked_ = true;            // the client speaks HTTP/1.1: streams use chunked encoding (else: until close)
   std::string out_;                // bytes to write next
   std::string writing_;            // bytes of the write in progress
   bool write_busy_ = false;

@@ -1,5 +1,8 @@
 #include "llmbench/tokenizer/stream_decoder.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "byte_level.h"
 #include "llmbench/tokenizer/utf8.h"
 
@@ -14,11 +17,20 @@ std::string StreamDecoder::push(TokenId id) {
   window.assign(ids_.begin() + std::ptrdiff_t(prefix_), ids_.end());
   std::string after = tokenizer_.decode_bytes(window, skip_special_);
   if (after.size() <= before.size() || after.compare(0, before.size(), before) != 0) return {};
-  std::string fresh = after.substr(before.size());
-  if (utf8::complete_prefix(fresh) != fresh.size()) return {};  // an unfinished code point: wait
-  prefix_ = read_;
-  read_ = ids_.size();
-  return tok::utf8_lossy(fresh);
+  const std::string_view fresh = std::string_view(after).substr(before.size());
+  // Everything up to an unfinished code point at the end goes now (malformed bytes as U+FFFD); the
+  // unfinished tail waits for the next ids. A split there never cuts a U+FFFD's maximal subpart: the
+  // tail starts with a lead byte.
+  const std::size_t complete = utf8::complete_prefix(fresh);
+  std::string out = complete > sent_ ? tok::utf8_lossy(fresh.substr(sent_, complete - sent_)) : std::string();
+  if (complete == fresh.size()) {
+    prefix_ = read_;
+    read_ = ids_.size();
+    sent_ = 0;
+  } else {
+    sent_ = std::max(sent_, complete);
+  }
+  return out;
 }
 
 std::string StreamDecoder::finish() {
@@ -27,8 +39,9 @@ std::string StreamDecoder::finish() {
   window.assign(ids_.begin() + std::ptrdiff_t(prefix_), ids_.end());
   std::string after = tokenizer_.decode_bytes(window, skip_special_);
   prefix_ = read_ = ids_.size();
-  if (after.size() <= before.size() || after.compare(0, before.size(), before) != 0) return {};
-  return tok::utf8_lossy(after.substr(before.size()));
+  const std::size_t sent = std::exchange(sent_, 0);
+  if (after.size() <= before.size() + sent || after.compare(0, before.size(), before) != 0) return {};
+  return tok::utf8_lossy(std::string_view(after).substr(before.size() + sent));
 }
 
 }  // namespace llmbench

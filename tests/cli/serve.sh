@@ -122,5 +122,26 @@ start_server --api-key sekret
 expect 401 invalid_api_key "$base/v1/models"
 expect 401 invalid_api_key -H 'Authorization: Bearer wrong' "$base/v1/models"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekret' "$base/v1/models")" = 200 ] || fail "good key refused"
+
+# Out of file descriptors: the server waits for connections to close instead of spinning on accept()
+# (one warning, little CPU), then serves again.
+prlimit --nofile=48:48 --pid "$server_pid" || fail "prlimit"
+python3 - "${base##*:}" "$server_pid" <<'PY' || fail "accept with no file descriptor left"
+import socket, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+def cpu_s():
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / 100  # utime + stime, clock ticks
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]  # beyond 48 descriptors
+time.sleep(0.5)
+c0 = cpu_s(); time.sleep(2); used = cpu_s() - c0
+assert used < 0.5, f"{used:.2f} s of CPU in 2 s while out of descriptors"
+for s in held: s.close()
+PY
+warnings=$(grep -a -c 'accept:' "$tmp/serve.err")
+[ "$warnings" = 1 ] || fail "expected one accept warning, got $warnings: $(head -3 "$tmp/serve.err")"
+sleep 0.3
+[ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekret' "$base/v1/models")" = 200 ] \
+  || fail "not serving after the descriptors came back"
 stop_server
 echo "serve: ok"

@@ -375,6 +375,9 @@ TEST_F(ServerTest, BadRequestsGetOpenAiErrors) {
   expect_error(get("/v1/models"), 401, "invalid_api_key");
   EXPECT_EQ(get("/v1/models", auth).status, 200);
   EXPECT_EQ(get("/health").status, 200);  // no key needed
+  EXPECT_EQ(get("/v1/models", "-H 'Authorization: bearer sekret'").status, 200);  // the scheme's case is free
+  expect_error(get("/v1/models", "-H 'Authorization: Bearer sekretX'"), 401, "invalid_api_key");
+  expect_error(get("/v1/models", "-H 'Authorization: Bearer SEKRET'"), 401, "invalid_api_key");
   expect_error(post("/v1/completions", R"({"prompt":[1],)", auth), 400, "invalid_json");
   expect_error(post("/v1/completions", R"({"prompt":[1],"max_tokens":"many"})", auth), 400, "invalid_type");
   expect_error(post("/v1/completions", R"({"prompt":[1],"max_tokens":0})", auth), 400, "invalid_value");
@@ -382,6 +385,21 @@ TEST_F(ServerTest, BadRequestsGetOpenAiErrors) {
   expect_error(post("/v1/completions", json{{"prompt", std::vector<int>(64, 1)}}.dump(), auth), 400,
                "context_length_exceeded");
   expect_error(post("/v1/completions", R"({"prompt":[9999]})", auth), 400, "invalid_value");
+  Reply huge_id = post("/v1/completions", R"({"prompt":[18446744073709551615]})", auth);
+  expect_error(huge_id, 400, "invalid_value");
+  EXPECT_NE(huge_id.body.find("18446744073709551615"), std::string::npos) << huge_id.body;
+  // stop: at most kMaxStopStrings strings of kMaxStopBytes bytes.
+  expect_error(post("/v1/completions", json{{"prompt", {1}}, {"stop", std::vector<std::string>(17, "x")}}.dump(), auth),
+               400, "invalid_value");
+  expect_error(post("/v1/completions", json{{"prompt", {1}}, {"stop", std::string(257, 'x')}}.dump(), auth), 400,
+               "invalid_value");
+  EXPECT_EQ(post("/v1/completions",
+                 json{{"prompt", {1}}, {"max_tokens", 2}, {"stop", std::vector<std::string>(16, std::string(256, 'x'))}}.dump(),
+                 auth)
+                .status,
+            200);
+  // min_tokens beyond the default max_tokens (16 for completions)
+  expect_error(post("/v1/completions", R"({"prompt":[1],"min_tokens":17})", auth), 400, "invalid_value");
   expect_error(post("/v1/completions", R"({"prompt":[1],"model":"gpt-4"})", auth), 404, "model_not_found");
   expect_error(post("/v1/completions", R"({"prompt":[1],"n":3})", auth), 400, "invalid_value");
   expect_error(post("/v1/chat/completions", R"({"messages":"hi"})", auth), 400, "invalid_type");
@@ -389,6 +407,86 @@ TEST_F(ServerTest, BadRequestsGetOpenAiErrors) {
   expect_error(post("/v1/completions", "{\"prompt\":\"" + std::string(9 << 20, 'a') + "\"}", auth), 413,
                "request_too_large");
   EXPECT_EQ(post("/v1/completions", R"({"prompt":[1],"max_tokens":3})", auth).status, 200);
+}
+
+// Bytes that are not UTF-8 quoted back in an error message (a path, a JSON parse error that stops inside a
+// character) are written as U+FFFD: the answer is valid JSON and the server lives on.
+TEST_F(ServerTest, BytesThatAreNotUtf8GetAnErrorNotACrash) {
+  start();
+  auto raw = [&](const std::string& request) {
+    tcp::socket s = connect();
+    boost::asio::write(s, boost::asio::buffer(request));
+    return read_until_close(s);
+  };
+  auto post_raw = [&](const std::string& body) {
+    return raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  auto error_of = [](const std::string& out) {
+    const auto body = out.find("\r\n\r\n");
+    json j = json::parse(out.substr(body == std::string::npos ? 0 : body + 4), nullptr, false);  // strict UTF-8
+    return j.is_object() && j.contains("error") ? j["error"] : json();
+  };
+  std::string out = raw("GET /\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
+  EXPECT_NE(error_of(out).value("message", "").find("\xEF\xBF\xBD"), std::string::npos) << out;
+  out = raw("GET /v1/models/\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
+  EXPECT_EQ(error_of(out).value("code", ""), "model_not_found") << out;
+  for (const std::string body : {"{\"prompt\": \xE2\x80\x9Chello\xE2\x80\x9D}", "{\"prompt\": \xC3\xA9}",
+                                 "{\"prompt\": \"a\xff\"}"}) {
+    out = post_raw(body);
+    EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+    EXPECT_EQ(error_of(out).value("code", ""), "invalid_json") << out;
+  }
+  EXPECT_EQ(get("/health").status, 200);
+}
+
+// HEAD gets a GET's headers without the body; a transfer coding other than chunked is refused and the
+// connection closed (its body's end is unknown); an HTTP/1.0 client's stream is unframed and ends with
+// the connection.
+TEST_F(ServerTest, HeadUnsupportedTransferCodingsAndHttp10Streams) {
+  start();
+  auto raw = [&](const std::string& request) {
+    tcp::socket s = connect();
+    boost::asio::write(s, boost::asio::buffer(request));
+    return read_until_close(s);
+  };
+  std::string out = raw("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  const auto second = out.find("\r\n\r\nHTTP/1.1 200");  // the HEAD answer ends with its headers
+  ASSERT_NE(second, std::string::npos) << out;
+  const std::string get_body = out.substr(out.find("\r\n\r\n", second + 4) + 4);
+  EXPECT_EQ(json::parse(get_body)["status"], "ok");  // the only body: the GET's
+  EXPECT_NE(out.substr(0, second).find("Content-Length: " + std::to_string(get_body.size())), std::string::npos) << out;
+  out = raw("HEAD /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 405", 0), 0u) << out;
+  EXPECT_EQ(out.find("{"), std::string::npos) << out;
+
+  const std::string body = R"({"prompt":[7],"max_tokens":3})";
+  out = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n" + body);
+  EXPECT_EQ(out.rfind("HTTP/1.1 501", 0), 0u) << out;
+  EXPECT_NE(out.find("unsupported_transfer_encoding"), std::string::npos) << out;
+  EXPECT_EQ(out.find("HTTP/1.1", 1), std::string::npos) << out;  // the body was not read as a second request
+  out = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 501", 0), 0u) << out;
+
+  const std::string stream = R"({"prompt":[7],"max_tokens":3,"stream":true})";
+  out = raw("POST /v1/completions HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: " + std::to_string(stream.size()) +
+            "\r\n\r\n" + stream);
+  ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  const auto head_end = out.find("\r\n\r\n");
+  const std::string head = out.substr(0, head_end), events = out.substr(head_end + 4);
+  EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos) << head;
+  EXPECT_NE(head.find("Connection: close"), std::string::npos) << head;
+  std::string text, framed;
+  for (const std::string& data : sse_data(events)) {
+    framed += "data: " + data + "\n\n";
+    if (data != "[DONE]") text += json::parse(data)["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(framed, events);  // nothing but the events: no chunk sizes
+  EXPECT_EQ(sse_data(events).back(), "[DONE]");
+  EXPECT_EQ(text, expected_text({7}, 3));
 }
 
 TEST_F(ServerTest, QueueFullIs503WithRetryAfter) {

@@ -206,6 +206,40 @@ TEST(StreamDecoder, UnfinishedSequenceAtTheEndBecomesReplacement) {
   EXPECT_EQ(t->decode(ids), "\xEF\xBF\xBD");
 }
 
+// Malformed bytes before an unfinished sequence go out at once as U+FFFD; only the unfinished tail
+// waits (a run of lead bytes must not hold the stream back until the end).
+TEST(StreamDecoder, MalformedBytesGoAtOnceOnlyTheUnfinishedTailWaits) {
+  auto t = load_tokenizer("tiny");
+  auto byte_token = [&](unsigned char byte) {  // the byte-level token of one byte
+    for (TokenId id = 0; id < TokenId(t->vocab_size()); ++id)
+      if (t->decode_bytes({id}) == std::string(1, char(byte))) return id;
+    ADD_FAILURE() << "no token for byte " << int(byte);
+    return TokenId(0);
+  };
+  const std::vector<TokenId> emoji = {byte_token(0xF0), byte_token(0x9F), byte_token(0x98), byte_token(0x80)};
+  const TokenId lead = emoji[0];
+  std::vector<TokenId> ids = {lead, lead, lead, emoji[0], emoji[1], emoji[2], emoji[3]};
+  ASSERT_EQ(t->encode("!", false).size(), 1u);
+  ids.push_back(t->encode("!", false)[0]);
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::vector<std::string> want = {"", fffd, fffd, fffd, "", "", "\xF0\x9F\x98\x80", "!"};
+  StreamDecoder stream(*t);
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string piece = stream.push(ids[i]);
+    EXPECT_EQ(piece, want[i]) << "push " << i;
+    out += piece;
+  }
+  out += stream.finish();
+  EXPECT_EQ(out, t->decode(ids));
+
+  StreamDecoder tail(*t);  // lead bytes to the end: all but the last at once, the last one at finish()
+  std::string pieces;
+  for (int i = 0; i < 3; ++i) pieces += tail.push(lead);
+  EXPECT_EQ(pieces, fffd + fffd);
+  EXPECT_EQ(tail.finish(), fffd);
+}
+
 TEST(Chat, FormatsAndDetection) {
   std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", " Hi "}};
   EXPECT_EQ(format_chat(ChatFormat::llama3, m, true, "<|begin_of_text|>"),

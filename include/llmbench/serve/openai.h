@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/tokenizer.h"
 
@@ -23,6 +25,10 @@ class ApiError : public Error {
 };
 
 // 400 invalid_request_error naming `param`.
+// Limits of a request's `stop` (OpenAI allows 4 strings): each token is matched against each string.
+constexpr std::size_t kMaxStopStrings = 16;
+constexpr std::size_t kMaxStopBytes = 256;
+
 ApiError bad_request(const std::string& param, const std::string& message, const std::string& code = "invalid_value");
 
 enum class Endpoint { completions, chat };
@@ -59,6 +65,10 @@ int resolve_max_tokens(const CompletionRequest& request, std::size_t prompt_len,
 
 // {"error": {...}}
 std::string error_json(const ApiError& error);
+
+// value.dump(), with bytes that are not UTF-8 (a client's, quoted in a message) written as U+FFFD
+// instead of throwing.
+std::string dump_json(const nlohmann::json& value);
 
 // Appends `text` as a JSON string literal (quotes included); `text` is valid UTF-8.
 void append_json_string(std::string& out, std::string_view text);

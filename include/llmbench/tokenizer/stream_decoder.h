@@ -7,7 +7,8 @@
 namespace llmbench {
 
 // Incremental detokenizer: push ids as they are generated; each push returns the new text, never a
-// partial UTF-8 sequence (bytes of an unfinished code point wait for the next ids). The pieces
+// partial UTF-8 sequence (the bytes of an unfinished code point at the end wait for the next ids;
+// malformed bytes before them go at once, as U+FFFD). The pieces
 // concatenated equal tokenizer.decode(all ids).
 class StreamDecoder {
  public:
@@ -24,6 +25,7 @@ class StreamDecoder {
   std::vector<TokenId> ids_;
   std::size_t prefix_ = 0;  // first id of the window decoded together (keeps first-token rules out)
   std::size_t read_ = 0;    // ids before this one have been emitted
+  std::size_t sent_ = 0;    // bytes of the unread ids' text emitted already (all but an unfinished tail)
 };
 
 }  // namespace llmbench
