@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "command.h"
 #include "llmbench/dist/dist_env.h"
@@ -16,6 +17,7 @@
 #include "llmbench/config/compare_config.h"
 #include "llmbench/load/runner.h"
 #include "llmbench/report/format.h"
+#include "run_options_cli.h"
 #include "llmbench/runner/duration.h"
 #include "llmbench/runner/runner.h"
 
@@ -40,6 +42,9 @@ void add_compare_command(CLI::App& root, Commands& out) {
       ->capture_default_str();
   out.push_back({app, [st] {
                    ComparePlan plan = load_compare_config(st->config);
+                   for (RunOptions& m : plan.models)  // read now: every file checked before any work
+                     if (m.prompt_file) m.prompt = read_prompt_file(*std::exchange(m.prompt_file, std::nullopt),
+                                                                    cat(st->config, ": ", m.label.empty() ? m.model : m.label, ": prompt_file"));
                    for (const auto& t : plan.loads) {
                      try {
                        validate(t.options);
@@ -48,7 +53,10 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      }
                    }
                    parse_format(st->format);
-                   if (!st->output.empty() && dist::process_rank() == 0) check_writable(st->output);
+                   if (!st->output.empty() && dist::process_rank() == 0) {
+                     check_writable(st->output);
+                     check_not_an_input(st->output, {st->config});
+                   }
                    install_interrupt_handlers();
                    Results all;
                    bool first = true;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "run_options_cli.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/bench/device_env.h"
@@ -111,7 +112,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
   out.push_back({app, [opt] {
                    if (!opt->prompt_file.empty()) {
                      if (opt->prompt) throw UsageError("give --prompt or --prompt-file, not both");
-                     opt->prompt = read_file(opt->prompt_file);
+                     opt->prompt = read_prompt_file(opt->prompt_file, "--prompt-file");
                    }
                    if (opt->prompt.has_value() == !opt->prompt_ids.empty())
                      throw UsageError("give exactly one of --prompt-ids, --prompt or --prompt-file");

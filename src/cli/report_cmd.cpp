@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "command.h"
 #include "llmbench/base/error.h"
@@ -12,12 +15,32 @@ namespace llmbench::cli {
 
 namespace {
 
+// Deepest nesting of arrays and objects, counted without recursion (a hostile file must not overflow the
+// stack here, nor later when the page embeds it).
+std::size_t json_depth(const nlohmann::json& root) {
+  std::size_t deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, std::size_t>> todo{{&root, 1}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    deepest = std::max(deepest, depth);
+    for (const auto& child : *v) todo.push_back({&child, depth + 1});
+  }
+  return deepest;
+}
+
 nlohmann::json load_gate(const std::string& path) {
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(read_file(path));
+    j = nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
     throw Error(cat(path, ": not valid JSON: ", e.what()));
   }
+  constexpr std::size_t kMaxDepth = 32;  // a verdict file (llmbench gate --json) nests 5 levels
+  if (const std::size_t depth = json_depth(j); depth > kMaxDepth)
+    throw Error(cat(path, ": nested ", depth, " levels deep, not a gate verdict file (at most ", kMaxDepth, ")"));
+  return j;
 }
 
 // File names as shown in the page: the base names, unless two files share one.
@@ -54,7 +77,12 @@ void add_report_command(CLI::App& root, Commands& out) {
   out.push_back({app, [opt] {
                    if (opt->format == "html" && opt->output.empty())
                      throw UsageError("report: --output (-o) is required for --format html");
-                   if (!opt->output.empty()) check_writable(opt->output);
+                   if (!opt->output.empty()) {
+                     check_writable(opt->output);
+                     std::vector<std::string> read = opt->inputs;
+                     read.push_back(opt->gate);
+                     check_not_an_input(opt->output, read);
+                   }
                    // Everything is read and checked before anything is written.
                    std::vector<ReportInput> inputs;
                    const std::vector<std::string> names = display_names(opt->inputs);

@@ -83,7 +83,10 @@ void add_run_command(CLI::App& root, Commands& out) {
                    RunOptions options = finish_run_flags(st->flags);
                    parse_format(st->format);
                    const bool rank0 = dist::process_rank() == 0;  // only rank 0 prints and writes
-                   if (!st->output.empty() && rank0) check_writable(st->output);
+                   if (!st->output.empty() && rank0) {
+                     check_writable(st->output);
+                     check_not_an_input(st->output, {st->flags.prompt_file});
+                   }
                    install_interrupt_handlers();
                    RunHooks hooks;
                    hooks.measure_ceilings = !st->no_roofline;

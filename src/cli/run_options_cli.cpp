@@ -7,10 +7,25 @@
 #include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench::cli {
+
+std::string read_prompt_file(const std::string& path, const std::string& what) {
+  std::string text;
+  try {
+    text = read_file(path, kMaxPromptFileBytes);
+  } catch (const Error& e) {
+    throw UsageError(cat(what, ": ", e.what()));
+  }
+  if (text.empty()) throw UsageError(cat(what, ": ", path, " is empty"));
+  const std::size_t bad = utf8::first_invalid(text);
+  if (bad != text.size()) throw UsageError(cat(what, ": ", path, " is not valid UTF-8 at byte offset ", bad));
+  return text;
+}
+
 namespace {
 
 std::vector<std::string> split_commas(const std::string& s, const std::string& flag) {
   std::vector<std::string> out;
+  if (!s.empty() && s.back() == ',') throw UsageError(cat(flag, ": empty value in '", s, "'"));  // getline drops it
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -96,11 +111,7 @@ RunOptions finish_run_flags(RunFlags& f) {
   o.kv_dtype = split_commas(f.kv_dtype, "--kv-dtype");
   if (!f.prompt_file.empty()) {
     if (o.prompt) throw UsageError("give --prompt or --prompt-file, not both");
-    o.prompt = read_file(f.prompt_file);
-    if (o.prompt->empty()) throw UsageError(cat("--prompt-file: ", f.prompt_file, " is empty"));
-    const std::size_t bad = utf8::first_invalid(*o.prompt);
-    if (bad != o.prompt->size())
-      throw UsageError(cat("--prompt-file: ", f.prompt_file, " is not valid UTF-8 at byte offset ", bad));
+    o.prompt = read_prompt_file(f.prompt_file, "--prompt-file");
   }
   o.cuda_graph = !f.no_cuda_graph;
   o.fused = !f.no_fused;

@@ -18,6 +18,11 @@ struct RunFlags {
   bool no_fused = false;
 };
 
+// The text of a prompt file: not empty, valid UTF-8, at most kMaxPromptFileBytes; UsageError naming
+// `what` (the flag or YAML key) and the file otherwise.
+constexpr std::size_t kMaxPromptFileBytes = std::size_t(64) << 20;
+std::string read_prompt_file(const std::string& path, const std::string& what);
+
 // Adds --model, the sweep axes and every other run option to `app`.
 void add_run_flags(CLI::App& app, RunFlags& f);
 // Parses the comma lists and the prompt file into f.options; throws UsageError naming the flag.

@@ -11,6 +11,9 @@ namespace {
 template <class T>
 void require_nonempty(const std::vector<T>& axis, const char* name) {
   if (axis.empty()) throw UsageError(cat("--", name, ": needs at least one value"));
+  for (std::size_t i = 0; i < axis.size(); ++i)  // the same point twice would be measured twice
+    if (std::find(axis.begin(), axis.begin() + std::ptrdiff_t(i), axis[i]) != axis.begin() + std::ptrdiff_t(i))
+      throw UsageError(cat("--", name, ": ", axis[i], " is given twice"));
 }
 
 void require_at_least_one(const std::vector<int>& axis, const char* name) {

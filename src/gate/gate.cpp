@@ -93,6 +93,16 @@ std::string describe(const PointParams& p) {
   return os.str();
 }
 
+// The file's points by their full key; two points with the same parameters make the match ambiguous.
+std::map<std::string, const PointResult*> points_by_key(const Results& r, const std::string& name) {
+  std::map<std::string, const PointResult*> out;
+  for (const auto& p : r.points)
+    if (!out.emplace(point_key(p, true), &p).second)
+      throw UsageError(cat(name, ": two points with the same parameters (", describe(p.params),
+                           "): the gate cannot tell which to compare"));
+  return out;
+}
+
 template <class F>
 std::set<std::string> collect(const Results& r, F f) {
   std::set<std::string> out;
@@ -344,36 +354,42 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
   if (baseline.interrupted) report.notes.push_back("the baseline file is from an interrupted run");
   if (current.interrupted) report.notes.push_back("the current file is from an interrupted run");
 
-  const bool with_dtype = b_dtypes == c_dtypes;
-  std::map<std::string, const PointResult*> current_by_key;
-  for (const auto& p : current.points) current_by_key.emplace(point_key(p, with_dtype), &p);
-  std::set<std::string> matched;
+  const std::map<std::string, const PointResult*> current_by_key = points_by_key(current, current_name);
+  points_by_key(baseline, baseline_name);  // a baseline point given twice is refused as well
+  std::set<const PointResult*> matched;
 
   for (const auto& b : baseline.points) {
     PointVerdict pv;
     pv.params = b.params;
-    const std::string key = point_key(b, with_dtype);
-    auto it = current_by_key.find(key);
-    if (b.status != "ok") {
-      matched.insert(key);
-      report.notes.push_back(cat(describe(b.params), ": not gated, the baseline point ", b.status,
-                                 b.error.empty() ? "" : ": " + b.error));
+    const PointResult* found = nullptr;
+    if (auto it = current_by_key.find(point_key(b, true)); it != current_by_key.end()) {
+      found = it->second;
+    } else if (!c_dtypes.count(b.params.dtype)) {
+      // The dtype changed (allowed above): the one current point equal but for a dtype the baseline lacks.
+      for (const auto& c : current.points)
+        if (!b_dtypes.count(c.params.dtype) && point_key(c, false) == point_key(b, false)) {
+          found = found ? nullptr : &c;
+          if (!found) break;  // two candidates: no match
+        }
+    }
+    if (found) matched.insert(found);
+    const bool no_runs = found && found->status == "ok" && !found->load && found->runs.empty();
+    if (b.status != "ok" || (!b.load && b.runs.empty())) {
+      report.notes.push_back(cat(describe(b.params), ": not gated, the baseline point ",
+                                 b.status == "ok" ? "has no runs" : b.status, b.error.empty() ? "" : ": " + b.error));
       continue;
     }
-    if (it == current_by_key.end() || it->second->status != "ok") {
+    if (!found || found->status != "ok" || no_runs) {
       pv.verdict = Verdict::missing;
-      pv.reason = it == current_by_key.end()
-                      ? std::string("no such point in the current file")
-                      : cat("the current point ", it->second->status,
-                            it->second->error.empty() ? "" : ": " + it->second->error);
-      if (it != current_by_key.end()) matched.insert(key);
+      pv.reason = !found  ? std::string("no such point in the current file")
+                  : no_runs ? std::string("the current point has no runs")
+                            : cat("the current point ", found->status, found->error.empty() ? "" : ": " + found->error);
       if (config.allow_missing) pv.reason += " (allowed)";
       else ++report.regressions;
       report.points.push_back(pv);
       continue;
     }
-    matched.insert(key);
-    const PointResult& c = *it->second;
+    const PointResult& c = *found;
     for (const auto& gm : config.metrics) {
       if (!applies(b, gm.name)) continue;
       MetricVerdict mv = is_memory(gm.name) ? judge_memory(b, c, gm) : judge_runs(b, c, gm, config.max_cv);
@@ -383,8 +399,8 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     if (pv.verdict == Verdict::regressed) ++report.regressions;
     report.points.push_back(pv);
   }
-  for (const auto& [key, p] : current_by_key)
-    if (!matched.count(key)) report.notes.push_back(cat(describe(p->params), ": new point, not in the baseline"));
+  for (const auto& p : current.points)
+    if (!matched.count(&p)) report.notes.push_back(cat(describe(p.params), ": new point, not in the baseline"));
   return report;
 }
 

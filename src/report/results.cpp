@@ -339,8 +339,8 @@ PointResult point_from(const Node& n) {
   PointResult p;
   p.params = params_from(n.object("params"));
   p.status = n.string("status");
-  if (p.status != "ok" && p.status != "failed" && p.status != "skipped")
-    throw Error(cat(n.child_path("status"), ": expected ok, failed or skipped, got '", p.status, "'"));
+  if (p.status != "ok" && p.status != "failed" && p.status != "skipped" && p.status != "interrupted")
+    throw Error(cat(n.child_path("status"), ": expected ok, failed, skipped or interrupted, got '", p.status, "'"));
   n.opt("error", p.error);
   n.opt("weights", p.weights);
   if (p.weights != "random" && p.weights != "checkpoint" && p.weights != "unknown")
@@ -490,7 +490,7 @@ Results load_results(const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number such as 1e400
     throw Error(cat(path, ": not valid JSON: ", e.what()));
   }
   try {

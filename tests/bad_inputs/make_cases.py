@@ -180,6 +180,8 @@ yaml = {
     "yaml_duplicate": "models:\n  - model: tiny\n    label: a\n  - model: tiny\n    label: a\n",
     "yaml_bad_batch": "matrix:\n  batch: [1, 0]\nmodels:\n  - model: tiny\n",
     "yaml_tabs": "models:\n\t- model: tiny\n",
+    "yaml_prompt_file_absent": "defaults:\n  device: cpu\nmodels:\n  - model: tiny\n    prompt_file: absent-prompt.txt\n",
+    "yaml_batch_twice": "matrix:\n  batch: [1, 1]\nmodels:\n  - model: tiny\n",
 }
 for name, text in yaml.items():
     raw_file(name + ".yaml", text.encode())

@@ -157,6 +157,11 @@ expect too_long "more than --max-minutes 30" run --model tiny --device cpu --pro
   --warmup 0 --runs 10000000 --trim 0 --no-roofline --output @OUT@
 # Out of memory by the estimate: refused before allocating anything.
 expect oom_estimate "out of memory" run --model tiny "${small[@]}" --batch 50000000 --output @OUT@
+expect batch_twice "--batch: 1 is given twice" run --model tiny "${small[@]}" --batch 1,2,1 --output @OUT@
+expect temperature_twice "--temperature: 0 is given twice" run --model tiny "${small[@]}" --temperature 0,0.0 --output @OUT@
+expect batch_trailing_comma "--batch: empty value" run --model tiny "${small[@]}" --batch 1, --output @OUT@
+# A prompt "file" that never ends: refused at its size limit, not read until memory runs out.
+expect prompt_file_endless "/dev/zero: larger than 64 MiB" run --model tiny "${small[@]}" --prompt-file /dev/zero --output @OUT@
 
 # ---- compare: YAML
 cmp_case() { expect "$1" "$2" compare "$in/$1.yaml" --output @OUT@; }
@@ -170,6 +175,8 @@ cmp_case yaml_duplicate "label"
 cmp_case yaml_bad_batch "batch"
 cmp_case yaml_tabs "yaml_tabs.yaml"
 cmp_case yaml_binary "yaml_binary.yaml"
+cmp_case yaml_prompt_file_absent "absent-prompt.txt"
+cmp_case yaml_batch_twice "1 is given twice"
 expect yaml_absent "no-such.yaml" compare "$in/no-such.yaml" --output @OUT@
 
 # ---- results JSON for gate and report
@@ -199,6 +206,19 @@ expect out_no_dir "/nonexistent-dir-llmbench/r.json" run --model tiny "${small[@
 expect out_is_dir "$in" run --model tiny "${small[@]}" --output "$in"
 expect out_under_file "empty.txt/r.json" compare "$root/configs/tiny-ci.yaml" --output "$in/empty.txt/r.json"
 expect out_report_no_dir "/nonexistent-dir-llmbench/r.html" report "$good" -o /nonexistent-dir-llmbench/r.html
+# The output path is one of the inputs: refused, the input left intact.
+cp "$good" "$in/self.json"
+printf 'a prompt\n' >"$in/self_prompt.txt"
+expect out_is_input_report "self.json: is also an input" report "$in/self.json" -o "$in/self.json"
+expect out_is_input_run "self_prompt.txt: is also an input" run --model tiny "${small[@]}" --prompt-file "$in/self_prompt.txt" \
+  --output "$in/self_prompt.txt"
+cp "$root/configs/tiny-ci.yaml" "$in/self.yaml"
+expect out_is_input_compare "self.yaml: is also an input" compare "$in/self.yaml" --output "$in/self.yaml"
+if ! cmp -s "$good" "$in/self.json" || [ "$(cat "$in/self_prompt.txt")" != "a prompt" ] ||
+   ! cmp -s "$root/configs/tiny-ci.yaml" "$in/self.yaml"; then
+  failed+=(out_is_input_intact)
+  echo "FAIL out_is_input_intact: an input given as the output was changed"
+fi
 expect out_logits_no_dir "/nonexistent-dir-llmbench/l.json" generate --model tiny --device cpu --prompt-ids 1,2 \
   --dump-logits /nonexistent-dir-llmbench/l.json
 

@@ -171,6 +171,57 @@ TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {
   EXPECT_EQ(r.points[0].verdict, Verdict::unchanged);
 }
 
+// With both files holding a dtype, points pair by it; only a dtype the other file lacks pairs across.
+TEST(Gate, PointsPairByDtypeWhereBothFilesHaveIt) {
+  GateConfig allow;
+  allow.allow_env_mismatch = true;
+  auto with_dtype = [](PointResult p, const std::string& dtype) {
+    p.params.dtype = dtype;
+    return p;
+  };
+  Results base = results({with_dtype(point(1, 100, 0.01), "bfloat16")});
+  Results cur = results({with_dtype(point(1, 200, 0.01), "float32"), with_dtype(point(1, 100, 0.01), "bfloat16")});
+  GateReport r = run_gate(base, cur, allow);
+  EXPECT_EQ(r.exit_code(), 0);  // bf16 against bf16, not against the float32 point at twice the time
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::unchanged);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("float32: new point"), std::string::npos) << r.notes[0];
+  // The other way round, the float32 baseline point is missing, not judged against bf16.
+  r = run_gate(cur, base, allow);
+  EXPECT_EQ(r.exit_code(), 1);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[1].verdict, Verdict::unchanged);
+}
+
+// A current point without runs, or interrupted, is missing (never a pass); the same point twice in one
+// file is refused.
+TEST(Gate, EmptyInterruptedAndDuplicatePoints) {
+  Results base = results({point(1, 100, 0.01), point(2, 100, 0.01)});
+  Results cur = results({point(1, 100, 0.01), point(2, 100, 0.01)});
+  cur.points[0].runs.clear();
+  cur.points[1].status = "interrupted";
+  GateReport r = run_gate(base, cur, GateConfig{});
+  EXPECT_EQ(r.exit_code(), 1);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[0].reason, "the current point has no runs");
+  EXPECT_EQ(r.points[1].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[1].reason, "the current point interrupted");
+  base.points[1].status = "interrupted";  // not judged, a note says why
+  r = run_gate(base, results({point(1, 100, 0.01), point(2, 100, 0.01)}), GateConfig{});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.points.size(), 1u);
+  Results twice = results({point(1, 100, 0.01), point(1, 150, 0.01)});
+  try {
+    run_gate(results({point(1, 100, 0.01)}), twice, GateConfig{}, "base.json", "cur.json");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cur.json: two points with the same parameters"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Gate, MalformedFilesAreInputErrors) {
   auto path = (std::filesystem::temp_directory_path() / "llmbench_gate_bad.json").string();
   write_file_atomic(path, R"({"schema_version": 1, "env": {}, "points": [{"params": {"model": "tiny"}}]})");

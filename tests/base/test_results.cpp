@@ -205,7 +205,7 @@ TEST(Results, MalformedInputNamesTheJsonPath) {
   EXPECT_EQ(error_of(j), "points: expected an array, got object");
   j = good;
   j["points"][0]["status"] = "great";
-  EXPECT_EQ(error_of(j), "points[0].status: expected ok, failed or skipped, got 'great'");
+  EXPECT_EQ(error_of(j), "points[0].status: expected ok, failed, skipped or interrupted, got 'great'");
   EXPECT_EQ(error_of(json::array()), "expected a JSON object at the top level, got array");
 }
 

@@ -87,4 +87,18 @@ if [ ${#gate_args[@]} -gt 0 ]; then
   echo '{"passed": ' >"$tmp/badgate.json"
   "$bin" report "$sample" --gate "$tmp/badgate.json" -o "$tmp/g.html" 2>/dev/null; [ $? -eq 1 ] || fail "bad gate JSON should exit 1"
 fi
+# -o through a symbolic link replaces the link's target and keeps the link; -o to a FIFO (or a device:
+# /dev/stdout, /dev/null) writes into it and leaves it what it was.
+echo old >"$tmp/target.md"
+ln -s target.md "$tmp/link.md"
+"$bin" report "$sample" --format md -o "$tmp/link.md" || fail "report -o a symbolic link exited non-zero"
+[ -L "$tmp/link.md" ] || fail "the symbolic link was replaced by a file"
+grep -q '| TTFT' "$tmp/target.md" || fail "the link's target was not written: $(head -3 "$tmp/target.md")"
+mkfifo "$tmp/fifo"
+timeout 20 cat "$tmp/fifo" >"$tmp/from_fifo" &
+reader=$!
+timeout 20 "$bin" report "$sample" --format md -o "$tmp/fifo" || fail "report -o a FIFO exited non-zero"
+wait "$reader"
+[ -p "$tmp/fifo" ] || fail "the FIFO was replaced by a file"
+cmp -s "$tmp/from_fifo" "$tmp/target.md" || fail "the FIFO's reader did not get the tables"
 echo "report: all checks passed"
