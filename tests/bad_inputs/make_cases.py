@@ -205,4 +205,6 @@ results_case("res_runs_string.json", lambda r: r["points"][0].__setitem__("runs"
 raw_file("res_truncated.json", json.dumps(base).encode()[:700])
 raw_file("res_not_json.json", b"\x89PNG\r\n\x1a\n not json at all")
 raw_file("gate_verdict_bad.json", b"{\"verdicts\": [")
+raw_file("gate_verdict_deep.json", b"{\"a\":" + b"[" * 100000 + b"]" * 100000 + b"}")
+raw_file("res_1e400.json", json.dumps(base).replace('"trim": ', '"trim": 1e400, "x": ', 1).encode())
 raw_file("gate_config_bad.yaml", b"metrics:\n  ttft_ms: {max_regress: lots}\n")

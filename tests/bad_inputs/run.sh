@@ -189,6 +189,14 @@ gate res_point_no_params.json
 gate res_runs_string.json
 gate res_truncated.json
 gate res_not_json.json
+gate res_1e400.json
+# Every results file gate cannot read is bad input: exit 2 (docs/ci.md), not 1 (a regression).
+for f in res_schema9.json res_truncated.json res_not_json.json res_1e400.json; do
+  cases=$((cases + 1))
+  "$bin" gate --baseline "$good" --current "$in/$f" >/dev/null 2>&1
+  rc=$?
+  [ "$rc" = 2 ] || { failed+=("gate_exit_$f"); echo "FAIL gate_exit_$f: exit $rc, want 2"; }
+done
 expect gate_baseline_absent "absent.json" gate --baseline "$in/absent.json" --current "$good"
 expect gate_config_bad "gate_config_bad.yaml" gate --baseline "$good" --current "$good" --config "$in/gate_config_bad.yaml"
 report() { expect "report_$1" "$1" report "$good" "$in/$1" -o @OUT@; }
@@ -200,6 +208,7 @@ report res_truncated.json
 report res_not_json.json
 expect report_md_schema9 "res_schema9.json" report "$in/res_schema9.json" --format md -o @OUT@
 expect report_gate_bad "gate_verdict_bad.json" report "$good" --gate "$in/gate_verdict_bad.json" -o @OUT@
+expect report_gate_deep "gate_verdict_deep.json: nested 100001 levels deep" report "$good" --gate "$in/gate_verdict_deep.json" -o @OUT@
 
 # ---- unwritable output paths (the run must not start)
 expect out_no_dir "/nonexistent-dir-llmbench/r.json" run --model tiny "${small[@]}" --output /nonexistent-dir-llmbench/r.json

@@ -106,6 +106,12 @@ assert d["interrupted"] is True
 p=d["points"][0]
 assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
 ' "$tmp/int.json" || fail "interrupted file"
+# The readers take what the writer wrote: report shows the interrupted point, gate does not judge it.
+"$bin" report "$tmp/int.json" --format md >"$tmp/int.md" 2>"$tmp/err.txt" || fail "report of an interrupted file: $(cat "$tmp/err.txt")"
+grep -q 'interrupted' "$tmp/int.md" || fail "report does not show the interrupted point"
+"$bin" gate --baseline "$tmp/int.json" --current "$tmp/int.json" >"$tmp/gate.txt" 2>"$tmp/err.txt" \
+  || fail "gate of an interrupted file against itself: exit $?: $(cat "$tmp/err.txt")"
+grep -q 'not gated, the baseline point interrupted' "$tmp/gate.txt" || fail "gate does not say the point was not judged: $(cat "$tmp/gate.txt")"
 
 # SIGTERM (what CI runners and `timeout` send) does the same and exits 143; the old file is replaced whole.
 echo 'previous content' >"$tmp/term.json"
@@ -133,4 +139,18 @@ grep -q 'tiny-bf16' "$tmp/cmp.txt" || fail "compare table lacks the second model
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["points"])==8, len(d["points"])' "$tmp/cmp.json" \
   || fail "compare points"
 "$bin" gate --baseline "$tmp/cmp.json" --current "$tmp/cmp.json" >/dev/null || fail "gate of a file against itself"
+
+# compare: a model entry's prompt_file (relative to the YAML) is the prompt, as --prompt-file is for run.
+mkdir -p "$tmp/pf"
+printf 'The quick brown fox jumps over the lazy dog. ' >"$tmp/pf/p.txt"
+printf 'defaults: {device: cpu, warmup: 0, runs: 3, trim: 0, batch: 1, prompt_len: 8, max_new_tokens: 2}\nmodels:\n  - {model: tiny, label: from-file, prompt_file: p.txt}\n' >"$tmp/pf/c.yaml"
+"$bin" compare "$tmp/pf/c.yaml" --output "$tmp/pf/r.json" >/dev/null 2>"$tmp/err.txt" || fail "compare with prompt_file: $(cat "$tmp/err.txt")"
+"$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 2 --warmup 0 --runs 3 --trim 0 \
+  --no-roofline --prompt-file "$tmp/pf/p.txt" --output "$tmp/pf/run.json" >/dev/null 2>&1 || fail "run --prompt-file"
+python3 - "$tmp/pf/r.json" "$tmp/pf/run.json" <<'PY' || fail "compare's prompt_file is not the prompt"
+import json, sys
+c, r = (json.load(open(f))["points"][0] for f in sys.argv[1:])
+assert c["prompt_source"] == "text-cut", c["prompt_source"]
+assert c["outputs"]["first_run_ids"] == r["outputs"]["first_run_ids"], (c["outputs"], r["outputs"])
+PY
 echo "run: all checks passed"
