@@ -92,7 +92,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
   app->add_option("--chat-format", opt->chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
   app->add_option("--prompt-ids", opt->prompt_ids, "Token ids: \"1,2,3;4,5,6\" (';' separates the prompts of a batch)");
   app->add_option("--max-new-tokens", opt->max_new_tokens, "New tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  app->add_option("--temperature", opt->temperature, "0: greedy")->capture_default_str();
+  app->add_option("--temperature", opt->temperature, "0: greedy")->capture_default_str()->check(CLI::Range(0.0, 1e6));
   app->add_option("--top-k", opt->top_k, "0: off")->capture_default_str();
   app->add_option("--top-p", opt->top_p, "1: off")->capture_default_str();
   app->add_option("--seed", opt->seed, "Sampling seed (and random-weights seed)")->capture_default_str();

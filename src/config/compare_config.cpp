@@ -348,7 +348,10 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
   Context ctx{name};
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)  // what follows a `---` would be silently ignored
+      throw UsageError(cat(name, ": ", docs.size(), " YAML documents (separated by ---); expected one"));
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& e) {
     throw UsageError(cat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
   }

@@ -51,6 +51,7 @@ void validate(const RunOptions& o) {
     throw UsageError(cat("--fp8-gemm: unknown value '", o.fp8_gemm, "' (expected one of: dequant, scaled-mm)"));
   if (o.warmup < 0) throw UsageError(cat("--warmup: ", o.warmup, " is not allowed (must be >= 0)"));
   if (o.trim < 0) throw UsageError(cat("--trim: ", o.trim, " is not allowed (must be >= 0)"));
+  if (o.runs < 1) throw UsageError(cat("--runs: ", o.runs, " is not allowed (must be >= 1)"));
   if (o.runs <= 2 * o.trim)
     throw UsageError(cat("--runs ", o.runs, " with --trim ", o.trim,
                          ": trimming would drop every run (need runs > 2 * trim)"));

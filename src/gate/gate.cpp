@@ -272,7 +272,10 @@ bool boolean(const std::string& file, const YAML::Node& n, const std::string& pa
 GateConfig parse_gate_config(const std::string& text, const std::string& name) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)  // what follows a `---` would be silently ignored
+      throw UsageError(cat(name, ": ", docs.size(), " YAML documents (separated by ---); expected one"));
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& e) {
     throw UsageError(cat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
   }
@@ -420,13 +423,13 @@ std::string gate_markdown(const GateReport& r) {
   os << "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
   for (const auto& p : r.points) {
     if (p.verdict == Verdict::missing) {
-      os << "| " << describe(p.params) << " | | | | | | | **missing**: " << p.reason << " |\n";
+      os << "| " << md_escape(describe(p.params)) << " | | | | | | | **missing**: " << p.reason << " |\n";
       continue;
     }
     for (const auto& m : p.metrics) {
       const bool bad = m.verdict == Verdict::regressed;
       auto value = [&](double v) { return is_memory(m.metric) ? format_bytes(std::uint64_t(v)) : number(v); };
-      os << "| " << describe(p.params) << " | " << m.metric << " | " << value(m.baseline) << " | "
+      os << "| " << md_escape(describe(p.params)) << " | " << m.metric << " | " << value(m.baseline) << " | "
          << value(m.current) << " | " << (m.ratio > 0 ? signed_percent(m.ratio) : "") << " | "
          << (m.has_ci ? cat("[", signed_percent(m.ci_lo), ", ", signed_percent(m.ci_hi), "]") : "") << " | "
          << percent(m.threshold) << " | " << (bad ? "**" : "") << to_string(m.verdict) << (bad ? "**" : "");

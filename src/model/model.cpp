@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <torch/version.h>
+
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
 #include "llmbench/bench/device_env.h"
@@ -33,6 +35,10 @@ std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
   m->dtype_ = parse_dtype(o.dtype);
   const AttnImpl attn = parse_attn(o.attn);
   m->device_ = torch::Device(resolve_device(o.device));
+#if TORCH_VERSION_MAJOR < 2
+  if (m->dtype_ == torch::kFloat16 && m->device_.is_cpu())  // found before the weights load, not by the first matmul
+    throw UsageError("--dtype float16: libtorch 1.x has no float16 matrix multiply on the CPU; use float32 or bfloat16");
+#endif
   const WeightFormat quant = parse_weight_format(o.quant);
   if (quant == WeightFormat::fp8) check_fp8_supported(m->device_);
   ResolvedModel r = resolve_model(o.model);

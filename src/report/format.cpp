@@ -13,6 +13,15 @@ namespace llmbench {
 
 using nlohmann::json;
 
+std::string md_escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '|') out += "\\|";
+    else out += ch == '\n' || ch == '\r' ? ' ' : ch;
+  }
+  return out;
+}
+
 Format parse_format(const std::string& name) {
   if (name == "table") return Format::table;
   if (name == "md") return Format::md;
@@ -253,12 +262,6 @@ std::string csv_field(const json& v) {
   std::string q = "\"";
   for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
   return q + "\"";
-}
-
-std::string md_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch == '\n' ? ' ' : ch);
-  return out;
 }
 
 std::string render(const std::vector<Column>& all, const std::vector<PointResult>& points, Format format) {

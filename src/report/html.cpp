@@ -633,12 +633,7 @@ void write_table_html(std::ostringstream& os, const Table& t) {
 }
 
 std::string md_cell(const std::string& c) {
-  std::string out;
-  for (char ch : c) {
-    if (ch == '|') out += "\\|";
-    else if (ch == '\n' || ch == '\r') out += ' ';
-    else out += ch;
-  }
+  const std::string out = md_escape(c);
   return out.empty() ? " " : out;
 }
 

@@ -182,6 +182,7 @@ yaml = {
     "yaml_tabs": "models:\n\t- model: tiny\n",
     "yaml_prompt_file_absent": "defaults:\n  device: cpu\nmodels:\n  - model: tiny\n    prompt_file: absent-prompt.txt\n",
     "yaml_batch_twice": "matrix:\n  batch: [1, 1]\nmodels:\n  - model: tiny\n",
+    "yaml_two_documents": "models:\n  - model: tiny\n---\nmodels:\n  - model: other\n",
 }
 for name, text in yaml.items():
     raw_file(name + ".yaml", text.encode())

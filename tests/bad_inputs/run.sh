@@ -146,6 +146,7 @@ expect ids_empty_prompt "--prompt-ids" generate --model tiny --device cpu --prom
 # ---- run options
 expect batch_zero "--batch" run --model tiny "${small[@]}" --batch 0 --output @OUT@
 expect runs_le_2trim "--trim" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs 4 --trim 2 --output @OUT@
+expect runs_negative "--runs: -1 is not allowed" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs -1 --trim 0 --output @OUT@
 expect runs_zero "--runs" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs 0 --trim 0 --output @OUT@
 expect temperature_negative "--temperature" run --model tiny "${small[@]}" --temperature -1 --output @OUT@
 expect top_p_above_one "--top-p" run --model tiny "${small[@]}" --top-p 2 --output @OUT@
@@ -177,6 +178,7 @@ cmp_case yaml_tabs "yaml_tabs.yaml"
 cmp_case yaml_binary "yaml_binary.yaml"
 cmp_case yaml_prompt_file_absent "absent-prompt.txt"
 cmp_case yaml_batch_twice "1 is given twice"
+cmp_case yaml_two_documents "2 YAML documents"
 expect yaml_absent "no-such.yaml" compare "$in/no-such.yaml" --output @OUT@
 
 # ---- results JSON for gate and report

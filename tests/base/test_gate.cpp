@@ -222,6 +222,19 @@ TEST(Gate, EmptyInterruptedAndDuplicatePoints) {
   }
 }
 
+// A label with | or a line break stays inside its Markdown cell (PR comments render the table).
+TEST(Gate, MarkdownEscapesLabels) {
+  PointResult b = point(1, 100, 0.01), c = point(1, 100, 0.01);
+  b.params.label = c.params.label = "a|b\nc";
+  const std::string md = gate_markdown(run_gate(results({b}), results({c}), GateConfig{}));
+  const auto row = md.find("| a\\|b c b1");
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  std::size_t bars = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+  EXPECT_EQ(bars, 9u) << line;  // 8 columns
+}
+
 TEST(Gate, MalformedFilesAreInputErrors) {
   auto path = (std::filesystem::temp_directory_path() / "llmbench_gate_bad.json").string();
   write_file_atomic(path, R"({"schema_version": 1, "env": {}, "points": [{"params": {"model": "tiny"}}]})");

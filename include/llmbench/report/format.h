@@ -11,6 +11,9 @@ enum class Format { table, md, csv, json };
 // "table" | "md" | "csv" | "json"; throws UsageError naming the value otherwise.
 Format parse_format(const std::string& name);
 
+// Text for one Markdown table cell: `|` escaped, line breaks as spaces.
+std::string md_escape(const std::string& text);
+
 // One row per point: model, batch, prompt, new tokens, temperature, attn, dtype, trimmed medians of
 // TTFT / output throughput / TPOT / e2e, peak memory, the largest CV, status. One column list drives
 // every format; csv and json carry raw numbers (ms, tok/s, bytes), table and md human units.
