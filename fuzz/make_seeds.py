@@ -74,6 +74,17 @@ put("yaml", "gate.yaml", "metrics:\n  ttft_ms: 5%\n  peak_memory: 0.02\nmax_cv: 
 put("yaml", "typo.yaml", "defaults:\n  warmpu: 1\nmodels:\n  - model: tiny\n")
 put("yaml", "anchors.yaml", "base: &b {device: cpu, runs: 3, trim: 0}\ndefaults: *b\nmodels:\n  - {model: tiny, label: x}\n")
 
+# ---- request bodies for the server: valid ones of both endpoints and near misses (bytes that are not
+# UTF-8 where a parse error quotes them, typographic quotes, wrong types).
+put("serve_request", "completion.json", '{"model": "m", "prompt": "Hello", "max_tokens": 8, "stream": true, '
+    '"stream_options": {"include_usage": true}, "stop": ["\\n", "END"], "temperature": 0, "seed": 7}')
+put("serve_request", "ids.json", '{"prompt": [1, 2, 3], "max_tokens": 4, "ignore_eos": true, "min_tokens": 2}')
+put("serve_request", "chat.json", '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", '
+    '"content": [{"type": "text", "text": "Hi"}]}], "max_completion_tokens": 16, "top_p": 0.9}')
+put("serve_request", "smart_quotes", b'{"prompt": \xe2\x80\x9chello\xe2\x80\x9d, "max_tokens": 4}')
+put("serve_request", "not_utf8", b'{"prompt": "a\xff", "stop": ["\xc3"]}')
+put("serve_request", "wrong_types", '{"prompt": {"text": 1}, "max_tokens": "ten", "n": 2, "logprobs": 3}')
+
 # ---- results JSON: the gate fixtures (hand-made, small).
 gate = os.path.join(root, "tests", "data", "gate")
 for name in sorted(os.listdir(gate)):
