@@ -1,5 +1,6 @@
 #include <c10/util/Exception.h>
 
+#include <csignal>
 #include <iostream>
 #include <new>
 
@@ -30,6 +31,9 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace llmbench;
+  // A closed stdout (`llmbench load … | head -1`) is a failed write, not death by SIGPIPE (exit 141): the
+  // results file is written either way and the exit code stays the command's.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"llmbench: LLM inference latency, measured the way you would trust"};
   app.set_version_flag("--version", std::string(version()) + " (commit " + git_commit() + ")");
   app.require_subcommand(1);
