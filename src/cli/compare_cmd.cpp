@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "command.h"
+#include "run_options_cli.h"
 #include "llmbench/dist/dist_env.h"
 #include "llmbench/dist/launcher.h"
 #include "llmbench/dist/session.h"
@@ -17,7 +18,6 @@
 #include "llmbench/config/compare_config.h"
 #include "llmbench/load/runner.h"
 #include "llmbench/report/format.h"
-#include "run_options_cli.h"
 #include "llmbench/runner/duration.h"
 #include "llmbench/runner/runner.h"
 

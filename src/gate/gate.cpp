@@ -58,8 +58,8 @@ std::string number(double v) {
   return buf;
 }
 
-// Points match on every parameter but `device` (a property of the environment); dtype is left out
-// too when the environments are allowed to differ in it.
+// Points match on every parameter but `device` (a property of the environment); without the dtype
+// (with_dtype false) a point pairs across a dtype change (run_gate).
 std::string point_key(const PointParams& p, bool with_dtype) {
   std::ostringstream os;
   os.precision(17);
@@ -256,6 +256,8 @@ double fraction(const std::string& file, const YAML::Node& n, const std::string&
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || *end != '\0' || !(v >= 0))
     config_fail(file, n, path, cat("expected a fraction (0.05) or a percentage (5%), got '", n.Scalar(), "'"));
+  if (!pct && v > 1)  // `ttft_ms: 5` reads as 5 % but would be 500 %
+    config_fail(file, n, path, cat("'", n.Scalar(), "' is ambiguous: write ", n.Scalar(), "% (a percentage) or a fraction up to 1"));
   return pct ? v / 100 : v;
 }
 

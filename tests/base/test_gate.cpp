@@ -269,6 +269,9 @@ TEST(Gate, ConfigFile) {
   EXPECT_EQ(error_of("metrics:\n  ttft: 5%\n"), "g.yaml:2:3: metrics: unknown metric 'ttft' (did you mean 'ttft_ms'?)");
   EXPECT_EQ(error_of("metrics:\n  e2e_ms: fast\n"),
             "g.yaml:2:11: metrics.e2e_ms: expected a fraction (0.05) or a percentage (5%), got 'fast'");
+  EXPECT_EQ(error_of("metrics:\n  ttft_ms: 5\n"),
+            "g.yaml:2:12: metrics.ttft_ms: '5' is ambiguous: write 5% (a percentage) or a fraction up to 1");
+  EXPECT_EQ(error_of("metrics:\n  ttft_ms: 5%\n---\nmax_cv: 0.1\n"), "g.yaml: 2 YAML documents (separated by ---); expected one");
   EXPECT_EQ(error_of("max_vc: 0.1\n"), "g.yaml:1:1: unknown key 'max_vc' (did you mean 'max_cv'?)");
   EXPECT_EQ(error_of("metrics: {}\n"),
             "g.yaml:1:10: metrics: expected a non-empty mapping of metric: threshold (e.g. ttft_ms: 5%)");

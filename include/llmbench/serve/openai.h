@@ -24,11 +24,11 @@ class ApiError : public Error {
   std::string param;  // the offending field, "" when none
 };
 
-// 400 invalid_request_error naming `param`.
 // Limits of a request's `stop` (OpenAI allows 4 strings): each token is matched against each string.
 constexpr std::size_t kMaxStopStrings = 16;
 constexpr std::size_t kMaxStopBytes = 256;
 
+// 400 invalid_request_error naming `param`.
 ApiError bad_request(const std::string& param, const std::string& message, const std::string& code = "invalid_value");
 
 enum class Endpoint { completions, chat };
