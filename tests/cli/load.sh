@@ -6,11 +6,12 @@ bin="$1"
 source "$(dirname "$0")/../load/scripted_server_lib.sh"
 source "$(dirname "$0")/signal_lib.sh"
 
-bad() {  # bad ARGS...: exit 2, one error line, no results file
-  "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
+bad() {  # bad ARGS...: exit 2 within seconds, one error line (naming $says when set), no results file
+  timeout 20 "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
   local got=$?
   [ "$got" = 2 ] || { cat "$out/stderr"; fail "load $* exited $got, expected 2"; }
   [ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "load $*: not one error line"; }
+  grep -qF -- "${says:-llmbench: error:}" "$out/stderr" || { cat "$out/stderr"; fail "load $*: message lacks '$says'"; }
   [ ! -e "$out/bad.json" ] || fail "load $* left a results file"
 }
 
@@ -31,6 +32,20 @@ bad --endpoint "$url" --concurrency 0
 bad --endpoint "$url" --header "no-colon"
 bad --endpoint "$url" --api grpc
 bad --endpoint "$url" --format xml
+# Sizes nobody means: refused at once, not after minutes of prompt making or an OOM.
+says=--timeout-s bad --endpoint "$url" --timeout-s 1e10
+says=--timeout-s bad --endpoint "$url" --timeout-s inf
+says=--num-requests bad --endpoint "$url" --num-requests 100000000
+says=--num-requests bad --endpoint "$url" --num-requests 0
+says=--warmup-requests bad --endpoint "$url" --warmup-requests 2000000000
+says=--input-len bad --endpoint "$url" --input-len 2000000000
+says=--request-rate bad --endpoint "$url" --request-rate 1e308 --duration 0.5
+says=--duration bad --endpoint "$url" --duration 0
+says=--api-key bad --endpoint "$url" --api-key $'sk-1\r\nX-Injected: 1'
+printf '{"prompt": "caf\xe9", "output_len": 2}\n' >"$out/latin1.jsonl"
+says="latin1.jsonl:1: invalid UTF-8" bad --endpoint "$url" --dataset "jsonl:$out/latin1.jsonl"
+printf '{"prompt": "ok", "output_len": 99999999999}\n' >"$out/long.jsonl"
+says='long.jsonl:1: "output_len" must be an integer' bad --endpoint "$url" --dataset "jsonl:$out/long.jsonl"
 
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1,2 --num-requests 6 --input-len 8 --output-len 4 \
   --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }

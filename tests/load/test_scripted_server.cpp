@@ -278,6 +278,18 @@ TEST(ScriptedServer, ImplausibleUsageFallsBackToTheTokenizer) {
   }
 }
 
+TEST(ScriptedServer, TinyDurationStillSendsTheFirstWave) {
+  Scripted server({"--ttft-ms", "1", "--itl-ms", "1"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.duration_s = 1e-9;
+  o.output_len = 2;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  EXPECT_EQ(p.status, "ok");
+  EXPECT_EQ(p.load->completed, 2);
+}
+
 TEST(ScriptedServer, ServerThatNeverListensIsAnError) {
   EXPECT_THROW(ServerProcess({"python3", "-c", "print('hello')"}, 5), Error);
   EXPECT_THROW(ServerProcess({"/nonexistent/binary"}, 5), Error);
