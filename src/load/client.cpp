@@ -316,7 +316,8 @@ void LoadClient::cancel_all() {
 }
 
 std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
-                                     const std::vector<std::pair<std::string, std::string>>& headers) {
+                                     const std::vector<std::pair<std::string, std::string>>& headers,
+                                     const std::function<bool()>& should_stop) {
   asio::io_context io;
   tcp::resolver resolver(io);
   beast::tcp_stream stream(io);
@@ -340,7 +341,13 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
       http::async_read(stream, buffer, res, [&](auto ec, auto) { failure = ec; });
     });
   });
-  io.run();
+  // A deadline for the whole exchange, however the server dribbles its bytes.
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  while (!io.stopped()) {
+    io.run_for(std::chrono::milliseconds(50));
+    if (should_stop && should_stop()) throw Interrupted(cat("GET ", url, ": interrupted"));
+    if (!io.stopped() && Clock::now() >= deadline) throw Error(cat("GET ", url, ": timed out"));
+  }
   if (failure) throw Error(cat("GET ", url, ": ", failure == beast::error::timeout ? "timed out" : failure.message()));
   return {res.result_int(), res.body()};
 }

@@ -233,8 +233,9 @@ class Driver {
   asio::steady_timer* watch_ = nullptr;
 };
 
-std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers) {
-  const auto [status, body] = http_get(endpoint, "/v1/models", 30, headers);
+std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers,
+                        double timeout_s, const std::function<bool()>& should_stop) {
+  const auto [status, body] = http_get(endpoint, "/v1/models", timeout_s, headers, should_stop);
   if (status != 200) throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --model)"));
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
@@ -256,6 +257,15 @@ bool is_directory_like(const std::string& s) { return s == "tiny" || (!s.empty()
 
 Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   validate(o);
+  // Ctrl-C before the first point (tokenizer, prompts, /v1/models): an interrupted run with no points.
+  auto stop_requested = [&] { return hooks.should_stop && hooks.should_stop(); };
+  auto nothing_measured = [] {
+    Results r;
+    r.created_at = utc_now();
+    r.env = collect_host_env();
+    r.interrupted = true;
+    return r;
+  };
   const Slo slo = o.slo.empty() ? Slo{} : parse_slo(o.slo);
   const Arrival arrival = parse_arrival(o.arrival);
   const DatasetSpec dataset = parse_dataset(o.dataset);
@@ -287,7 +297,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   std::vector<PromptSpec> prompts;
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, 0);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, 0);
-  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed);
+  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested);
+  if (stop_requested()) return nothing_measured();
 
   std::vector<std::pair<std::string, std::string>> headers;
   for (const auto& h : o.headers) {
@@ -307,7 +318,13 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     url = server->url();
   }
   const Endpoint endpoint = parse_endpoint(url);
-  const std::string model = o.model.empty() ? first_model(endpoint, headers) : o.model;
+  std::string model = o.model;
+  try {
+    if (model.empty()) model = first_model(endpoint, headers, std::min(o.timeout_s, kModelsTimeoutS), stop_requested);
+  } catch (const Interrupted&) {
+    return nothing_measured();
+  }
+  if (stop_requested()) return nothing_measured();
 
   Results results;
   results.created_at = utc_now();

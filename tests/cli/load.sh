@@ -82,6 +82,21 @@ import json; p = json.load(open('$out/faults.json'))['points'][0]
 assert p['requests']['errors'] == {'http_500': 1, 'disconnect': 1}, p['requests']
 assert p['summary']['e2e_ms']['n'] == 3" || fail "fault counts"
 
+# Ctrl-C while GET /v1/models hangs (no --model): exit 130 at once, an interrupted file without points.
+start_server stall --models-stall-s 30
+"$bin" load --endpoint "$url" --num-requests 2 -o "$out/int0.json" >/dev/null 2>"$out/stderr" &
+load_pid=$!
+wait_for_handler "$load_pid" 2 1
+kill -INT "$load_pid"
+t0=$SECONDS
+wait "$load_pid"
+code=$?
+[ "$code" = 130 ] || { cat "$out/stderr"; fail "load interrupted in /v1/models exited $code, expected 130"; }
+(( SECONDS - t0 <= 3 )) || fail "load took $((SECONDS - t0)) s to stop in /v1/models"
+python3 -c "
+import json; r = json.load(open('$out/int0.json'))
+assert r['interrupted'] is True and r['points'] == []" || fail "interrupted-in-lookup results"
+
 # Ctrl-C: the finished part is written, valid, interrupted; exit 130.
 start_server slow --ttft-ms 5 --itl-ms 50
 "$bin" load --endpoint "$url" --concurrency 2 --num-requests 1000 --output-len 4 -o "$out/int.json" \

@@ -278,6 +278,30 @@ TEST(ScriptedServer, ImplausibleUsageFallsBackToTheTokenizer) {
   }
 }
 
+TEST(ScriptedServer, StopDuringTheModelLookupEndsAtOnce) {
+  Scripted server({"--models-stall-s", "20"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 1;
+  o.output_len = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadHooks hooks;
+  hooks.should_stop = [&] { return std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300); };
+  const Results r = run_load(o, hooks);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_TRUE(r.points.empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+TEST(ScriptedServer, ModelLookupTimesOutAtTimeoutS) {
+  Scripted server({"--models-stall-s", "20"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 1;
+  o.timeout_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(run_load(o), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
 TEST(ScriptedServer, TinyDurationStillSendsTheFirstWave) {
   Scripted server({"--ttft-ms", "1", "--itl-ms", "1"});
   LoadOptions o = options_for(server.process.url());
