@@ -76,7 +76,13 @@ void add_load_command(CLI::App& root, Commands& out) {
                    hooks.should_stop = [] { return interrupted(); };
                    hooks.on_progress = [](const std::string& line) { log::info(line); };
                    Results results = run_load(options, hooks);
-                   return finish_results(results, st->output, st->format, "");
+                   const int rc = finish_results(results, st->output, st->format, "");
+                   // A failed point is the command's error: one line naming it and why its requests failed.
+                   for (std::size_t i = 0; rc == kExitFailure && i < results.points.size(); ++i)
+                     if (results.points[i].status == "failed")
+                       throw Error(results.points.size() > 1 ? cat("point ", i + 1, ": ", results.points[i].error)
+                                                             : results.points[i].error);
+                   return rc;
                  }});
 }
 

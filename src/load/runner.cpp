@@ -253,6 +253,15 @@ std::string utc_now() {
 
 bool is_directory_like(const std::string& s) { return s == "tiny" || (!s.empty() && ::access(s.c_str(), R_OK) == 0); }
 
+// "every request failed: http_500 x3, timeout x1", the commonest reason first.
+std::string all_failed_message(const std::map<std::string, int>& errors) {
+  std::vector<std::pair<std::string, int>> by_count(errors.begin(), errors.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out = "every request failed";
+  for (std::size_t i = 0; i < by_count.size(); ++i) out += cat(i ? ", " : ": ", by_count[i].first, " x", by_count[i].second);
+  return out;
+}
+
 }  // namespace
 
 Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
@@ -413,8 +422,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     summarize_point(p);
     if (p.load->completed == 0 && !d.stopped) {
       p.status = "failed";
-      p.error = "every request failed";
-      for (const auto& [reason, n] : p.load->errors) p.error += cat(" (", reason, ": ", n, ")");
+      p.error = all_failed_message(p.load->errors);
     }
     if (hooks.on_progress)
       hooks.on_progress(cat("point ", i + 1, "/", points.size(), ": ", rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency),

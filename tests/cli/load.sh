@@ -82,6 +82,15 @@ import json; p = json.load(open('$out/faults.json'))['points'][0]
 assert p['requests']['errors'] == {'http_500': 1, 'disconnect': 1}, p['requests']
 assert p['summary']['e2e_ms']['n'] == 3" || fail "fault counts"
 
+# A point where every request failed: exit 1, one error line naming the commonest reason, the file written.
+start_server down --faults 0:http500,1:http500,2:http429
+"$bin" load --endpoint "$url" --num-requests 3 --output-len 2 -o "$out/down.json" >"$out/stdout" 2>"$out/stderr"
+code=$?
+[ "$code" = 1 ] || { cat "$out/stderr"; fail "all-failed load exited $code, expected 1"; }
+[ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "all-failed load: not one error line"; }
+grep -q "llmbench: error: every request failed: http_500 x2, http_429 x1" "$out/stderr" || { cat "$out/stderr"; fail "all-failed message"; }
+python3 -c "import json; assert json.load(open('$out/down.json'))['points'][0]['status'] == 'failed'" || fail "all-failed file"
+
 # Ctrl-C while GET /v1/models hangs (no --model): exit 130 at once, an interrupted file without points.
 start_server stall --models-stall-s 30
 "$bin" load --endpoint "$url" --num-requests 2 -o "$out/int0.json" >/dev/null 2>"$out/stderr" &

@@ -314,6 +314,16 @@ TEST(ScriptedServer, TinyDurationStillSendsTheFirstWave) {
   EXPECT_EQ(p.load->completed, 2);
 }
 
+TEST(ScriptedServer, EveryRequestFailedNamesTheCommonestReason) {
+  Scripted server({"--faults", "0:http429,1:http500,2:http500"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 3;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  EXPECT_EQ(p.status, "failed");
+  EXPECT_EQ(p.error, "every request failed: http_500 x2, http_429 x1");
+}
+
 TEST(ScriptedServer, ServerThatNeverListensIsAnError) {
   EXPECT_THROW(ServerProcess({"python3", "-c", "print('hello')"}, 5), Error);
   EXPECT_THROW(ServerProcess({"/nonexistent/binary"}, 5), Error);
