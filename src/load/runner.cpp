@@ -77,22 +77,22 @@ void validate(const LoadOptions& o) {
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
     throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.timeout_s));
   if (parse_dataset(o.dataset).kind == "synthetic") {
-    const double prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
-                                                : o.num_requests > 0 ? o.num_requests
-                                                                     : kDefaultRequests);
+    const long long prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
+                                                   : o.num_requests > 0 ? o.num_requests
+                                                                        : kDefaultRequests);
     if (prompts * o.input_len > kMaxPromptTokens)
       throw UsageError(cat(prompts, " synthetic prompts (--num-requests + --warmup-requests) of --input-len ", o.input_len,
                            " tokens are ", prompts * o.input_len, " tokens, more than ", kMaxPromptTokens,
                            " (fewer requests, or --duration, which cycles through ", kPromptPoolForDuration, " prompts)"));
   }
   if (!o.slo.empty()) parse_slo(o.slo);
-  auto has_line_break = [](const std::string& s) { return s.find_first_of(std::string("\r\n\0", 3)) != std::string::npos; };
+  auto breaks_header = [](const std::string& s) { return s.find_first_of(std::string("\r\n\0", 3)) != std::string::npos; };
   for (const auto& h : o.headers) {
     const auto colon = h.find(':');
-    if (colon == std::string::npos || colon == 0 || has_line_break(h))
+    if (colon == std::string::npos || colon == 0 || breaks_header(h))
       throw UsageError(cat("--header '", h, "': expected KEY:VALUE"));
   }
-  if (has_line_break(o.api_key)) throw UsageError("--api-key: contains a line break or NUL (it goes into a header)");
+  if (breaks_header(o.api_key)) throw UsageError("--api-key: contains a line break or NUL (it goes into a header)");
   if (o.endpoint.empty() && o.serve_command.empty()) throw UsageError("no --endpoint and no server to start");
 }
 
