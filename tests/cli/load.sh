@@ -32,16 +32,12 @@ bad --endpoint "$url" --concurrency 0
 bad --endpoint "$url" --header "no-colon"
 bad --endpoint "$url" --api grpc
 bad --endpoint "$url" --format xml
-# Sizes nobody means: refused at once, not after minutes of prompt making or an OOM.
-says=--timeout-s bad --endpoint "$url" --timeout-s 1e10
+# Sizes nobody means: refused at once, not after minutes of prompt making or an OOM (the rest of the
+# limits, and --api-key with CR/LF, are in tests/load/test_validate.cpp).
 says=--timeout-s bad --endpoint "$url" --timeout-s inf
-says=--num-requests bad --endpoint "$url" --num-requests 100000000
 says=--num-requests bad --endpoint "$url" --num-requests 0
-says=--warmup-requests bad --endpoint "$url" --warmup-requests 2000000000
 says=--input-len bad --endpoint "$url" --input-len 2000000000
-says=--request-rate bad --endpoint "$url" --request-rate 1e308 --duration 0.5
 says=--duration bad --endpoint "$url" --duration 0
-says=--api-key bad --endpoint "$url" --api-key $'sk-1\r\nX-Injected: 1'
 printf '{"prompt": "caf\xe9", "output_len": 2}\n' >"$out/latin1.jsonl"
 says="latin1.jsonl:1: invalid UTF-8" bad --endpoint "$url" --dataset "jsonl:$out/latin1.jsonl"
 printf '{"prompt": "ok", "output_len": 99999999999}\n' >"$out/long.jsonl"
