@@ -98,6 +98,7 @@ void add_compare_command(CLI::App& root, Commands& out) {
                        target_failed = true;
                      }
                    }
+                   all.interrupted = all.interrupted || interrupted();  // also when no point was under way
                    std::string baseline = plan.baseline;
                    const bool measured = std::any_of(all.points.begin(), all.points.end(), [&](const PointResult& p) {
                      return (p.params.label.empty() ? p.params.model : p.params.label) == baseline;

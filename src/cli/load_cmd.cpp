@@ -43,8 +43,8 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight; a comma list sweeps")->delimiter(',');
   app->add_option("--request-rate", o.request_rate, "Open loop: requests per second; a comma list sweeps")->delimiter(',');
   app->add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, constant or gamma:SHAPE")->capture_default_str();
-  app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
-  app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");
+  auto* num_requests = app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
+  auto* duration = app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");
   app->add_option("--warmup-requests", o.warmup_requests, "Requests before each point, never recorded")->capture_default_str();
   app->add_option("--input-len", o.input_len, "Synthetic prompt tokens")->capture_default_str();
   app->add_option("--output-len", o.output_len, "Output tokens per request (max_tokens = min_tokens, ignore_eos)")
@@ -58,8 +58,13 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
   app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
-  out.push_back({app, [st] {
+  out.push_back({app, [st, num_requests, duration] {
                    LoadOptions options = st->options;
+                   // 0 inside LoadOptions means "not given": given as 0, it is a mistake.
+                   if (num_requests->count() && options.num_requests < 1)
+                     throw UsageError(cat("--num-requests must be at least 1, got ", options.num_requests));
+                   if (duration->count() && !(options.duration_s > 0))
+                     throw UsageError(cat("--duration must be a positive number of seconds, got ", options.duration_s));
                    parse_format(st->format);
                    if (options.endpoint.empty())
                      options.serve_command = {self_exe(), "serve", "--model",
@@ -71,7 +76,13 @@ void add_load_command(CLI::App& root, Commands& out) {
                    hooks.should_stop = [] { return interrupted(); };
                    hooks.on_progress = [](const std::string& line) { log::info(line); };
                    Results results = run_load(options, hooks);
-                   return finish_results(results, st->output, st->format, "");
+                   const int rc = finish_results(results, st->output, st->format, "");
+                   // A failed point is the command's error: one line naming it and why its requests failed.
+                   for (std::size_t i = 0; rc == kExitFailure && i < results.points.size(); ++i)
+                     if (results.points[i].status == "failed")
+                       throw Error(results.points.size() > 1 ? cat("point ", i + 1, ": ", results.points[i].error)
+                                                             : results.points[i].error);
+                   return rc;
                  }});
 }
 

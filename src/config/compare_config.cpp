@@ -195,6 +195,15 @@ LoadSetter load_axis(std::vector<T> LoadOptions::*field, const char* what) {
   };
 }
 
+// num_requests and duration: 0 stands for "not given" in LoadOptions, so a 0 written in the file is refused.
+template <class T>
+LoadSetter load_positive(T LoadOptions::*field, const char* what) {
+  return [=](LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+    o.*field = scalar<T>(c, n, p, what);
+    if (!(o.*field > 0)) c.fail(n, p, cat("must be positive, got ", o.*field));
+  };
+}
+
 // "ttft_ms=500,tpot_ms=50", or the mapping {ttft_ms: 500, tpot_ms: 50}; checked by parse_slo.
 void set_slo(LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
   if (n.IsMap()) {
@@ -235,8 +244,8 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"concurrency", load_axis(&LoadOptions::concurrency, "an integer")},
       {"request_rate", load_axis(&LoadOptions::request_rate, "a number")},
       {"arrival", load_scalar(&LoadOptions::arrival, "poisson, constant or gamma:SHAPE")},
-      {"num_requests", load_scalar(&LoadOptions::num_requests, "an integer")},
-      {"duration", load_scalar(&LoadOptions::duration_s, "a number of seconds")},
+      {"num_requests", load_positive(&LoadOptions::num_requests, "an integer")},
+      {"duration", load_positive(&LoadOptions::duration_s, "a number of seconds")},
       {"warmup_requests", load_scalar(&LoadOptions::warmup_requests, "an integer")},
       {"input_len", load_scalar(&LoadOptions::input_len, "an integer")},
       {"output_len", load_scalar(&LoadOptions::output_len, "an integer")},

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -87,10 +88,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Exchange(LoadClient& c, Clock::time_point start_time, LoadClient::Done on_done)
       : client(c), start(start_time), deadline(start_time + std::chrono::duration_cast<Clock::duration>(
                                                                 std::chrono::duration<double>(c.options_.timeout_s))),
-        done(std::move(on_done)), sse([this](std::string_view data) { on_event(data); }) {}
+        timer(c.io_), done(std::move(on_done)), sse([this](std::string_view data) { on_event(data); }) {}
 
   LoadClient& client;
   Clock::time_point start, deadline, last_event;
+  // The timeout is a deadline for the whole request, whatever the server sends meanwhile (a stream of
+  // keep-alive comments or of endless events keeps every read short, but not the request).
+  asio::steady_timer timer;
   LoadClient::Done done;
   SseParser sse;
   http::request<http::string_body> request;
@@ -106,6 +110,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   RequestRecord record;
 
   void begin() {
+    timer.expires_at(deadline);
+    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->fail("timeout");
+    });
     if (!client.idle_.empty()) {
       stream = std::make_unique<beast::tcp_stream>(std::move(*client.idle_.front()));
       client.idle_.pop_front();
@@ -119,10 +127,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void connect() {
     reused = false;
     stream = std::make_unique<beast::tcp_stream>(client.io_);
-    stream->expires_at(deadline);
     stream->async_connect(client.addresses_, [self = shared_from_this()](auto ec, auto) {
       if (self->finished) return;
-      if (ec) return self->fail(ec == beast::error::timeout ? "timeout" : "connect");
+      if (ec) return self->fail("connect");
       self->stream->socket().set_option(tcp::no_delay(true));
       self->write();
     });
@@ -140,7 +147,6 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   void write() {
-    stream->expires_at(deadline);
     http::async_write(*stream, request, [self = shared_from_this()](auto ec, auto) {
       if (self->finished) return;
       if (ec) {
@@ -151,11 +157,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     });
   }
 
-  void read_header() {
+  // `fresh`: a new response; else the real one after an interim 1xx, whose bytes may be in the buffer.
+  void read_header(bool fresh = true) {
     parser.emplace();
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-    buffer.clear();
-    stream->expires_at(deadline);
+    if (fresh) buffer.clear();
     http::async_read_header(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
       if (self->finished) return;
       if (ec) {
@@ -163,6 +169,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         return;
       }
       const int status = self->parser->get().result_int();
+      // 100 Continue, 102 Processing, 103 Early Hints: interim responses before the real one (RFC 9110).
+      if (status >= 100 && status < 200 && status != 101) return self->read_header(false);
       if (status != 200) return self->fail(cat("http_", status));
       self->read_body();
     });
@@ -171,12 +179,15 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void read_body() {
     parser->get().body().data = body;
     parser->get().body().size = sizeof body;
-    stream->expires_at(deadline);
     http::async_read_some(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
       if (self->finished) return;
       if (ec == http::error::need_buffer) ec = {};
       const std::size_t got = sizeof self->body - self->parser->get().body().size;
-      if (got > 0) self->sse.feed({self->body, got});
+      try {
+        if (got > 0 && !self->saw_done) self->sse.feed({self->body, got});  // whatever follows [DONE] is ignored
+      } catch (const Error&) {
+        return self->fail("event_too_large");
+      }
       if (self->finished) return;  // a bad event ended it
       if (ec) return self->fail(reason_of(ec));
       if (self->parser->is_done()) return self->complete();
@@ -185,7 +196,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   void on_event(std::string_view data) {
-    if (finished) return;
+    if (finished || saw_done) return;  // events after [DONE] are ignored
     const auto now = Clock::now();
     StreamChunk chunk;
     try {
@@ -223,14 +234,15 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   void complete() {
-    if (!saw_done || sse.pending()) return fail("incomplete_stream");
+    if (!saw_done) return fail("incomplete_stream");
     if (pieces.empty()) return fail("no_content");
     finished = true;
     record.ok = true;
     record.e2e_ms = ms_between(start, Clock::now());
     std::string counted_by = "events";
     record.output_tokens = static_cast<int>(pieces.size());
-    if (usage_completion) {
+    // The server's count, unless it is fewer than the content events: every content event is a token.
+    if (usage_completion && *usage_completion >= record.output_tokens) {
       record.output_tokens = *usage_completion;
       counted_by = "usage";
     } else if (client.options_.tokenizer) {
@@ -260,6 +272,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void finish(const std::string& counted_by) {
     auto self = shared_from_this();
+    timer.cancel();
     auto& live = client.live_;
     live.erase(std::remove(live.begin(), live.end(), self), live.end());
     --client.in_flight_;
@@ -303,7 +316,8 @@ void LoadClient::cancel_all() {
 }
 
 std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
-                                     const std::vector<std::pair<std::string, std::string>>& headers) {
+                                     const std::vector<std::pair<std::string, std::string>>& headers,
+                                     const std::function<bool()>& should_stop) {
   asio::io_context io;
   tcp::resolver resolver(io);
   beast::tcp_stream stream(io);
@@ -327,7 +341,13 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
       http::async_read(stream, buffer, res, [&](auto ec, auto) { failure = ec; });
     });
   });
-  io.run();
+  // A deadline for the whole exchange, however the server dribbles its bytes.
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  while (!io.stopped()) {
+    io.run_for(std::chrono::milliseconds(50));
+    if (should_stop && should_stop()) throw Interrupted(cat("GET ", url, ": interrupted"));
+    if (!io.stopped() && Clock::now() >= deadline) throw Error(cat("GET ", url, ": timed out"));
+  }
   if (failure) throw Error(cat("GET ", url, ": ", failure == beast::error::timeout ? "timed out" : failure.message()));
   return {res.result_int(), res.body()};
 }

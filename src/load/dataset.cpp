@@ -10,6 +10,7 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/stats/stats.h"
 #include "llmbench/tokenizer/tokenizer.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench {
 
@@ -29,7 +30,7 @@ DatasetSpec parse_dataset(const std::string& text) {
 }
 
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
-                                          std::uint64_t seed) {
+                                          std::uint64_t seed, const std::function<bool()>& should_stop) {
   // Ids whose text is printable ASCII: any cut of their concatenation is still valid text, so decoding
   // and re-encoding cannot drift through U+FFFD replacements. Uniform over [3, 0.95 vocab) otherwise.
   const std::size_t vocab = tokenizer.vocab_size();
@@ -45,7 +46,7 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
   auto random_id = [&] { return candidates[uniform_index(rng, candidates.size())]; };
   const std::size_t len = static_cast<std::size_t>(input_len);
   std::vector<PromptSpec> out;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n && !(should_stop && should_stop()); ++i) {
     std::vector<TokenId> ids(len);
     for (auto& id : ids) id = random_id();
     bool exact = false;
@@ -126,6 +127,8 @@ std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tok
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", number, ": ", why)); };
+    if (const std::size_t at = utf8::first_invalid(line); at != line.size())
+      throw bad(cat("invalid UTF-8 at byte ", at + 1, " of the line"));
     const json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw bad("not a JSON object");
     if (!j.contains("prompt") || !j["prompt"].is_string() || j["prompt"].get<std::string>().empty())
@@ -136,9 +139,10 @@ std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tok
     if (output_len > 0) {
       p.output_len = output_len;
     } else {
-      if (!j.contains("output_len") || !j["output_len"].is_number_integer() || j["output_len"].get<int>() < 1)
-        throw bad("\"output_len\" must be a positive integer (or give --output-len)");
-      p.output_len = j["output_len"].get<int>();
+      const auto n = j.find("output_len");
+      if (n == j.end() || !n->is_number_integer() || n->get<double>() < 1 || n->get<double>() > kMaxJsonlOutputLen)
+        throw bad(cat("\"output_len\" must be an integer in [1, ", kMaxJsonlOutputLen, "] (or give --output-len)"));
+      p.output_len = n->get<int>();
     }
     out.push_back(std::move(p));
   }

@@ -30,6 +30,13 @@ using nlohmann::json;
 
 constexpr int kDefaultRequests = 100;
 constexpr int kPromptPoolForDuration = 256;  // prompts cycled through when the run is bounded by time
+// Sizes beyond any real load test, refused up front rather than found out after minutes or an OOM.
+constexpr int kMaxRequests = 1'000'000;        // --num-requests, --warmup-requests, rate x duration
+constexpr int kMaxTokens = 1 << 24;            // --input-len, --output-len (16.8 M tokens)
+constexpr long long kMaxPromptTokens = 50'000'000;  // synthetic prompt tokens made up front (~200 MB of text)
+constexpr double kMaxSeconds = 1e6;            // --timeout-s, --duration (11.6 days)
+constexpr double kMinRate = 1e-3, kMaxRate = 1e6;  // --request-rate, per second
+constexpr double kModelsTimeoutS = 30;         // GET /v1/models, at most (else --timeout-s)
 
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len) {
   json j = {{"model", model},          {"max_tokens", output_len},
@@ -47,24 +54,45 @@ void validate(const LoadOptions& o) {
   if (!o.concurrency.empty() && !o.request_rate.empty())
     throw UsageError("--concurrency and --request-rate exclude each other (closed or open loop)");
   for (int c : o.concurrency)
-    if (c < 1) throw UsageError(cat("--concurrency must be at least 1, got ", c));
+    if (c < 1 || c > kMaxRequests) throw UsageError(cat("--concurrency must be in [1, ", kMaxRequests, "], got ", c));
   for (double r : o.request_rate)
-    if (!(r > 0) || !std::isfinite(r)) throw UsageError(cat("--request-rate must be a positive number, got ", r));
+    if (!(r >= kMinRate && r <= kMaxRate))
+      throw UsageError(cat("--request-rate must be in [", kMinRate, ", ", kMaxRate, "] requests per second, got ", r));
   parse_arrival(o.arrival);
-  if (o.num_requests < 0) throw UsageError(cat("--num-requests must be positive, got ", o.num_requests));
-  if (o.duration_s < 0 || !std::isfinite(o.duration_s)) throw UsageError(cat("--duration must be positive, got ", o.duration_s));
+  if (o.num_requests < 0 || o.num_requests > kMaxRequests)
+    throw UsageError(cat("--num-requests must be in [1, ", kMaxRequests, "], got ", o.num_requests));
+  if (!(o.duration_s >= 0 && o.duration_s <= kMaxSeconds))
+    throw UsageError(cat("--duration must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.duration_s));
   if (o.num_requests > 0 && o.duration_s > 0) throw UsageError("--num-requests and --duration exclude each other");
-  if (o.warmup_requests < 0) throw UsageError(cat("--warmup-requests must be >= 0, got ", o.warmup_requests));
-  if (o.input_len < 1) throw UsageError(cat("--input-len must be at least 1, got ", o.input_len));
-  if (o.output_len < 1) throw UsageError(cat("--output-len must be at least 1, got ", o.output_len));
-  if (!(o.timeout_s > 0)) throw UsageError(cat("--timeout-s must be positive, got ", o.timeout_s));
-  parse_dataset(o.dataset);
+  for (double r : o.request_rate)
+    if (r * o.duration_s > kMaxRequests)
+      throw UsageError(cat("--request-rate ", r, " for --duration ", o.duration_s, " s is ", r * o.duration_s,
+                           " requests per point, more than ", kMaxRequests));
+  if (o.warmup_requests < 0 || o.warmup_requests > kMaxRequests)
+    throw UsageError(cat("--warmup-requests must be in [0, ", kMaxRequests, "], got ", o.warmup_requests));
+  if (o.input_len < 1 || o.input_len > kMaxTokens)
+    throw UsageError(cat("--input-len must be in [1, ", kMaxTokens, "], got ", o.input_len));
+  if (o.output_len < 1 || o.output_len > kMaxTokens)
+    throw UsageError(cat("--output-len must be in [1, ", kMaxTokens, "], got ", o.output_len));
+  if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
+    throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.timeout_s));
+  if (parse_dataset(o.dataset).kind == "synthetic") {
+    const long long prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
+                                                   : o.num_requests > 0 ? o.num_requests
+                                                                        : kDefaultRequests);
+    if (prompts * o.input_len > kMaxPromptTokens)
+      throw UsageError(cat(prompts, " synthetic prompts (--num-requests + --warmup-requests) of --input-len ", o.input_len,
+                           " tokens are ", prompts * o.input_len, " tokens, more than ", kMaxPromptTokens,
+                           " (fewer requests, or --duration, which cycles through ", kPromptPoolForDuration, " prompts)"));
+  }
   if (!o.slo.empty()) parse_slo(o.slo);
+  auto breaks_header = [](const std::string& s) { return s.find_first_of(std::string("\r\n\0", 3)) != std::string::npos; };
   for (const auto& h : o.headers) {
     const auto colon = h.find(':');
-    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos)
+    if (colon == std::string::npos || colon == 0 || breaks_header(h))
       throw UsageError(cat("--header '", h, "': expected KEY:VALUE"));
   }
+  if (breaks_header(o.api_key)) throw UsageError("--api-key: contains a line break or NUL (it goes into a header)");
   if (o.endpoint.empty() && o.serve_command.empty()) throw UsageError("no --endpoint and no server to start");
 }
 
@@ -113,7 +141,9 @@ class Driver {
     watch_ = &watch;
     t0_ = Clock::now();
     if (s.concurrency > 0) {
-      for (int i = 0; i < s.concurrency && may_issue(); ++i) issue(ms_since(t0_, Clock::now()));
+      // The first wave goes out at time 0 whatever the duration: a point always has requests.
+      for (int i = 0; i < s.concurrency && (s.max_requests == 0 || issued_ < s.max_requests); ++i)
+        issue(ms_since(t0_, Clock::now()));
     } else {
       schedule_next();
     }
@@ -203,8 +233,9 @@ class Driver {
   asio::steady_timer* watch_ = nullptr;
 };
 
-std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers) {
-  const auto [status, body] = http_get(endpoint, "/v1/models", 30, headers);
+std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers,
+                        double timeout_s, const std::function<bool()>& should_stop) {
+  const auto [status, body] = http_get(endpoint, "/v1/models", timeout_s, headers, should_stop);
   if (status != 200) throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --model)"));
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
@@ -222,10 +253,28 @@ std::string utc_now() {
 
 bool is_directory_like(const std::string& s) { return s == "tiny" || (!s.empty() && ::access(s.c_str(), R_OK) == 0); }
 
+// "every request failed: http_500 x3, timeout x1", the commonest reason first.
+std::string all_failed_message(const std::map<std::string, int>& errors) {
+  std::vector<std::pair<std::string, int>> by_count(errors.begin(), errors.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out = "every request failed";
+  for (std::size_t i = 0; i < by_count.size(); ++i) out += cat(i ? ", " : ": ", by_count[i].first, " x", by_count[i].second);
+  return out;
+}
+
 }  // namespace
 
 Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   validate(o);
+  // Ctrl-C before the first point (tokenizer, prompts, /v1/models): an interrupted run with no points.
+  auto stop_requested = [&] { return hooks.should_stop && hooks.should_stop(); };
+  auto nothing_measured = [] {
+    Results r;
+    r.created_at = utc_now();
+    r.env = collect_host_env();
+    r.interrupted = true;
+    return r;
+  };
   const Slo slo = o.slo.empty() ? Slo{} : parse_slo(o.slo);
   const Arrival arrival = parse_arrival(o.arrival);
   const DatasetSpec dataset = parse_dataset(o.dataset);
@@ -257,7 +306,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   std::vector<PromptSpec> prompts;
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, 0);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, 0);
-  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed);
+  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested);
+  if (stop_requested()) return nothing_measured();
 
   std::vector<std::pair<std::string, std::string>> headers;
   for (const auto& h : o.headers) {
@@ -277,7 +327,13 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     url = server->url();
   }
   const Endpoint endpoint = parse_endpoint(url);
-  const std::string model = o.model.empty() ? first_model(endpoint, headers) : o.model;
+  std::string model = o.model;
+  try {
+    if (model.empty()) model = first_model(endpoint, headers, std::min(o.timeout_s, kModelsTimeoutS), stop_requested);
+  } catch (const Interrupted&) {
+    return nothing_measured();
+  }
+  if (stop_requested()) return nothing_measured();
 
   Results results;
   results.created_at = utc_now();
@@ -366,8 +422,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     summarize_point(p);
     if (p.load->completed == 0 && !d.stopped) {
       p.status = "failed";
-      p.error = "every request failed";
-      for (const auto& [reason, n] : p.load->errors) p.error += cat(" (", reason, ": ", n, ")");
+      p.error = all_failed_message(p.load->errors);
     }
     if (hooks.on_progress)
       hooks.on_progress(cat("point ", i + 1, "/", points.size(), ": ", rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency),

@@ -1,7 +1,10 @@
 #include "llmbench/load/sse.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -10,27 +13,42 @@
 namespace llmbench {
 
 void SseParser::feed(std::string_view bytes) {
+  if (skip_lf_ && !bytes.empty()) {
+    skip_lf_ = false;
+    if (bytes.front() == '\n') bytes.remove_prefix(1);
+  }
   while (!bytes.empty()) {
-    const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
-    if (!nl) {
+    // The line ends at the first CR or LF; a CR followed by LF ends it once.
+    const char* lf = static_cast<const char*>(std::memchr(bytes.data(), '\n', bytes.size()));
+    const std::size_t until = lf ? lf - bytes.data() : bytes.size();
+    const char* cr = static_cast<const char*>(std::memchr(bytes.data(), '\r', until));
+    const char* end = cr ? cr : lf;
+    if (!end) {
+      if (line_.size() + bytes.size() > kMaxSseEventBytes)
+        throw Error(cat("SSE line longer than ", kMaxSseEventBytes, " bytes"));
       line_.append(bytes);
       return;
     }
-    const std::size_t n = static_cast<const char*>(nl) - bytes.data();
+    const std::size_t n = end - bytes.data();
     if (line_.empty()) {
       take_line(bytes.substr(0, n));
     } else {
+      if (line_.size() + n > kMaxSseEventBytes) throw Error(cat("SSE line longer than ", kMaxSseEventBytes, " bytes"));
       line_.append(bytes.substr(0, n));
       std::string line = std::move(line_);
       line_.clear();
       take_line(line);
     }
-    bytes.remove_prefix(n + 1);
+    std::size_t eol = 1;
+    if (*end == '\r') {
+      if (n + 1 == bytes.size()) skip_lf_ = true;  // the LF, if any, comes with the next bytes
+      else if (bytes[n + 1] == '\n') eol = 2;
+    }
+    bytes.remove_prefix(n + eol);
   }
 }
 
 void SseParser::take_line(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.empty()) {  // end of event
     if (has_data_) {
       has_data_ = false;
@@ -46,10 +64,25 @@ void SseParser::take_line(std::string_view line) {
   if (field != "data") return;
   std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (data_.size() + value.size() + 1 > kMaxSseEventBytes)
+    throw Error(cat("SSE event longer than ", kMaxSseEventBytes, " bytes"));
   if (has_data_) data_ += '\n';
   data_.append(value);
   has_data_ = true;
 }
+
+namespace {
+
+// A token count of usage: a whole number (4.0 counts) in [0, INT_MAX], else none (negative, fractional,
+// beyond int, a string: the server's count is not to be trusted, and the caller counts by itself).
+std::optional<int> token_count(const nlohmann::json& v) {
+  if (!v.is_number()) return std::nullopt;
+  const double d = v.get<double>();
+  if (!(d >= 0 && d <= std::numeric_limits<int>::max()) || d != std::floor(d)) return std::nullopt;
+  return static_cast<int>(d);
+}
+
+}  // namespace
 
 StreamChunk parse_chunk(std::string_view data) {
   StreamChunk c;
@@ -82,9 +115,8 @@ StreamChunk parse_chunk(std::string_view data) {
     c.token = has_text && !(marker && c.content.empty());
   }
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer()) c.prompt_tokens = p->get<int>();
-    if (auto p = u->find("completion_tokens"); p != u->end() && p->is_number_integer())
-      c.completion_tokens = p->get<int>();
+    if (auto p = u->find("prompt_tokens"); p != u->end()) c.prompt_tokens = token_count(*p);
+    if (auto p = u->find("completion_tokens"); p != u->end()) c.completion_tokens = token_count(*p);
   }
   if (auto t = j.find("llmbench_timing"); t != j.end() && t->is_object()) {
     for (const auto& [stage, ms] : t->items())

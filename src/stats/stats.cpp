@@ -37,10 +37,22 @@ std::size_t uniform_index(std::mt19937_64& rng, std::size_t n) {
 
 namespace {
 
-std::vector<double> resample(std::mt19937_64& rng, const std::vector<double>& v) {
-  std::vector<double> out(v.size());
+// A bootstrap resample of `v` into `out` (same size), reusing its storage.
+void resample(std::mt19937_64& rng, const std::vector<double>& v, std::vector<double>& out) {
+  out.resize(v.size());
   for (auto& x : out) x = v[uniform_index(rng, v.size())];
-  return out;
+}
+
+// median(), bit for bit, in O(n) instead of a full sort: the same two middle order statistics enter the
+// same interpolation. Reorders `v`.
+double median_in_place(std::vector<double>& v) {
+  const double q = 50;  // as median() asks percentile()
+  const double h = (v.size() - 1) * q / 100.0;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  std::nth_element(v.begin(), v.begin() + lo, v.end());
+  if (lo + 1 >= v.size()) return v[lo];
+  const double next = *std::min_element(v.begin() + lo + 1, v.end());
+  return v[lo] + (h - lo) * (next - v[lo]);
 }
 
 Interval percentile_interval(std::vector<double> estimates) {
@@ -52,8 +64,11 @@ Interval percentile_interval(std::vector<double> estimates) {
 Interval bootstrap_median_ci95(const std::vector<double>& values, int resamples, std::uint64_t seed) {
   if (values.empty()) throw Error("bootstrap of an empty list");
   std::mt19937_64 rng(seed);
-  std::vector<double> medians(static_cast<std::size_t>(resamples));
-  for (auto& m : medians) m = median(resample(rng, values));
+  std::vector<double> medians(static_cast<std::size_t>(resamples)), sample;
+  for (auto& m : medians) {
+    resample(rng, values, sample);
+    m = median_in_place(sample);
+  }
   return percentile_interval(std::move(medians));
 }
 
@@ -62,10 +77,12 @@ Interval bootstrap_ratio_of_medians_ci95(const std::vector<double>& numerator,
                                          std::uint64_t seed) {
   if (numerator.empty() || denominator.empty()) throw Error("bootstrap of an empty list");
   std::mt19937_64 rng(seed);
-  std::vector<double> ratios(static_cast<std::size_t>(resamples));
+  std::vector<double> ratios(static_cast<std::size_t>(resamples)), sample;
   for (auto& r : ratios) {
-    const double num = median(resample(rng, numerator));
-    const double den = median(resample(rng, denominator));
+    resample(rng, numerator, sample);
+    const double num = median_in_place(sample);
+    resample(rng, denominator, sample);
+    const double den = median_in_place(sample);
     r = num / den;
   }
   return percentile_interval(std::move(ratios));

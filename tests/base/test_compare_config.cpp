@@ -213,6 +213,11 @@ TEST(CompareConfig, EndpointEntryErrors) {
   EXPECT_NE(slo.find("ttft"), std::string::npos) << slo;
   EXPECT_EQ(error_of("models:\n  - endpoint: ''\n"),
             "c.yaml:2:5: models[0].endpoint: empty (give the server's base URL)");
+  // 0 stands for "not given" inside LoadOptions: written in the file, it is a mistake.
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n    duration: 0\n"),
+            "c.yaml:3:15: models[0].duration: must be positive, got 0");
+  EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n    num_requests: 0\n"),
+            "c.yaml:3:19: models[0].num_requests: must be positive, got 0");
   // Labels are distinct across both kinds; two entries for one endpoint need labels.
   EXPECT_EQ(error_of("models:\n  - endpoint: http://h:1\n  - endpoint: http://h:1\n"),
             "c.yaml:3:5: models[1]: label 'http://h:1' is used by two models (give each a distinct 'label:')");

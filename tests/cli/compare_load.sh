@@ -124,4 +124,24 @@ want = "llmbench load --endpoint %s --num-requests 2 --output-len 2 --tokenizer 
 assert c == want, c
 assert "sekrit" not in open(sys.argv[1]).read()
 PY
+# Ctrl-C while the second endpoint's GET /v1/models hangs: the first one's points are kept, exit 130.
+source "$(dirname "$0")/signal_lib.sh"
+start_server stall --models-stall-s 30
+cat >"$out/int.yaml" <<YAML
+models:
+  - {endpoint: $url_a, label: up, num_requests: 2, output_len: 2, tokenizer: tiny}
+  - {endpoint: $url, label: stalled, num_requests: 2, output_len: 2, tokenizer: tiny}
+YAML
+"$bin" compare "$out/int.yaml" -o "$out/int.json" >/dev/null 2>"$out/stderr" &
+cmp_pid=$!
+wait_for_handler "$cmp_pid" 2 0
+for _ in $(seq 100); do grep -q "stalled (load" "$out/stderr" && break; sleep 0.1; done
+sleep 0.5
+kill -INT "$cmp_pid"
+wait "$cmp_pid"
+code=$?
+[ "$code" = 130 ] || { cat "$out/stderr"; fail "compare interrupted in /v1/models exited $code, expected 130"; }
+python3 -c "
+import json; r = json.load(open('$out/int.json'))
+assert r['interrupted'] is True and [p['params']['label'] for p in r['points']] == ['up']" || fail "interrupted compare results"
 echo "compare_load: all checks passed"

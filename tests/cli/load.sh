@@ -6,11 +6,12 @@ bin="$1"
 source "$(dirname "$0")/../load/scripted_server_lib.sh"
 source "$(dirname "$0")/signal_lib.sh"
 
-bad() {  # bad ARGS...: exit 2, one error line, no results file
-  "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
+bad() {  # bad ARGS...: exit 2 within seconds, one error line (naming $says when set), no results file
+  timeout 20 "$bin" load -o "$out/bad.json" "$@" >"$out/stdout" 2>"$out/stderr"
   local got=$?
   [ "$got" = 2 ] || { cat "$out/stderr"; fail "load $* exited $got, expected 2"; }
   [ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "load $*: not one error line"; }
+  grep -qF -- "${says:-llmbench: error:}" "$out/stderr" || { cat "$out/stderr"; fail "load $*: message lacks '$says'"; }
   [ ! -e "$out/bad.json" ] || fail "load $* left a results file"
 }
 
@@ -31,6 +32,16 @@ bad --endpoint "$url" --concurrency 0
 bad --endpoint "$url" --header "no-colon"
 bad --endpoint "$url" --api grpc
 bad --endpoint "$url" --format xml
+# Sizes nobody means: refused at once, not after minutes of prompt making or an OOM (the rest of the
+# limits, and --api-key with CR/LF, are in tests/load/test_validate.cpp).
+says=--timeout-s bad --endpoint "$url" --timeout-s inf
+says=--num-requests bad --endpoint "$url" --num-requests 0
+says=--input-len bad --endpoint "$url" --input-len 2000000000
+says=--duration bad --endpoint "$url" --duration 0
+printf '{"prompt": "caf\xe9", "output_len": 2}\n' >"$out/latin1.jsonl"
+says="latin1.jsonl:1: invalid UTF-8" bad --endpoint "$url" --dataset "jsonl:$out/latin1.jsonl"
+printf '{"prompt": "ok", "output_len": 99999999999}\n' >"$out/long.jsonl"
+says='long.jsonl:1: "output_len" must be an integer' bad --endpoint "$url" --dataset "jsonl:$out/long.jsonl"
 
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1,2 --num-requests 6 --input-len 8 --output-len 4 \
   --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }
@@ -66,6 +77,30 @@ python3 -c "
 import json; p = json.load(open('$out/faults.json'))['points'][0]
 assert p['requests']['errors'] == {'http_500': 1, 'disconnect': 1}, p['requests']
 assert p['summary']['e2e_ms']['n'] == 3" || fail "fault counts"
+
+# A point where every request failed: exit 1, one error line naming the commonest reason, the file written.
+start_server down --faults 0:http500,1:http500,2:http429
+"$bin" load --endpoint "$url" --num-requests 3 --output-len 2 -o "$out/down.json" >"$out/stdout" 2>"$out/stderr"
+code=$?
+[ "$code" = 1 ] || { cat "$out/stderr"; fail "all-failed load exited $code, expected 1"; }
+[ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "all-failed load: not one error line"; }
+grep -q "llmbench: error: every request failed: http_500 x2, http_429 x1" "$out/stderr" || { cat "$out/stderr"; fail "all-failed message"; }
+python3 -c "import json; assert json.load(open('$out/down.json'))['points'][0]['status'] == 'failed'" || fail "all-failed file"
+
+# Ctrl-C while GET /v1/models hangs (no --model): exit 130 at once, an interrupted file without points.
+start_server stall --models-stall-s 30
+"$bin" load --endpoint "$url" --num-requests 2 -o "$out/int0.json" >/dev/null 2>"$out/stderr" &
+load_pid=$!
+wait_for_handler "$load_pid" 2 1
+kill -INT "$load_pid"
+t0=$SECONDS
+wait "$load_pid"
+code=$?
+[ "$code" = 130 ] || { cat "$out/stderr"; fail "load interrupted in /v1/models exited $code, expected 130"; }
+(( SECONDS - t0 <= 3 )) || fail "load took $((SECONDS - t0)) s to stop in /v1/models"
+python3 -c "
+import json; r = json.load(open('$out/int0.json'))
+assert r['interrupted'] is True and r['points'] == []" || fail "interrupted-in-lookup results"
 
 # Ctrl-C: the finished part is written, valid, interrupted; exit 130.
 start_server slow --ttft-ms 5 --itl-ms 50

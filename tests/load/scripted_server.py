@@ -4,7 +4,11 @@
 Every completion request streams `tokens` content events (default: the request's max_tokens): the
 first TTFT ms after the request arrived, then one every ITL ms (absolute targets, no drift). Request
 number i (0-based, in arrival order) can be given a fault: http500, http429, disconnect (cut after 2
-events), malformed (a bad event after 1), stall (1 event, then silence for --stall-s). With
+events), malformed (a bad event after 1), stall (1 event, then silence for --stall-s), flood (events
+back to back forever, no [DONE]), keepalive (1 event, then `: keep-alive` comments back to back
+forever), longline (a `data:` line that never ends), huge (a first event of 10 MB), continue (a
+`100 Continue` before the response), afterdone (an error event and junk after [DONE]), cr (CR-only
+line ends). With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
 finish_reason chunk with empty text at the end. Prints "llmbench serve: listening on
@@ -22,7 +26,8 @@ parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
-parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall")
+parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
+                    "flood|keepalive|longline|huge|continue|afterdone|cr")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -30,6 +35,8 @@ parser.add_argument("--lifetime-s", type=float, default=60, help="exit after thi
 parser.add_argument("--model", default="scripted")
 parser.add_argument("--empty-text", type=int, default=0, help="the first N content events carry empty text")
 parser.add_argument("--markers", action="store_true", help="chat role chunk first, a finish chunk last")
+parser.add_argument("--usage-completion", default=None, help="usage.completion_tokens as this JSON value (e.g. -5, 4.0)")
+parser.add_argument("--models-stall-s", type=float, default=0, help="GET /v1/models answers after this long")
 args = parser.parse_args()
 
 faults = {}
@@ -62,14 +69,18 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/health":
             self.send_json(200, {"status": "ok"})
         elif self.path == "/v1/models":
+            time.sleep(args.models_stall_s)
             self.send_json(200, {"object": "list", "data": [{"id": args.model, "object": "model"}]})
         else:
             self.send_json(404, {"error": {"message": "not found"}})
 
-    def chunk(self, data):
-        payload = ("data: " + data + "\n\n").encode()
+    def raw_chunk(self, payload):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
         self.wfile.flush()
+
+    def chunk(self, data):
+        end = "\r\r" if self.fault == "cr" else "\n\n"
+        self.raw_chunk(("data: " + data + end).encode())
 
     def do_POST(self):
         t0 = time.monotonic()
@@ -78,10 +89,12 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             index = counter[0]
             counter[0] += 1
-        fault = faults.get(index)
+        fault = self.fault = faults.get(index)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})
         tokens = args.tokens or int(request.get("max_tokens", 16))
+        if fault == "continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -95,6 +108,23 @@ class Handler(BaseHTTPRequestHandler):
 
         if args.markers and chat:
             self.chunk(event("", role=True))
+        if fault == "flood":
+            blob = ("data: " + event(" tok") + "\n\n").encode() * 1000
+            while True:
+                self.raw_chunk(blob)
+        if fault == "keepalive":
+            self.chunk(event(" tok"))
+            blob = b": keep-alive\n" * 10000
+            while True:
+                self.raw_chunk(blob)
+        if fault == "longline":
+            self.raw_chunk(b'data: {"x": "')
+            blob = b"a" * (1 << 20)
+            while True:
+                self.raw_chunk(blob)
+        if fault == "huge":
+            self.chunk(event("x" * 10_000_000))
+            tokens -= 1
 
         for i in range(tokens):
             target = t0 + (args.ttft_ms + i * args.itl_ms) / 1000
@@ -116,13 +146,20 @@ class Handler(BaseHTTPRequestHandler):
         final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}
         if not args.no_usage:
             prompt = request.get("prompt") or request["messages"][0]["content"]
-            final["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
+            completion = tokens if args.usage_completion is None else json.loads(args.usage_completion)
+            if fault == "huge":
+                completion += 1
+            final["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": completion,
                               "total_tokens": len(prompt.split()) + tokens}
         if args.timing:
             final["llmbench_timing"] = TIMING
         if len(final) > 4 or final.get("usage"):
             self.chunk(json.dumps(final))
         self.chunk("[DONE]")
+        if fault == "afterdone":
+            self.chunk(json.dumps({"error": {"message": "late"}}))
+            self.chunk("not json")
+            self.raw_chunk(b"data: unfinished")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

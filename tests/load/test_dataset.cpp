@@ -95,3 +95,32 @@ TEST(Dataset, Jsonl) {
   EXPECT_EQ(load_jsonl(dir.write("nolen2.jsonl", "{\"prompt\": \"ok\"}\n"), *tok, 3)[0].output_len, 3);
   EXPECT_THROW(load_jsonl(dir.write("text.jsonl", "not json\n"), *tok, 0), UsageError);
 }
+
+TEST(Dataset, JsonlSaysInvalidUtf8AndRefusesOutOfRangeLengths) {
+  TempDir dir;
+  const auto tok = load_tokenizer("tiny");
+  auto message = [&](const std::string& name, const std::string& text) -> std::string {
+    try {
+      load_jsonl(dir.write(name, text), *tok, 0);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message("u.jsonl", "{\"prompt\": \"ok\", \"output_len\": 2}\n{\"prompt\": \"caf\xe9\", \"output_len\": 2}\n")
+                .find("u.jsonl:2: invalid UTF-8"),
+            std::string::npos);
+  for (const char* len : {"99999999999", "-1", "0", "2.5", "1e30"})
+    EXPECT_NE(message("l.jsonl", cat("{\"prompt\": \"ok\", \"output_len\": ", len, "}\n")).find("l.jsonl:1: \"output_len\""),
+              std::string::npos)
+        << len;
+  EXPECT_EQ(load_jsonl(dir.write("ok.jsonl", "{\"prompt\": \"ok\", \"output_len\": 16777216}\n"), *tok, 0)[0].output_len,
+            16777216);
+}
+
+TEST(Dataset, SyntheticPromptsStopWhenAsked) {
+  const auto tok = load_tokenizer("tiny");
+  int polls = 0;
+  const auto prompts = synthetic_prompts(*tok, 1000000, 8, 1, 0, [&] { return ++polls > 3; });
+  EXPECT_EQ(prompts.size(), 3u);
+}

@@ -206,6 +206,124 @@ TEST(ScriptedServer, StopWritesTheFinishedPartOnly) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
+TEST(ScriptedServer, TimeoutIsADeadlineWhateverTheServerKeepsSending) {
+  // Request 0 streams events back to back forever, request 1 keep-alive comments: every read is quick,
+  // the request is not. Both time out at --timeout-s.
+  Scripted server({"--ttft-ms", "1", "--itl-ms", "1", "--faults", "0:flood,1:keepalive"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 3;
+  o.output_len = 3;
+  o.timeout_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_EQ(l.completed, 1);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"timeout", 2}}));
+  for (const auto& rec : l.requests)
+    if (!rec.ok) {
+      EXPECT_NEAR(rec.e2e_ms, 500, 150);
+    }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+}
+
+TEST(ScriptedServer, ALineWithoutEndFailsTheRequestABigEventDoesNot) {
+  // Request 0: a `data:` line that never ends (it used to grow memory by ~200 MB/s); request 1: a 10 MB event.
+  Scripted server({"--ttft-ms", "1", "--itl-ms", "1", "--faults", "0:longline,1:huge"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 2;
+  o.output_len = 3;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"event_too_large", 1}}));
+  ASSERT_EQ(l.completed, 1);
+  EXPECT_EQ(l.requests[1].output_tokens, 3);
+  EXPECT_LT(l.requests[0].e2e_ms, 5000);
+}
+
+TEST(ScriptedServer, InterimResponsesLateEventsAndCrLineEndsAreFine) {
+  // 100 Continue before the 200; an error event and junk after [DONE]; CR-only line ends.
+  Scripted server({"--ttft-ms", "1", "--itl-ms", "1", "--faults", "0:continue,1:afterdone,2:cr"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 4;
+  o.output_len = 3;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_EQ(l.completed, 4);
+  EXPECT_TRUE(l.errors.empty());
+  for (const auto& rec : l.requests) {
+    EXPECT_EQ(rec.output_tokens, 3);
+    EXPECT_EQ(rec.itl_ms.size(), 2u);
+  }
+}
+
+TEST(ScriptedServer, ImplausibleUsageFallsBackToTheTokenizer) {
+  // 4 content events of " tok"; usage.completion_tokens as the server claims it.
+  const int by_tokenizer = int(load_tokenizer("tiny")->encode(" tok tok tok tok", false).size());
+  // (Negative, fractional and string counts are parse_chunk's: test_sse.cpp.)
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"1", by_tokenizer},           // fewer than the content events: TPOT would be missing
+      {"3000000000", by_tokenizer},  // beyond int: it used to wrap
+      {"4.0", 4}, {"9", 9}};
+  for (const auto& [claim, want] : cases) {
+    Scripted server({"--ttft-ms", "1", "--itl-ms", "1", "--usage-completion", claim});
+    LoadOptions o = options_for(server.process.url());
+    o.num_requests = 1;
+    o.output_len = 4;
+    const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+    ASSERT_EQ(l.completed, 1) << claim;
+    EXPECT_EQ(l.requests[0].output_tokens, want) << claim;
+    EXPECT_EQ(l.token_count_source, want == by_tokenizer ? "tokenizer" : "usage") << claim;
+    EXPECT_TRUE(l.requests[0].tpot_ms().has_value()) << claim;
+  }
+}
+
+TEST(ScriptedServer, StopDuringTheModelLookupEndsAtOnce) {
+  Scripted server({"--models-stall-s", "20"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 1;
+  o.output_len = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadHooks hooks;
+  hooks.should_stop = [&] { return std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300); };
+  const Results r = run_load(o, hooks);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_TRUE(r.points.empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+TEST(ScriptedServer, ModelLookupTimesOutAtTimeoutS) {
+  Scripted server({"--models-stall-s", "20"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 1;
+  o.timeout_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(run_load(o), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+TEST(ScriptedServer, TinyDurationStillSendsTheFirstWave) {
+  Scripted server({"--ttft-ms", "1", "--itl-ms", "1"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.duration_s = 1e-9;
+  o.output_len = 2;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  EXPECT_EQ(p.status, "ok");
+  EXPECT_EQ(p.load->completed, 2);
+}
+
+TEST(ScriptedServer, EveryRequestFailedNamesTheCommonestReason) {
+  Scripted server({"--faults", "0:http429,1:http500,2:http500"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 3;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  EXPECT_EQ(p.status, "failed");
+  EXPECT_EQ(p.error, "every request failed: http_500 x2, http_429 x1");
+}
+
 TEST(ScriptedServer, ServerThatNeverListensIsAnError) {
   EXPECT_THROW(ServerProcess({"python3", "-c", "print('hello')"}, 5), Error);
   EXPECT_THROW(ServerProcess({"/nonexistent/binary"}, 5), Error);

@@ -28,6 +28,53 @@ TEST(Sse, SameEventsWhereverTheBytesAreSplit) {
   for (std::size_t piece = 1; piece <= stream.size(); ++piece) EXPECT_EQ(events_of(stream, piece), want) << piece;
 }
 
+TEST(Sse, CrOnlyLineEndsWhereverTheBytesAreSplit) {
+  // The SSE spec's three line ends: CRLF, LF and CR alone (a CR then LF is one line end, even split).
+  const std::string stream = "data: {\"a\":1}\r\rdata: x\rdata: y\r\n\r\n: c\r\rdata: [DONE]\n\r";
+  const std::vector<std::string> want = {"{\"a\":1}", "x\ny", "[DONE]"};
+  for (std::size_t piece = 1; piece <= stream.size(); ++piece) EXPECT_EQ(events_of(stream, piece), want) << piece;
+}
+
+TEST(Sse, ALineOrEventBeyondTheCapThrowsA10MbEventPasses) {
+  std::vector<std::size_t> sizes;
+  SseParser p([&](std::string_view d) { sizes.push_back(d.size()); });
+  const std::string big(10'000'000, 'x');
+  p.feed("data: " + big + "\n\n");
+  EXPECT_EQ(sizes, std::vector<std::size_t>{big.size()});
+  // A line that never ends, fed in 1 MiB pieces: refused once past the cap, not grown further.
+  SseParser endless([](std::string_view) {});
+  const std::string mib(1 << 20, 'a');
+  endless.feed("data: ");
+  std::size_t fed = 0;
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 64; ++i, fed += mib.size()) endless.feed(mib);
+      },
+      Error);
+  EXPECT_LE(fed, kMaxSseEventBytes);
+  // Many short data: lines of one event add up too.
+  SseParser lines([](std::string_view) {});
+  const std::string line = "data: " + std::string(1 << 16, 'b') + "\n";
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 1024; ++i) lines.feed(line);
+      },
+      Error);
+}
+
+TEST(Sse, UsageCountsAreWholeNumbersInIntRange) {
+  auto completion = [](const std::string& v) {
+    return parse_chunk(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":)" + v + "}}").completion_tokens;
+  };
+  EXPECT_EQ(completion("7"), 7);
+  EXPECT_EQ(completion("4.0"), 4);
+  EXPECT_EQ(completion("0"), 0);
+  EXPECT_EQ(completion("2147483647"), 2147483647);
+  for (const char* bad : {"-5", "4.5", "3000000000", "1000000000000", "1e300", "\"4\"", "null", "true"})
+    EXPECT_FALSE(completion(bad).has_value()) << bad;
+  EXPECT_FALSE(parse_chunk(R"({"usage":{"prompt_tokens":-1}})").prompt_tokens.has_value());
+}
+
 TEST(Sse, UnfinishedEventIsPendingNotDelivered) {
   std::vector<std::string> out;
   SseParser p([&](std::string_view d) { out.emplace_back(d); });

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "llmbench/base/error.h"
 #include "llmbench/report/load_result.h"
 
 namespace llmbench {
@@ -65,9 +66,16 @@ class LoadClient {
   int in_flight_ = 0;
 };
 
+// Thrown when `should_stop` ended a wait (Ctrl-C): not a failure, the command ends as interrupted.
+class Interrupted : public Error {
+ public:
+  using Error::Error;
+};
+
 // A plain GET (for /health and /v1/models), synchronous; throws Error on a connection failure or
-// timeout. Returns {status, body}.
+// timeout, Interrupted as soon as `should_stop` (polled every 50 ms) says so. Returns {status, body}.
 std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
-                                     const std::vector<std::pair<std::string, std::string>>& headers = {});
+                                     const std::vector<std::pair<std::string, std::string>>& headers = {},
+                                     const std::function<bool()>& should_stop = {});
 
 }  // namespace llmbench

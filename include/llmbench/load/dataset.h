@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,9 @@ DatasetSpec parse_dataset(const std::string& text);  // UsageError on anything e
 
 // `n` prompts of exactly `input_len` tokens of `tokenizer` (without special tokens): random ids
 // decoded to text, re-encoded, and adjusted until the count is exact. Throws Error if it cannot.
+// Returns fewer as soon as `should_stop` (polled per prompt) says so.
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
-                                          std::uint64_t seed);
+                                          std::uint64_t seed, const std::function<bool()>& should_stop = {});
 
 // ShareGPT JSON: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}, ...].
 // The first human turn is the prompt; output_len is the next turn's length in tokens, or
@@ -32,7 +34,9 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
 std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len);
 
 // JSON lines: {"prompt": "...", "output_len": 128} per line (output_len optional when `output_len` > 0,
-// which then overrides it). Blank lines skipped; UsageError naming FILE:LINE on a bad line.
+// which then overrides it; else an integer in [1, kMaxJsonlOutputLen]). Blank lines skipped; UsageError
+// naming FILE:LINE on a bad line (invalid UTF-8 is said as such).
+constexpr int kMaxJsonlOutputLen = 1 << 24;
 std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len);
 
 }  // namespace llmbench

@@ -7,9 +7,14 @@
 
 namespace llmbench {
 
+// The longest SSE line, and the most data of one event, a stream may send: beyond it the request fails
+// (a line that never ends would otherwise grow without bound). A 10 MB event still passes.
+constexpr std::size_t kMaxSseEventBytes = 16u << 20;
+
 // Incremental Server-Sent Events parser: feed() takes bytes as they arrive, split anywhere, and
 // calls on_event with the data of every complete event ("data:" lines joined by '\n'). Comments,
-// `event:`, `id:` and `retry:` fields are skipped; CRLF and LF line ends both work.
+// `event:`, `id:` and `retry:` fields are skipped; CRLF, LF and CR line ends all work (as the SSE spec
+// says). feed() throws Error when a line or an event's data passes kMaxSseEventBytes.
 class SseParser {
  public:
   using Handler = std::function<void(std::string_view data)>;
@@ -26,6 +31,7 @@ class SseParser {
   std::string line_;   // the unfinished line
   std::string data_;   // data of the unfinished event
   bool has_data_ = false;
+  bool skip_lf_ = false;  // the last line ended with CR: a LF right after it belongs to that line end
 };
 
 // One OpenAI streaming chunk (the data of one SSE event) as the load client needs it.
@@ -36,7 +42,8 @@ struct StreamChunk {
   // chat's role announcement ({"role": …, "content": ""}) and a finish marker (finish_reason set, text "").
   // Role-only, usage-only and finish-only chunks without the field are none either.
   bool token = false;
-  std::optional<int> prompt_tokens;      // usage, when present
+  // usage, when present as a whole number (4.0 counts) in [0, INT_MAX]; anything else counts as absent.
+  std::optional<int> prompt_tokens;
   std::optional<int> completion_tokens;
   std::map<std::string, double> timing;  // llmbench_timing, when present (ms per stage)
   std::string error;              // the chunk is an {"error": ...} object

@@ -1,0 +1,71 @@
+// validate(): what `llmbench load` refuses before sending anything (exit 2 on the command line).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "llmbench/base/error.h"
+#include "llmbench/load/runner.h"
+
+using namespace llmbench;
+
+namespace {
+
+LoadOptions valid() {
+  LoadOptions o;
+  o.endpoint = "http://127.0.0.1:8000";
+  return o;
+}
+
+// The UsageError's message for options changed by `change`, or "" when they pass.
+std::string refusal(const std::function<void(LoadOptions&)>& change) {
+  LoadOptions o = valid();
+  change(o);
+  try {
+    validate(o);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(LoadValidate, TimeoutMustBeFiniteAndBounded) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double t : {1e10, 1e308, inf, std::nan(""), 0.0, -1.0})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.timeout_s = t; }).find("--timeout-s"), std::string::npos) << t;
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.timeout_s = 1e6; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.timeout_s = 0.01; }), "");
+}
+
+TEST(LoadValidate, ImpossibleSizesAreRefusedUpFront) {
+  EXPECT_NE(refusal([](LoadOptions& o) { o.num_requests = 100000000; }).find("--num-requests"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.warmup_requests = 2000000000; }).find("--warmup-requests"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.input_len = 2000000000; }).find("--input-len"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.output_len = 2000000000; }).find("--output-len"), std::string::npos);
+  // Each within its bound, but together too many synthetic prompt tokens to make up front.
+  EXPECT_NE(refusal([](LoadOptions& o) { o.num_requests = 1000000, o.input_len = 1000; }).find("synthetic prompts"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.request_rate = {1e308}, o.duration_s = 0.5; }).find("--request-rate"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.request_rate = {1000}, o.duration_s = 1e5; }).find("requests per point"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.request_rate = {1e-300}; }).find("--request-rate"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.duration_s = 1e300; }).find("--duration"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.concurrency = {2000000000}; }).find("--concurrency"), std::string::npos);
+  // Large but sane.
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.num_requests = 100000, o.input_len = 256, o.warmup_requests = 1000; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.request_rate = {500}, o.duration_s = 600; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.duration_s = 1e-9; }), "");
+}
+
+TEST(LoadValidate, ApiKeyCannotInjectHeaders) {
+  EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\r\nX-Evil: 1"; }).find("--api-key"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\nX"; }).find("--api-key"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = std::string("sk\0x", 4); }).find("--api-key"), std::string::npos);
+  // The refusal does not echo the key.
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key = "sk-secret\r\n"; }).find("sk-secret"), std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key = "sk-fine"; }), "");
+}
