@@ -221,7 +221,8 @@ TEST(ScriptedServer, TimeoutIsADeadlineWhateverTheServerKeepsSending) {
   EXPECT_EQ(l.errors, (std::map<std::string, int>{{"timeout", 2}}));
   for (const auto& rec : l.requests)
     if (!rec.ok) {
-      EXPECT_NEAR(rec.e2e_ms, 500, 150);
+      EXPECT_GE(rec.e2e_ms, 490);  // ended by the deadline, not before it, and not much after (a busy box
+      EXPECT_LT(rec.e2e_ms, 2500);  // may delay the timer; without the deadline it never ended)
     }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
 }

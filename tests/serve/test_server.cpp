@@ -135,6 +135,12 @@ class ServerTest : public ::testing::Test {
     s.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(server->port())));
     return s;
   }
+  // Sends `request` on a new connection: everything the server answers until it closes.
+  std::string exchange(const std::string& request) {
+    tcp::socket s = connect();
+    boost::asio::write(s, boost::asio::buffer(request));
+    return read_until_close(s);
+  }
   // Everything the server sends until it closes (or `seconds` of silence).
   static std::string read_until_close(tcp::socket& s, double seconds = 5) {
     timeval tv{static_cast<time_t>(seconds), static_cast<suseconds_t>((seconds - int(seconds)) * 1e6)};
@@ -413,13 +419,8 @@ TEST_F(ServerTest, BadRequestsGetOpenAiErrors) {
 // character) are written as U+FFFD: the answer is valid JSON and the server lives on.
 TEST_F(ServerTest, BytesThatAreNotUtf8GetAnErrorNotACrash) {
   start();
-  auto raw = [&](const std::string& request) {
-    tcp::socket s = connect();
-    boost::asio::write(s, boost::asio::buffer(request));
-    return read_until_close(s);
-  };
   auto post_raw = [&](const std::string& body) {
-    return raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+    return exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
                std::to_string(body.size()) + "\r\n\r\n" + body);
   };
   auto error_of = [](const std::string& out) {
@@ -427,10 +428,10 @@ TEST_F(ServerTest, BytesThatAreNotUtf8GetAnErrorNotACrash) {
     json j = json::parse(out.substr(body == std::string::npos ? 0 : body + 4), nullptr, false);  // strict UTF-8
     return j.is_object() && j.contains("error") ? j["error"] : json();
   };
-  std::string out = raw("GET /\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string out = exchange("GET /\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
   EXPECT_NE(error_of(out).value("message", "").find("\xEF\xBF\xBD"), std::string::npos) << out;
-  out = raw("GET /v1/models/\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  out = exchange("GET /v1/models/\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
   EXPECT_EQ(error_of(out).value("code", ""), "model_not_found") << out;
   for (const std::string body : {"{\"prompt\": \xE2\x80\x9Chello\xE2\x80\x9D}", "{\"prompt\": \xC3\xA9}",
@@ -447,32 +448,27 @@ TEST_F(ServerTest, BytesThatAreNotUtf8GetAnErrorNotACrash) {
 // the connection.
 TEST_F(ServerTest, HeadUnsupportedTransferCodingsAndHttp10Streams) {
   start();
-  auto raw = [&](const std::string& request) {
-    tcp::socket s = connect();
-    boost::asio::write(s, boost::asio::buffer(request));
-    return read_until_close(s);
-  };
-  std::string out = raw("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string out = exchange("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
   const auto second = out.find("\r\n\r\nHTTP/1.1 200");  // the HEAD answer ends with its headers
   ASSERT_NE(second, std::string::npos) << out;
   const std::string get_body = out.substr(out.find("\r\n\r\n", second + 4) + 4);
   EXPECT_EQ(json::parse(get_body)["status"], "ok");  // the only body: the GET's
   EXPECT_NE(out.substr(0, second).find("Content-Length: " + std::to_string(get_body.size())), std::string::npos) << out;
-  out = raw("HEAD /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  out = exchange("HEAD /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 405", 0), 0u) << out;
   EXPECT_EQ(out.find("{"), std::string::npos) << out;
 
   const std::string body = R"({"prompt":[7],"max_tokens":3})";
-  out = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n" + body);
+  out = exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n" + body);
   EXPECT_EQ(out.rfind("HTTP/1.1 501", 0), 0u) << out;
   EXPECT_NE(out.find("unsupported_transfer_encoding"), std::string::npos) << out;
   EXPECT_EQ(out.find("HTTP/1.1", 1), std::string::npos) << out;  // the body was not read as a second request
-  out = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
+  out = exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 501", 0), 0u) << out;
 
   const std::string stream = R"({"prompt":[7],"max_tokens":3,"stream":true})";
-  out = raw("POST /v1/completions HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: " + std::to_string(stream.size()) +
+  out = exchange("POST /v1/completions HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: " + std::to_string(stream.size()) +
             "\r\n\r\n" + stream);
   ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
   const auto head_end = out.find("\r\n\r\n");
