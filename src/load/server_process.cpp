@@ -40,6 +40,9 @@ ServerProcess::ServerProcess(const std::vector<std::string>& argv, double timeou
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive llmbench
     if (::getppid() != parent) ::_exit(127);
+    // Its own process group: Ctrl-C at a terminal (SIGINT to the foreground group) reaches llmbench alone,
+    // which ends its point and then stops the server, instead of the server dying under a running point.
+    ::setpgid(0, 0);
     ::dup2(fds[1], STDOUT_FILENO);
     ::execvp(args[0], args.data());
     ::_exit(127);

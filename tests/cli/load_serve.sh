@@ -44,6 +44,26 @@ for doc, n, out in ((closed, 9, 7), (opened, 8, 5)):
         assert p["throughput"]["output_tokens_per_s"] > 0
 assert opened["points"][0]["load"]["api"] == "chat"
 PY
+# Ctrl-C at a terminal signals the whole foreground process group: the server that load starts must not
+# die of it (while it loads, that was "exited before it was listening", exit 1). load stops, stops the
+# server, writes its (interrupted) file, exits 130.
+setsid "$bin" load --concurrency 2 --duration 60 --input-len 8 --output-len 32 --tokenizer tiny -o "$tmp/int.json" \
+  >/dev/null 2>"$tmp/err.txt" &
+pid=$!
+for _ in $(seq 300); do  # the server process started: it is loading its model
+  pgrep -P "$pid" >/dev/null && break
+  sleep 0.05
+done
+sleep 0.2
+kill -INT -- "-$pid"
+wait "$pid"
+code=$?
+[ "$code" = 130 ] || fail "load under a process-group Ctrl-C exited $code, expected 130"
+python3 -c "
+import json; r = json.load(open('$tmp/int.json'))
+assert r['interrupted'] is True
+assert all(p['load']['partial'] for p in r['points']), r['points']" || fail "interrupted results"
+
 sleep 0.5
 after=$(pgrep -fc "llmbench serve" || true)
 [ "$after" -le "$before" ] || fail "a server outlived the load command ($before before, $after after)"
