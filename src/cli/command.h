@@ -30,6 +30,12 @@ void add_load_command(CLI::App& root, Commands& out);
 void add_serve_command(CLI::App& root, Commands& out);
 void add_profile_command(CLI::App& root, Commands& out);
 
+// For unsigned options (--seed): CLI11 would wrap "-1" to 2^64 - 1 without a word.
+inline CLI::Validator not_negative() {
+  return CLI::Validator(
+      [](std::string& v) { return v.find('-') == std::string::npos ? std::string() : "must not be negative"; }, "");
+}
+
 // The command line as given (argv[0]'s file name, arguments quoted for a shell where needed), with the
 // values of --api-key and --header masked; what `results.command` records. Set once by main().
 void set_command_line(int argc, char** argv);

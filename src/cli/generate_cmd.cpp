@@ -95,7 +95,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
   app->add_option("--temperature", opt->temperature, "0: greedy")->capture_default_str()->check(CLI::Range(0.0, 1e6));
   app->add_option("--top-k", opt->top_k, "0: off")->capture_default_str();
   app->add_option("--top-p", opt->top_p, "1: off")->capture_default_str();
-  app->add_option("--seed", opt->seed, "Sampling seed (and random-weights seed)")->capture_default_str();
+  app->add_option("--seed", opt->seed, "Sampling seed (and random-weights seed)")->capture_default_str()->check(not_negative());
   app->add_option("--device", opt->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app->add_option("--dtype", opt->dtype, "auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16, float16")->capture_default_str();
   app->add_option("--attn", opt->attn, "eager or sdpa")->capture_default_str();

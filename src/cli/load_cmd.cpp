@@ -52,7 +52,7 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--dataset", o.dataset, "synthetic, sharegpt:FILE or jsonl:FILE")->capture_default_str();
   app->add_option("--tokenizer", o.tokenizer, "Tokenizer (directory, tokenizer.json, or tiny) for prompts and counts");
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");
-  app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str();
+  app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str()->check(not_negative());
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
   app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");

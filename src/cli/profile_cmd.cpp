@@ -32,7 +32,7 @@ void add_profile_command(CLI::App& root, Commands& out) {
   app->add_option("--device", o.device, "cuda or cuda:N")->capture_default_str();
   app->add_option("--steps", o.steps, "Decode steps recorded per mode")->capture_default_str();
   app->add_option("--warmup", o.warmup, "Untimed calls before each mode's timing")->capture_default_str();
-  app->add_option("--seed", o.seed, "Seed of the prompt ids and random weights")->capture_default_str();
+  app->add_option("--seed", o.seed, "Seed of the prompt ids and random weights")->capture_default_str()->check(not_negative());
   app->add_flag("--no-cuda-graph", st->no_cuda_graph, "Record eager decode steps only (no graph replay)");
   app->add_flag("--no-fused", st->no_fused, "Plain ops instead of the fused decode kernels");
   app->add_flag_function(

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "command.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/tokenizer/utf8.h"
@@ -77,7 +78,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--top-k", o.top_k, "Sample among the k most likely (0 = off)")->capture_default_str();
   app.add_option("--top-p", o.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of prompts, random weights and sampling")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of prompts, random weights and sampling")->capture_default_str()->check(not_negative());
   app.add_option("--prompt", o.prompt, "Prompt text, tokenized then cut or repeated to --prompt-len");
   app.add_option("--prompt-file", f.prompt_file, "File whose text is the prompt");
   app.add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat format");

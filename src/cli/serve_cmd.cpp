@@ -51,7 +51,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
   app->add_flag("--sdpa-cudnn", opt->engine.sdpa_cudnn,
                "Let --attn sdpa use cuDNN's kernels: faster for a shape seen before, but each new prompt, chunk or "
                "pass shape first builds a plan (~47 ms on an H200); off, torch's flash / efficient kernels");
-  app->add_option("--seed", opt->engine.seed, "Random-weights seed")->capture_default_str();
+  app->add_option("--seed", opt->engine.seed, "Random-weights seed")->capture_default_str()->check(not_negative());
   app->add_option("--max-batch", opt->engine.max_batch, "KV-cache slots (requests decoded together)")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   app->add_option("--max-context", opt->engine.max_context, "Tokens per slot (0: min(model's, 4096))")

@@ -146,6 +146,7 @@ expect ids_empty_prompt "--prompt-ids" generate --model tiny --device cpu --prom
 # ---- run options
 expect batch_zero "--batch" run --model tiny "${small[@]}" --batch 0 --output @OUT@
 expect runs_le_2trim "--trim" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs 4 --trim 2 --output @OUT@
+expect seed_negative "--seed: must not be negative" run --model tiny "${small[@]}" --seed -1 --output @OUT@
 expect runs_negative "--runs: -1 is not allowed" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs -1 --trim 0 --output @OUT@
 expect runs_zero "--runs" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 2 --runs 0 --trim 0 --output @OUT@
 expect temperature_negative "--temperature" run --model tiny "${small[@]}" --temperature -1 --output @OUT@
