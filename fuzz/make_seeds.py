@@ -72,6 +72,9 @@ for name in sorted(os.listdir(os.path.join(root, "configs"))):
         put("yaml", name, open(os.path.join(root, "configs", name), "rb").read())
 put("yaml", "gate.yaml", "metrics:\n  ttft_ms: 5%\n  peak_memory: 0.02\nmax_cv: 0.1\nallow_missing: true\n")
 put("yaml", "typo.yaml", "defaults:\n  warmpu: 1\nmodels:\n  - model: tiny\n")
+# An input on which yaml-cpp 0.7's LoadAll looped forever (fuzz_compare_config, session 33).
+put("yaml", "loadall_loop.yaml", b"# The seed s|udy: theCthrel: deepseek-r1-7b\n  , model: llama-gs/seed-compigs/seed-comparison.yen"
+    b"2.5-6]\n  max_\x8anew_tokens: [51\nbaseline: llama-3-8b\n")
 put("yaml", "anchors.yaml", "base: &b {device: cpu, runs: 3, trim: 0}\ndefaults: *b\nmodels:\n  - {model: tiny, label: x}\n")
 
 # ---- request bodies for the server: valid ones of both endpoints and near misses (bytes that are not

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <sstream>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -353,14 +355,25 @@ LoadOptions load_entry(const Context& ctx, const YAML::Node& entry, const std::s
 
 }  // namespace
 
+void require_one_yaml_document(const std::string& text, const std::string& name) {
+  std::size_t documents = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const bool marker = line.rfind("---", 0) == 0 && (line.size() == 3 || std::isspace(static_cast<unsigned char>(line[3])));
+    if (marker) ++documents;                      // each `---` starts one (a leading one the first)
+    else documents = std::max<std::size_t>(documents, 1);  // content before any `---`: the first
+  }
+  if (documents > 1) throw UsageError(cat(name, ": ", documents, " YAML documents (separated by ---); expected one"));
+}
+
 ComparePlan parse_compare_config(const std::string& text, const std::string& name) {
   Context ctx{name};
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1)  // what follows a `---` would be silently ignored
-      throw UsageError(cat(name, ": ", docs.size(), " YAML documents (separated by ---); expected one"));
-    if (!docs.empty()) root = docs[0];
+    require_one_yaml_document(text, name);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw UsageError(cat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
   }

@@ -274,10 +274,8 @@ bool boolean(const std::string& file, const YAML::Node& n, const std::string& pa
 GateConfig parse_gate_config(const std::string& text, const std::string& name) {
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1)  // what follows a `---` would be silently ignored
-      throw UsageError(cat(name, ": ", docs.size(), " YAML documents (separated by ---); expected one"));
-    if (!docs.empty()) root = docs[0];
+    require_one_yaml_document(text, name);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw UsageError(cat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
   }

@@ -326,3 +326,21 @@ models:
   EXPECT_THROW(parse_compare_config("models:\n  - model: tiny\n    kv_dtype: int8\n", "c.yaml"), UsageError);
   EXPECT_THROW(parse_compare_config("matrix:\n  kv_dtype: fp16\nmodels:\n  - tiny\n", "c.yaml"), UsageError);
 }
+
+// Documents are counted on the text (yaml-cpp's LoadAll can loop forever on malformed input): a leading
+// `---` starts the first; any other starts a second, which is refused rather than ignored.
+TEST(CompareConfig, OneYamlDocument) {
+  EXPECT_NO_THROW(require_one_yaml_document("# comment\n---\nmodels: []\n", "c.yaml"));
+  EXPECT_NO_THROW(require_one_yaml_document("models:\n  - {model: tiny, label: '---'}\n----\n", "c.yaml"));
+  EXPECT_NO_THROW(require_one_yaml_document("", "c.yaml"));
+  try {
+    require_one_yaml_document("models: []\n--- # next\nmodels: []\n---\n", "c.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "c.yaml: 3 YAML documents (separated by ---); expected one");
+  }
+  // The input on which LoadAll never returned: one document, parsed (and refused for what it says) at once.
+  const std::string fuzzed = "# The seed s|udy: theCthrel: deepseek-r1-7b\n  , model: llama-gs/seed-compigs/seed-comparison.yen"
+                             "2.5-6]\n  max_\x8anew_tokens: [51\nbaseline: llama-3-8b\n";
+  EXPECT_THROW(parse_compare_config(fuzzed, "f.yaml"), UsageError);
+}

@@ -35,6 +35,11 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
 
 // Levenshtein distance, and the candidate closest to `key` when it is close enough to be a typo.
 std::size_t edit_distance(const std::string& a, const std::string& b);
+
+// Throws UsageError "NAME: N YAML documents …" when `text` holds more than one document (the rest would be
+// ignored), judged by its `---` lines: one before any content only starts the first. Counted on the text
+// because yaml-cpp 0.7's LoadAll can loop forever on malformed input (found by fuzz_compare_config).
+void require_one_yaml_document(const std::string& text, const std::string& name);
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
 
 }  // namespace llmbench
