@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -395,18 +396,24 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
   Table t{"Side by side (Δ against " + inputs.front().name + ")", {"point", "metric"}, {}, {}};
   for (const auto& in : inputs) t.head.push_back(in.name);
   for (std::size_t i = 1; i < inputs.size(); ++i) t.head.push_back("Δ " + inputs[i].name);
+  // Keys in first-seen order; per input, the first point with each key (maps keep this linear in
+  // the number of points: a linear search per key took seconds for 2,000-point files).
   std::vector<std::string> keys;
   std::vector<std::string> labels;
-  for (const auto& in : inputs)
-    for (const auto& p : in.results.points)
-      if (std::find(keys.begin(), keys.end(), point_key(p)) == keys.end()) {
-        keys.push_back(point_key(p));
+  std::vector<std::map<std::string, const PointResult*>> by_key(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (const auto& p : inputs[i].results.points) {
+      std::string key = point_key(p);
+      bool new_key = std::all_of(by_key.begin(), by_key.end(), [&](const auto& m) { return !m.count(key); });
+      if (new_key) {
+        keys.push_back(key);
         labels.push_back(point_label(p, axes));
       }
-  auto find = [](const ReportInput& in, const std::string& key) -> const PointResult* {
-    for (const auto& p : in.results.points)
-      if (point_key(p) == key) return &p;
-    return nullptr;
+      by_key[i].emplace(std::move(key), &p);
+    }
+  auto find = [&](std::size_t input, const std::string& key) -> const PointResult* {
+    auto it = by_key[input].find(key);
+    return it == by_key[input].end() ? nullptr : it->second;
   };
   const std::pair<const char*, const char*> metrics[] = {
       {"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"}, {"e2e_ms", "e2e ms"}, {"output_tok_s", "output tok/s"}};
@@ -414,8 +421,8 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
     for (const auto& [metric, title] : metrics) {
       std::vector<std::string> row{labels[k], title};
       std::vector<double> values;
-      for (const auto& in : inputs) {
-        const PointResult* p = find(in, keys[k]);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const PointResult* p = find(i, keys[k]);
         values.push_back(p ? headline(*p, metric) : std::nan(""));
         row.push_back(fmt_num(values.back()));
       }
