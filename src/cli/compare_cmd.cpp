@@ -108,6 +108,11 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      baseline.clear();
                    }
                    const int rc = finish_results(all, st->output, st->format, baseline);
+                   // Each failed point gets an error line saying why (the table has it too, but cut short).
+                   for (std::size_t i = 0; i < all.points.size(); ++i)
+                     if (all.points[i].status == "failed")
+                       log::error(cat(all.points[i].params.label.empty() ? all.points[i].params.model : all.points[i].params.label,
+                                      " (point ", i + 1, "): ", all.points[i].error.empty() ? "failed" : all.points[i].error));
                    return rc == kExitOk && target_failed ? kExitFailure : rc;
                  }});
 }

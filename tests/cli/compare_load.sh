@@ -114,6 +114,23 @@ python3 -c "
 import json; r = json.load(open('$out/down.json'))
 assert [p['params']['label'] for p in r['points']] == ['up'] and r['points'][0]['status'] == 'ok'" || fail "points kept"
 
+# An endpoint whose every request fails: its point is kept as failed, one error line says why, exit 1.
+start_server broken --faults 0:http500,1:http500
+cat >"$out/broken.yaml" <<YAML
+models:
+  - {endpoint: $url_a, label: up, num_requests: 2, output_len: 2, tokenizer: tiny}
+  - {endpoint: $url, label: broken, num_requests: 2, output_len: 2, tokenizer: tiny}
+YAML
+"$bin" compare "$out/broken.yaml" -o "$out/broken.json" >/dev/null 2>"$out/stderr"
+code=$?
+[ "$code" = 1 ] || { cat "$out/stderr"; fail "compare with a failing endpoint exited $code, expected 1"; }
+grep -q "\[error\] broken (point 2): every request failed: http_500 x2" "$out/stderr" \
+  || { cat "$out/stderr"; fail "no error line for the failed endpoint"; }
+python3 -c "
+import json; r = json.load(open('$out/broken.json'))
+assert [(p['params']['label'], p['status']) for p in r['points']] == [('up', 'ok'), ('broken', 'failed')]" \
+  || fail "failed endpoint point not kept"
+
 # `load` records its command line too, with the secrets masked.
 "$bin" load --endpoint "$url_a" --num-requests 2 --output-len 2 --tokenizer tiny --api-key sekrit \
   --header "X-Team: bench" -o "$out/load.json" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "load"; }
