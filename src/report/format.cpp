@@ -1,6 +1,7 @@
 #include "llmbench/report/format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -100,7 +101,9 @@ struct Column {
 
 std::string fixed(double v, int decimals) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  // Beyond 1e15 fixed notation is unreadable and would not fit the buffer (1e150 has 151 digits).
+  if (std::fabs(v) >= 1e15) std::snprintf(buf, sizeof buf, "%.4g", v);
+  else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 

@@ -133,7 +133,8 @@ std::string fmt_num(double v) {
   const double a = std::fabs(v);
   const int decimals = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : 4;
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  if (a >= 1e15) std::snprintf(buf, sizeof buf, "%.4g", v);  // 1e150 in fixed notation has 151 digits
+  else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 

@@ -137,6 +137,15 @@ TEST(Format, MarkdownEscapesPipes) {
   EXPECT_NE(md[6].find("failed: a\\|b"), std::string::npos);
 }
 
+TEST(Format, HugeValuesAreScientificNotTruncatedDigits) {
+  Results r = two_models();
+  r.points[0] = point("base", 1, 1e150, 5, 50, 1ULL << 30);
+  for (Format f : {Format::table, Format::md}) {
+    auto out = lines(format_results(r, f));
+    EXPECT_NE(out.at(2).find("1e+150"), std::string::npos) << out.at(2);  // header, rule, first point
+  }
+}
+
 TEST(Format, CvWarningsAboveFivePercent) {
   Results r = two_models();
   EXPECT_TRUE(cv_warnings(r).empty());
