@@ -251,6 +251,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"warmup_requests", load_scalar(&LoadOptions::warmup_requests, "an integer")},
       {"input_len", load_scalar(&LoadOptions::input_len, "an integer")},
       {"output_len", load_scalar(&LoadOptions::output_len, "an integer")},
+      {"range_ratio", load_scalar(&LoadOptions::range_ratio, "a number in [0, 1)")},
       {"dataset", load_scalar(&LoadOptions::dataset, "synthetic, sharegpt:FILE or jsonl:FILE")},
       {"tokenizer", load_scalar(&LoadOptions::tokenizer, "a path or tiny")},
       {"slo", set_slo},

@@ -29,8 +29,16 @@ DatasetSpec parse_dataset(const std::string& text) {
   throw UsageError(cat("--dataset '", text, "': expected synthetic, sharegpt:FILE or jsonl:FILE"));
 }
 
+std::pair<int, int> length_range(int length, double range_ratio) {
+  if (range_ratio <= 0) return {length, length};
+  const int lo = std::max(1, static_cast<int>(length * (1 - range_ratio)));
+  const int hi = std::max(lo, static_cast<int>(length * (1 + range_ratio)));
+  return {lo, hi};
+}
+
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
-                                          std::uint64_t seed, const std::function<bool()>& should_stop) {
+                                          std::uint64_t seed, const std::function<bool()>& should_stop,
+                                          double range_ratio) {
   // Ids whose text is printable ASCII: any cut of their concatenation is still valid text, so decoding
   // and re-encoding cannot drift through U+FFFD replacements. Uniform over [3, 0.95 vocab) otherwise.
   const std::size_t vocab = tokenizer.vocab_size();
@@ -44,9 +52,15 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
   if (candidates.empty()) throw Error(cat("tokenizer ", tokenizer.info().source, " has no plain-text tokens for prompts"));
   std::mt19937_64 rng(seed);
   auto random_id = [&] { return candidates[uniform_index(rng, candidates.size())]; };
-  const std::size_t len = static_cast<std::size_t>(input_len);
+  std::mt19937_64 length_rng(seed ^ 0x9e3779b97f4a7c15ULL);  // lengths: their own stream
+  const auto [in_lo, in_hi] = length_range(input_len, range_ratio);
+  const auto [out_lo, out_hi] = length_range(output_len, range_ratio);
+  auto draw = [&](int lo, int hi) { return lo + static_cast<int>(uniform_index(length_rng, static_cast<std::size_t>(hi - lo) + 1)); };
   std::vector<PromptSpec> out;
   for (int i = 0; i < n && !(should_stop && should_stop()); ++i) {
+    const int this_input = range_ratio > 0 ? draw(in_lo, in_hi) : input_len;
+    const int this_output = range_ratio > 0 ? draw(out_lo, out_hi) : output_len;
+    const std::size_t len = static_cast<std::size_t>(this_input);
     std::vector<TokenId> ids(len);
     for (auto& id : ids) id = random_id();
     bool exact = false;
@@ -65,9 +79,9 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
       }
     }
     if (!exact)
-      throw Error(cat("cannot make a prompt of exactly ", input_len, " tokens with tokenizer ",
+      throw Error(cat("cannot make a prompt of exactly ", this_input, " tokens with tokenizer ",
                       tokenizer.info().source));
-    out.push_back({text, input_len, output_len});
+    out.push_back({text, this_input, this_output});
   }
   return out;
 }

@@ -74,15 +74,25 @@ void validate(const LoadOptions& o) {
     throw UsageError(cat("--input-len must be in [1, ", kMaxTokens, "], got ", o.input_len));
   if (o.output_len < 1 || o.output_len > kMaxTokens)
     throw UsageError(cat("--output-len must be in [1, ", kMaxTokens, "], got ", o.output_len));
+  if (!(o.range_ratio >= 0 && o.range_ratio < 1))
+    throw UsageError(cat("--range-ratio must be in [0, 1), got ", o.range_ratio));
+  if (o.range_ratio > 0 && parse_dataset(o.dataset).kind != "synthetic")
+    throw UsageError("--range-ratio spreads synthetic lengths; a dataset brings its own");
+  for (const auto& [flag, len] : {std::pair<const char*, int>{"--input-len", o.input_len}, {"--output-len", o.output_len}})
+    if (length_range(len, o.range_ratio).second > kMaxTokens)
+      throw UsageError(cat(flag, " ", len, " with --range-ratio ", o.range_ratio, " reaches ",
+                           length_range(len, o.range_ratio).second, " tokens, more than ", kMaxTokens));
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
     throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.timeout_s));
   if (parse_dataset(o.dataset).kind == "synthetic") {
     const long long prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
                                                    : o.num_requests > 0 ? o.num_requests
                                                                         : kDefaultRequests);
-    if (prompts * o.input_len > kMaxPromptTokens)
-      throw UsageError(cat(prompts, " synthetic prompts (--num-requests + --warmup-requests) of --input-len ", o.input_len,
-                           " tokens are ", prompts * o.input_len, " tokens, more than ", kMaxPromptTokens,
+    const long long longest = length_range(o.input_len, o.range_ratio).second;
+    if (prompts * longest > kMaxPromptTokens)
+      throw UsageError(cat(prompts, " synthetic prompts (--num-requests + --warmup-requests) of up to ", longest,
+                           " tokens (--input-len", o.range_ratio > 0 ? ", --range-ratio" : "", ") are up to ",
+                           prompts * longest, " tokens, more than ", kMaxPromptTokens,
                            " (fewer requests, or --duration, which cycles through ", kPromptPoolForDuration, " prompts)"));
   }
   if (!o.slo.empty()) parse_slo(o.slo);
@@ -306,7 +316,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   std::vector<PromptSpec> prompts;
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, 0);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, 0);
-  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested);
+  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested, o.range_ratio);
   if (stop_requested()) return nothing_measured();
 
   std::vector<std::pair<std::string, std::string>> headers;
@@ -407,6 +417,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.duration_s = o.duration_s;
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
+    l.range_ratio = o.range_ratio;
     l.timeout_s = o.timeout_s;
     l.slo = slo;
     l.partial = d.stopped;

@@ -99,7 +99,7 @@ std::string point_key(const PointResult& p) {
   if (!p.load) return point_key(p.params);
   const LoadResult& l = *p.load;
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
-             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens);
+             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio);
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -267,10 +267,11 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
     std::string slo;
     for (const auto& [name, v] : {std::pair{"ttft_ms", l.slo.ttft_ms}, {"tpot_ms", l.slo.tpot_ms}, {"e2e_ms", l.slo.e2e_ms}})
       if (v) slo += (slo.empty() ? "" : ", ") + cat(name, "=", fmt_num(*v));
+    const std::string spread = l.range_ratio > 0 ? " ±" + fmt_param(100 * l.range_ratio) + " %" : "";
     t.rows.push_back({point_label(p, axes), l.endpoint, l.api, l.concurrency ? cat(l.concurrency) : "–",
                       l.request_rate > 0 ? fmt_num(l.request_rate) : "–", l.arrival.empty() ? "–" : l.arrival,
                       l.num_requests ? cat(l.num_requests) : "–", l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
-                      cat(l.warmup_requests), l.dataset, cat(p.params.prompt_len), cat(p.params.max_new_tokens),
+                      cat(l.warmup_requests), l.dataset, cat(p.params.prompt_len) + spread, cat(p.params.max_new_tokens) + spread,
                       fmt_num(l.timeout_s), slo.empty() ? "–" : slo, l.token_count_source, p.tokenizer});
   }
   return t;

@@ -205,7 +205,7 @@ json load_to_json(const LoadResult& l) {
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
         {"request_rate", l.request_rate}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
-        {"timeout_s", l.timeout_s}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
+        {"range_ratio", l.range_ratio}, {"timeout_s", l.timeout_s}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
       {"requests",
        {{"completed", l.completed}, {"failed", l.failed}, {"errors", l.errors},
         {"note", "failed requests are counted here and left out of every latency statistic"}}},
@@ -241,6 +241,11 @@ LoadResult load_from_json(const json& point, const std::string& path) {
   l.duration_s = a.number("duration_s");
   l.warmup_requests = a.integer("warmup_requests");
   l.dataset = a.string("dataset");
+  if (a.has("range_ratio")) {  // older files: exact lengths
+    l.range_ratio = a.number("range_ratio");
+    if (!(l.range_ratio >= 0 && l.range_ratio < 1))
+      throw Error(cat(path, ".load.range_ratio: expected a number in [0, 1), got ", l.range_ratio));
+  }
   l.timeout_s = a.number("timeout_s");
   l.token_count_source = a.string("token_count_source");
   if (a.has("partial")) l.partial = a.boolean("partial");

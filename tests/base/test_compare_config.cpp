@@ -154,6 +154,7 @@ models:
     api_key: secret
     timeout_s: 10
     warmup_requests: 2
+    range_ratio: 0.25
 baseline: engine-a
 )",
                                           "c.yaml");
@@ -188,6 +189,8 @@ baseline: engine-a
   EXPECT_EQ(b.api_key, "secret");
   EXPECT_EQ(b.timeout_s, 10);
   EXPECT_EQ(b.warmup_requests, 2);
+  EXPECT_EQ(b.range_ratio, 0.25);
+  EXPECT_EQ(a.range_ratio, 0);
 }
 
 TEST(CompareConfig, EndpointEntryErrors) {

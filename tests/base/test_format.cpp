@@ -237,6 +237,11 @@ TEST(Format, ComparisonOfLoadPointsMatchesConcurrency) {
   loads.points[1].load->api = "chat";
   json k = json::parse(format_comparison(loads, Format::json, "a"));
   EXPECT_TRUE(k[1]["ttft_p50_ms_vs_baseline"].is_null());
+  // Nor do spread lengths (--range-ratio) against exact ones.
+  loads.points[1].load->api = "completions";
+  EXPECT_DOUBLE_EQ(json::parse(format_comparison(loads, Format::json, "a"))[1]["ttft_p50_ms_vs_baseline"], 1.5);
+  loads.points[1].load->range_ratio = 0.5;
+  EXPECT_TRUE(json::parse(format_comparison(loads, Format::json, "a"))[1]["ttft_p50_ms_vs_baseline"].is_null());
 }
 
 TEST(Format, VerificationIsShownPerPoint) {

@@ -36,6 +36,30 @@ PointResult point(int batch, double center, double noise, double phase = 0, std:
   return p;
 }
 
+// A closed-loop load point of 20 requests with TTFT around `ttft` ms, synthetic lengths spread by `range_ratio`.
+PointResult load_point(double ttft, double range_ratio) {
+  PointResult p;
+  p.mode = "load";
+  p.params.model = p.params.label = "served";
+  p.params.batch = 2;
+  LoadResult l;
+  l.concurrency = 2;
+  l.range_ratio = range_ratio;
+  for (int i = 0; i < 20; ++i) {
+    RequestRecord r;
+    r.ok = true;
+    r.start_ms = r.scheduled_ms = 50.0 * i;
+    r.ttft_ms = ttft * (1 + 0.01 * std::sin(1.7 * i));
+    r.itl_ms.assign(3, 5.0);
+    r.e2e_ms = r.ttft_ms + 15;
+    r.output_tokens = 4;
+    l.requests.push_back(r);
+  }
+  p.load = std::move(l);
+  summarize_point(p);
+  return p;
+}
+
 Results results(std::vector<PointResult> points) {
   Results r;
   r.env.gpus.push_back({0, "NVIDIA H200", 9, 0, 150ULL << 30, 132});
@@ -141,6 +165,14 @@ TEST(Gate, MissingPointIsARegressionUnlessAllowed) {
   r = run_gate(base, cur, GateConfig{});
   EXPECT_EQ(r.points[1].verdict, Verdict::missing);
   EXPECT_NE(r.points[1].reason.find("out of memory"), std::string::npos);
+}
+
+TEST(Gate, LoadPointsWithSpreadLengthsAreOtherPoints) {
+  Results base = results({load_point(100, 0)});
+  EXPECT_EQ(run_gate(base, results({load_point(100, 0)}), GateConfig{}).exit_code(), 0);
+  GateReport r = run_gate(base, results({load_point(100, 0.5)}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);  // --range-ratio 0.5 is another workload
 }
 
 TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {

@@ -59,6 +59,20 @@ for p in r["points"]:
     assert p["throughput"]["output_tokens_per_s"] > 0
 PY
 grep -q "TTFT p50" "$out/stdout" || fail "no load table on stdout"
+says="--range-ratio must be in [0, 1)" bad --endpoint "$url" --range-ratio 1
+says="a dataset brings its own" bad --endpoint "$url" --range-ratio 0.5 --dataset "jsonl:$out/latin1.jsonl"
+
+# --range-ratio: every request asks for its own max_tokens in [L/2, 3L/2] (the scripted server streams
+# exactly that many, and says so in usage), recorded in the results.
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 4 --num-requests 40 --input-len 8 --output-len 8 \
+  --range-ratio 0.5 -o "$out/spread.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load --range-ratio"; }
+python3 - "$out/spread.json" <<'PY' || fail "--range-ratio results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["load"]["range_ratio"] == 0.5 and p["requests"]["completed"] == 40, p["load"]
+outs = [r["output_tokens"] for r in p["request_log"]]
+assert min(outs) >= 4 and max(outs) <= 12 and len(set(outs)) >= 5, outs
+PY
 
 "$bin" gate --baseline "$out/load.json" --current "$out/load.json" >"$out/gate.md" 2>&1 || { cat "$out/gate.md"; fail "gate on load results"; }
 grep -q "PASS" "$out/gate.md" || fail "gate did not pass identical load results"

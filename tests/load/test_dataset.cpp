@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "llmbench/base/error.h"
 #include "llmbench/load/dataset.h"
@@ -48,6 +49,36 @@ TEST(Dataset, SyntheticPromptsHaveExactlyTheTokenCount) {
     EXPECT_NE(prompts[0].text, prompts[1].text);
   }
   EXPECT_EQ(synthetic_prompts(*tok, 2, 32, 1, 5)[1].text, synthetic_prompts(*tok, 2, 32, 1, 5)[1].text);
+}
+
+TEST(Dataset, SyntheticLengthsSpreadOverTheRange) {
+  EXPECT_EQ(length_range(100, 0), (std::pair<int, int>{100, 100}));
+  EXPECT_EQ(length_range(100, 0.5), (std::pair<int, int>{50, 150}));
+  EXPECT_EQ(length_range(7, 0.3), (std::pair<int, int>{4, 9}));  // int(4.9), int(9.1): vLLM's truncation
+  EXPECT_EQ(length_range(1, 0.99), (std::pair<int, int>{1, 1}));  // never below one token
+  const auto tok = load_tokenizer("tiny");
+  const auto prompts = synthetic_prompts(*tok, 400, 40, 10, 3, {}, 0.5);
+  ASSERT_EQ(prompts.size(), 400u);
+  std::set<int> inputs, outputs;
+  double input_sum = 0;
+  for (const auto& p : prompts) {
+    EXPECT_EQ(tok->encode(p.text, false).size(), std::size_t(p.prompt_tokens));  // still exact, per prompt
+    EXPECT_GE(p.prompt_tokens, 20);
+    EXPECT_LE(p.prompt_tokens, 60);
+    EXPECT_GE(p.output_len, 5);
+    EXPECT_LE(p.output_len, 15);
+    inputs.insert(p.prompt_tokens);
+    outputs.insert(p.output_len);
+    input_sum += p.prompt_tokens;
+  }
+  // Uniform over 41 input and 11 output values: 400 draws hit the ends and nearly all of them, mean near 40.
+  EXPECT_TRUE(inputs.count(20) && inputs.count(60)) << inputs.size();
+  EXPECT_GE(inputs.size(), 38u);
+  EXPECT_EQ(outputs.size(), 11u);
+  EXPECT_NEAR(input_sum / 400, 40, 2.0);
+  // Same seed, same prompts; ratio 0 leaves the prompts of before (their own random stream).
+  EXPECT_EQ(synthetic_prompts(*tok, 3, 40, 10, 3, {}, 0.5)[2].text, prompts[2].text);
+  EXPECT_EQ(synthetic_prompts(*tok, 3, 40, 10, 3, {}, 0)[1].text, synthetic_prompts(*tok, 3, 40, 10, 3)[1].text);
 }
 
 TEST(Dataset, ShareGpt) {

@@ -107,6 +107,14 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   EXPECT_EQ(back.points[0].load->requests.size(), 5u);
   EXPECT_DOUBLE_EQ(back.points[0].load->goodput_requests_per_s, 0.5);
   EXPECT_EQ(to_json(back), j);
+  // The range ratio round-trips; older files without it read as exact lengths; out of range is refused.
+  nlohmann::json spread = j;
+  spread["points"][0]["load"]["range_ratio"] = 0.25;
+  EXPECT_DOUBLE_EQ(results_from_json(spread).points[0].load->range_ratio, 0.25);
+  spread["points"][0]["load"].erase("range_ratio");
+  EXPECT_EQ(results_from_json(spread).points[0].load->range_ratio, 0);
+  spread["points"][0]["load"]["range_ratio"] = 1.5;
+  EXPECT_THROW(results_from_json(spread), Error);
   // A run point stays a run point.
   Results plain;
   plain.points.resize(1);

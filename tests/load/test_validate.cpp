@@ -61,6 +61,20 @@ TEST(LoadValidate, ImpossibleSizesAreRefusedUpFront) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.duration_s = 1e-9; }), "");
 }
 
+TEST(LoadValidate, RangeRatio) {
+  for (double r : {-0.1, 1.0, 2.0, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.range_ratio = r; }).find("--range-ratio must be in [0, 1)"), std::string::npos) << r;
+  EXPECT_NE(refusal([](LoadOptions& o) { o.range_ratio = 0.5, o.dataset = "jsonl:x.jsonl"; }).find("synthetic"),
+            std::string::npos);
+  // The longest request counts: 1.2e7 tokens are within --input-len's bound, 1.2e7 * 1.5 are not.
+  EXPECT_NE(refusal([](LoadOptions& o) { o.range_ratio = 0.5, o.input_len = 12000000, o.num_requests = 1; }).find("reaches 18000000"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.range_ratio = 0.9, o.num_requests = 300000, o.input_len = 100; }).find("up to 190"),
+            std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.range_ratio = 0.9, o.num_requests = 200000, o.input_len = 100; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.range_ratio = 0.999; }), "");
+}
+
 TEST(LoadValidate, ApiKeyCannotInjectHeaders) {
   EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\r\nX-Evil: 1"; }).find("--api-key"), std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\nX"; }).find("--api-key"), std::string::npos);

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llmbench {
@@ -24,9 +25,16 @@ DatasetSpec parse_dataset(const std::string& text);  // UsageError on anything e
 
 // `n` prompts of exactly `input_len` tokens of `tokenizer` (without special tokens): random ids
 // decoded to text, re-encoded, and adjusted until the count is exact. Throws Error if it cannot.
-// Returns fewer as soon as `should_stop` (polled per prompt) says so.
+// Returns fewer as soon as `should_stop` (polled per prompt) says so. With `range_ratio` R > 0 each
+// prompt's input and output lengths are drawn uniformly from the integers in [L·(1−R), L·(1+R)]
+// (truncated, at least 1; vLLM's --random-range-ratio), from their own stream of `seed`, so that
+// R = 0 gives exactly the prompts it always gave.
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
-                                          std::uint64_t seed, const std::function<bool()>& should_stop = {});
+                                          std::uint64_t seed, const std::function<bool()>& should_stop = {},
+                                          double range_ratio = 0);
+
+// The integers [lo, hi] a length L spreads over with range ratio R (both L when R = 0).
+std::pair<int, int> length_range(int length, double range_ratio);
 
 // ShareGPT JSON: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}, ...].
 // The first human turn is the prompt; output_len is the next turn's length in tokens, or

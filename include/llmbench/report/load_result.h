@@ -47,6 +47,7 @@ struct LoadResult {
   double duration_s = 0;         // 0 when bounded by num_requests
   int warmup_requests = 0;
   std::string dataset = "synthetic";
+  double range_ratio = 0;        // synthetic lengths spread uniformly over [L·(1−R), L·(1+R)]; 0: exact
   double timeout_s = 0;
   Slo slo;
   // What happened.
