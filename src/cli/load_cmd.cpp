@@ -42,6 +42,9 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--api", o.api, "completions or chat")->capture_default_str();
   app->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight; a comma list sweeps")->delimiter(',');
   app->add_option("--request-rate", o.request_rate, "Open loop: requests per second; a comma list sweeps")->delimiter(',');
+  app->add_option("--max-concurrency", o.max_concurrency,
+                  "Open loop: at most N requests in flight; later arrivals wait for one to finish (vLLM's "
+                  "--max-concurrency)");
   app->add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, constant or gamma:SHAPE")->capture_default_str();
   auto* num_requests = app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
   auto* duration = app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");

@@ -246,6 +246,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"concurrency", load_axis(&LoadOptions::concurrency, "an integer")},
       {"request_rate", load_axis(&LoadOptions::request_rate, "a number")},
       {"arrival", load_scalar(&LoadOptions::arrival, "poisson, constant or gamma:SHAPE")},
+      {"max_concurrency", load_positive(&LoadOptions::max_concurrency, "an integer")},
       {"num_requests", load_positive(&LoadOptions::num_requests, "an integer")},
       {"duration", load_positive(&LoadOptions::duration_s, "a number of seconds")},
       {"warmup_requests", load_scalar(&LoadOptions::warmup_requests, "an integer")},

@@ -76,7 +76,9 @@ std::string point_key(const PointParams& p, bool with_dtype) {
 std::string point_key(const PointResult& p, bool with_dtype) {
   std::string key = point_key(p.params, with_dtype);
   if (p.load) key += cat('\x1f', "load", '\x1f', p.load->api, '\x1f', p.load->request_rate, '\x1f', p.load->arrival);
-  if (p.load && p.load->range_ratio > 0) key += cat('\x1f', "range ", p.load->range_ratio);  // older files still match
+  // Older files (neither) still match.
+  if (p.load && p.load->range_ratio > 0) key += cat('\x1f', "range ", p.load->range_ratio);
+  if (p.load && p.load->max_concurrency > 0) key += cat('\x1f', "cap ", p.load->max_concurrency);
   return key;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
@@ -55,6 +56,10 @@ void validate(const LoadOptions& o) {
     throw UsageError("--concurrency and --request-rate exclude each other (closed or open loop)");
   for (int c : o.concurrency)
     if (c < 1 || c > kMaxRequests) throw UsageError(cat("--concurrency must be in [1, ", kMaxRequests, "], got ", c));
+  if (o.max_concurrency < 0 || o.max_concurrency > kMaxRequests)
+    throw UsageError(cat("--max-concurrency must be in [1, ", kMaxRequests, "], got ", o.max_concurrency));
+  if (o.max_concurrency > 0 && o.request_rate.empty())
+    throw UsageError("--max-concurrency caps an open loop (--request-rate); a closed loop is --concurrency");
   for (double r : o.request_rate)
     if (!(r >= kMinRate && r <= kMaxRate))
       throw UsageError(cat("--request-rate must be in [", kMinRate, ", ", kMaxRate, "] requests per second, got ", r));
@@ -121,6 +126,7 @@ std::string trim(std::string s) {
 struct Schedule {
   int concurrency = 0;             // closed loop when > 0
   std::vector<double> arrivals_s;  // open loop
+  int max_in_flight = 0;           // open loop: 0 = no cap; else arrivals beyond it wait for a finish
   int max_requests = 0;            // closed loop: 0 = bounded by duration
   double duration_s = 0;
 };
@@ -145,6 +151,7 @@ class Driver {
     result_ = Drive{};
     issued_ = 0;
     next_arrival_ = 0;
+    waiting_.clear();
     io_.restart();
     asio::steady_timer arrivals(io_), watch(io_);
     arrivals_ = &arrivals;
@@ -189,6 +196,11 @@ class Driver {
                    if (!by.empty()) result_.counted_by.insert(by);
                    slots_[index] = std::move(r);
                    if (schedule_.concurrency > 0 && may_issue()) issue(ms_since(t0_, Clock::now()));
+                   if (schedule_.concurrency == 0 && !waiting_.empty() && !result_.stopped) {
+                     const double arrived_ms = waiting_.front();  // the oldest arrival held by the cap
+                     waiting_.pop_front();
+                     issue(arrived_ms);
+                   }
                    check_done();
                  });
   }
@@ -200,8 +212,15 @@ class Driver {
     arrivals_->async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       const double now_s = ms_since(t0_, Clock::now()) / 1e3;
-      while (may_issue() && schedule_.arrivals_s[next_arrival_] <= now_s)
-        issue(schedule_.arrivals_s[next_arrival_++] * 1e3);
+      while (may_issue() && schedule_.arrivals_s[next_arrival_] <= now_s) {
+        const double arrived_ms = schedule_.arrivals_s[next_arrival_++] * 1e3;
+        // --max-concurrency: an arrival beyond the cap waits, in order, for a request to finish (its
+        // wait shows in the send lag, not in its TTFT, as with vLLM's --max-concurrency).
+        if (schedule_.max_in_flight > 0 && (client_.in_flight() >= schedule_.max_in_flight || !waiting_.empty()))
+          waiting_.push_back(arrived_ms);
+        else
+          issue(arrived_ms);
+      }
       schedule_next();
     });
   }
@@ -212,6 +231,7 @@ class Driver {
       if (ec) return;
       if (should_stop_ && should_stop_()) {
         result_.stopped = true;
+        waiting_.clear();
         arrivals_->cancel();
         client_.cancel_all();
         check_done();
@@ -222,7 +242,7 @@ class Driver {
   }
 
   void check_done() {
-    if (client_.in_flight() == 0 && !may_issue()) {
+    if (client_.in_flight() == 0 && waiting_.empty() && !may_issue()) {
       watch_->cancel();
       arrivals_->cancel();
     }
@@ -238,6 +258,7 @@ class Driver {
   Drive result_;
   int issued_ = 0;
   std::size_t next_arrival_ = 0, cursor_ = 0;
+  std::deque<double> waiting_;  // open loop with a cap: arrival times (ms) not yet issued
   Clock::time_point t0_;
   asio::steady_timer* arrivals_ = nullptr;
   asio::steady_timer* watch_ = nullptr;
@@ -381,6 +402,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     s.concurrency = concurrency;
     s.max_requests = num_requests;
     s.duration_s = o.duration_s;
+    s.max_in_flight = o.max_concurrency;
     if (rate > 0) {
       const std::size_t n = num_requests > 0 ? num_requests
                                              : static_cast<std::size_t>(std::ceil(rate * o.duration_s * 2 + 100));
@@ -418,6 +440,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
     l.range_ratio = o.range_ratio;
+    l.max_concurrency = rate > 0 ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
     l.slo = slo;
     l.partial = d.stopped;

@@ -229,6 +229,9 @@ std::vector<Column> load_columns() {
                  return Cell{s, s};
                }});
   c.push_back({"concurrency", "conc", true, [](const PointResult& p) {
+                 // An open loop's cap (--max-concurrency) shows as "≤N"; csv/json keep concurrency null.
+                 if (p.load && p.load->concurrency == 0 && p.load->max_concurrency > 0)
+                   return Cell{"≤" + std::to_string(p.load->max_concurrency), nullptr};
                  if (!p.load || p.load->concurrency == 0) return kMissing;
                  return Cell{std::to_string(p.load->concurrency), p.load->concurrency};
                }});
@@ -357,6 +360,7 @@ const PointResult* load_baseline_for(const PointResult& p, const std::vector<con
     const LoadResult &x = *p.load, &y = *b->load;
     if (x.concurrency == y.concurrency && x.request_rate == y.request_rate && x.arrival == y.arrival &&
         x.api == y.api && x.dataset == y.dataset && x.range_ratio == y.range_ratio &&
+        x.max_concurrency == y.max_concurrency &&
         p.params.prompt_len == b->params.prompt_len &&
         p.params.max_new_tokens == b->params.max_new_tokens)
       return b;

@@ -84,6 +84,8 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   const LoadResult& l = *p.load;
   std::string s = with_model ? model_label(p.params) + " " : "";
   s += l.request_rate > 0 ? cat("rate=", l.request_rate, "/s ", l.arrival) : cat("c=", l.concurrency);
+  if (l.max_concurrency > 0) s += cat(" c≤", l.max_concurrency);
+  if (l.range_ratio > 0) s += cat(" ±", fmt_param(100 * l.range_ratio), "%");
   if (axes.load_lengths) s += cat(" p=", p.params.prompt_len, " n=", p.params.max_new_tokens);
   if (axes.load_api) s += " " + l.api;
   return s;
@@ -99,7 +101,7 @@ std::string point_key(const PointResult& p) {
   if (!p.load) return point_key(p.params);
   const LoadResult& l = *p.load;
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
-             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio);
+             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency);
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -268,7 +270,10 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
     for (const auto& [name, v] : {std::pair{"ttft_ms", l.slo.ttft_ms}, {"tpot_ms", l.slo.tpot_ms}, {"e2e_ms", l.slo.e2e_ms}})
       if (v) slo += (slo.empty() ? "" : ", ") + cat(name, "=", fmt_num(*v));
     const std::string spread = l.range_ratio > 0 ? " ±" + fmt_param(100 * l.range_ratio) + " %" : "";
-    t.rows.push_back({point_label(p, axes), l.endpoint, l.api, l.concurrency ? cat(l.concurrency) : "–",
+    const std::string concurrency = l.concurrency   ? cat(l.concurrency)
+                                    : l.max_concurrency ? cat("≤ ", l.max_concurrency, " (cap)")
+                                                        : "–";
+    t.rows.push_back({point_label(p, axes), l.endpoint, l.api, concurrency,
                       l.request_rate > 0 ? fmt_num(l.request_rate) : "–", l.arrival.empty() ? "–" : l.arrival,
                       l.num_requests ? cat(l.num_requests) : "–", l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
                       cat(l.warmup_requests), l.dataset, cat(p.params.prompt_len) + spread, cat(p.params.max_new_tokens) + spread,

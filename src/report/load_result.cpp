@@ -203,7 +203,7 @@ json load_to_json(const LoadResult& l) {
   return {
       {"load",
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
-        {"request_rate", l.request_rate}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
+        {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
         {"range_ratio", l.range_ratio}, {"timeout_s", l.timeout_s}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
       {"requests",
@@ -236,6 +236,10 @@ LoadResult load_from_json(const json& point, const std::string& path) {
   l.api = a.string("api");
   l.concurrency = a.integer("concurrency");
   l.request_rate = a.number("request_rate");
+  if (a.has("max_concurrency")) {  // older files: no cap
+    l.max_concurrency = a.integer("max_concurrency");
+    if (l.max_concurrency < 0) throw Error(cat(path, ".load.max_concurrency: expected 0 or more, got ", l.max_concurrency));
+  }
   l.arrival = a.string("arrival");
   l.num_requests = a.integer("num_requests");
   l.duration_s = a.number("duration_s");

@@ -155,6 +155,7 @@ models:
     timeout_s: 10
     warmup_requests: 2
     range_ratio: 0.25
+    max_concurrency: 3
 baseline: engine-a
 )",
                                           "c.yaml");
@@ -190,6 +191,7 @@ baseline: engine-a
   EXPECT_EQ(b.timeout_s, 10);
   EXPECT_EQ(b.warmup_requests, 2);
   EXPECT_EQ(b.range_ratio, 0.25);
+  EXPECT_EQ(b.max_concurrency, 3);
   EXPECT_EQ(a.range_ratio, 0);
 }
 

@@ -242,6 +242,12 @@ TEST(Format, ComparisonOfLoadPointsMatchesConcurrency) {
   EXPECT_DOUBLE_EQ(json::parse(format_comparison(loads, Format::json, "a"))[1]["ttft_p50_ms_vs_baseline"], 1.5);
   loads.points[1].load->range_ratio = 0.5;
   EXPECT_TRUE(json::parse(format_comparison(loads, Format::json, "a"))[1]["ttft_p50_ms_vs_baseline"].is_null());
+  // Nor an open loop capped by --max-concurrency against one without a cap; the table shows the cap.
+  loads.points[1].load->range_ratio = 0;
+  for (auto& p : loads.points) p.load->concurrency = 0, p.load->request_rate = 2;
+  loads.points[1].load->max_concurrency = 8;
+  EXPECT_TRUE(json::parse(format_comparison(loads, Format::json, "a"))[1]["ttft_p50_ms_vs_baseline"].is_null());
+  EXPECT_NE(format_results(loads, Format::table).find("≤8"), std::string::npos);
 }
 
 TEST(Format, VerificationIsShownPerPoint) {

@@ -173,6 +173,9 @@ TEST(Gate, LoadPointsWithSpreadLengthsAreOtherPoints) {
   GateReport r = run_gate(base, results({load_point(100, 0.5)}), GateConfig{});
   ASSERT_EQ(r.points.size(), 1u);
   EXPECT_EQ(r.points[0].verdict, Verdict::missing);  // --range-ratio 0.5 is another workload
+  Results capped = results({load_point(100, 0)});
+  capped.points[0].load->max_concurrency = 4;
+  EXPECT_EQ(run_gate(base, capped, GateConfig{}).points[0].verdict, Verdict::missing);  // and a capped open loop
 }
 
 TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {

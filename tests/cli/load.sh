@@ -62,6 +62,26 @@ grep -q "TTFT p50" "$out/stdout" || fail "no load table on stdout"
 says="--range-ratio must be in [0, 1)" bad --endpoint "$url" --range-ratio 1
 says="a dataset brings its own" bad --endpoint "$url" --range-ratio 0.5 --dataset "jsonl:$out/latin1.jsonl"
 
+# --max-concurrency: 12 arrivals at once (constant rate 1000/s) against 80 ms requests, at most 3 in flight:
+# no four requests overlap in the log (without the cap all twelve would), and the wait shows as send lag.
+says="caps an open loop" bad --endpoint "$url" --max-concurrency 2
+url_ok="$url"
+start_server slow --ttft-ms 50 --itl-ms 10
+"$bin" load --endpoint "$url" --tokenizer tiny --request-rate 1000 --arrival constant --max-concurrency 3 \
+  --num-requests 12 --input-len 4 --output-len 4 -o "$out/cap.json" >"$out/stdout" 2>"$out/stderr" \
+  || { cat "$out/stderr"; fail "load --max-concurrency"; }
+grep -q "≤3" "$out/stdout" || { cat "$out/stdout"; fail "the table does not show the cap"; }
+python3 - "$out/cap.json" <<'PY' || fail "--max-concurrency results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["load"]["max_concurrency"] == 3 and p["requests"]["completed"] == 12, p["load"]
+spans = [(r["start_ms"], r["start_ms"] + r["e2e_ms"]) for r in p["request_log"]]
+most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+assert most == 3, (most, spans)
+assert p["rate"]["mean_send_lag_ms"] > 80, p["rate"]  # 9 of 12 waited at least one 80 ms request
+PY
+url="$url_ok"
+
 # --range-ratio: every request asks for its own max_tokens in [L/2, 3L/2] (the scripted server streams
 # exactly that many, and says so in usage), recorded in the results.
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 4 --num-requests 40 --input-len 8 --output-len 8 \

@@ -75,6 +75,17 @@ TEST(LoadValidate, RangeRatio) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.range_ratio = 0.999; }), "");
 }
 
+TEST(LoadValidate, MaxConcurrencyCapsAnOpenLoopOnly) {
+  EXPECT_NE(refusal([](LoadOptions& o) { o.max_concurrency = 4; }).find("--request-rate"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.max_concurrency = 4, o.concurrency = {2}; }).find("--request-rate"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.max_concurrency = -1, o.request_rate = {2}; }).find("--max-concurrency must be"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.max_concurrency = 2000000000, o.request_rate = {2}; }).find("--max-concurrency must be"),
+            std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.max_concurrency = 32, o.request_rate = {2, 4}; }), "");
+}
+
 TEST(LoadValidate, ApiKeyCannotInjectHeaders) {
   EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\r\nX-Evil: 1"; }).find("--api-key"), std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\nX"; }).find("--api-key"), std::string::npos);

@@ -14,6 +14,7 @@ struct LoadOptions {
   std::string api = "completions";     // completions | chat
   std::vector<int> concurrency;        // closed loop, one point each
   std::vector<double> request_rate;    // open loop, one point each (not with concurrency)
+  int max_concurrency = 0;             // open loop: requests in flight at most (0: no cap)
   std::string arrival = "poisson";     // poisson | constant | gamma:SHAPE
   int num_requests = 0;                // 0 and no duration: 100
   double duration_s = 0;

@@ -42,6 +42,7 @@ struct LoadResult {
   std::string api = "completions";  // completions | chat
   int concurrency = 0;           // closed loop: requests in flight; 0 in open loop
   double request_rate = 0;       // open loop: offered requests/s; 0 in closed loop
+  int max_concurrency = 0;       // open loop: cap on requests in flight; 0: none
   std::string arrival;           // poisson | constant | gamma:SHAPE (open loop)
   int num_requests = 0;          // 0 when bounded by duration
   double duration_s = 0;         // 0 when bounded by num_requests
