@@ -63,6 +63,9 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
   app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
+  app->add_option("--extra-body", o.extra_body,
+                  "JSON object merged into every request (merge patch: null removes a field), e.g. "
+                  "'{\"top_k\": 20}' or '{\"min_tokens\": null}'");
   app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
   out.push_back({app, [st, num_requests, duration] {

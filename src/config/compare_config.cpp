@@ -260,6 +260,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"timeout_s", load_scalar(&LoadOptions::timeout_s, "a number of seconds")},
       {"header", set_headers},
       {"api_key", load_scalar(&LoadOptions::api_key, "a string")},
+      {"extra_body", load_scalar(&LoadOptions::extra_body, "a JSON object as a string")},
   };
   return setters;
 }

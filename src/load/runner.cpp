@@ -38,15 +38,31 @@ constexpr long long kMaxPromptTokens = 50'000'000;  // synthetic prompt tokens m
 constexpr double kMaxSeconds = 1e6;            // --timeout-s, --duration (11.6 days)
 constexpr double kMinRate = 1e-3, kMaxRate = 1e6;  // --request-rate, per second
 constexpr double kModelsTimeoutS = 30;         // GET /v1/models, at most (else --timeout-s)
+constexpr std::size_t kMaxExtraBodyBytes = 64 * 1024;  // --extra-body
 
-std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len) {
+std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
+                         const json& extra) {
   json j = {{"model", model},          {"max_tokens", output_len},
             {"min_tokens", output_len}, {"ignore_eos", true},
             {"temperature", 0},         {"stream", true},
             {"stream_options", {{"include_usage", true}}}};
   if (api == "chat") j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
   else j["prompt"] = prompt;
+  if (extra.is_object()) j.merge_patch(extra);  // RFC 7396: null removes a field
   return j.dump();
+}
+
+json parse_extra_body(const std::string& text) {
+  if (text.empty()) return nullptr;
+  if (text.size() > kMaxExtraBodyBytes)
+    throw UsageError(cat("--extra-body: ", text.size(), " bytes, more than ", kMaxExtraBodyBytes));
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw UsageError("--extra-body: expected a JSON object, e.g. '{\"top_k\": 20}'");
+  for (const char* key : {"model", "prompt", "messages", "stream"})
+    if (j.contains(key))
+      throw UsageError(cat("--extra-body: '", key, "' is set by llmbench load (",
+                           std::string(key) == "model" ? "give --model" : std::string(key) == "stream" ? "every request streams" : "the dataset gives it", ")"));
+  return j;
 }
 
 void validate(const LoadOptions& o) {
@@ -107,6 +123,7 @@ void validate(const LoadOptions& o) {
     if (colon == std::string::npos || colon == 0 || breaks_header(h))
       throw UsageError(cat("--header '", h, "': expected KEY:VALUE"));
   }
+  parse_extra_body(o.extra_body);
   if (breaks_header(o.api_key)) throw UsageError("--api-key: contains a line break or NUL (it goes into a header)");
   if (o.endpoint.empty() && o.serve_command.empty()) throw UsageError("no --endpoint and no server to start");
 }
@@ -141,8 +158,8 @@ struct Drive {
 class Driver {
  public:
   Driver(asio::io_context& io, LoadClient& client, const std::string& path, const std::string& api,
-         const std::string& model, const std::vector<PromptSpec>& prompts, std::function<bool()> should_stop)
-      : io_(io), client_(client), path_(path), api_(api), model_(model), prompts_(prompts),
+         const std::string& model, json extra, const std::vector<PromptSpec>& prompts, std::function<bool()> should_stop)
+      : io_(io), client_(client), path_(path), api_(api), model_(model), extra_(std::move(extra)), prompts_(prompts),
         should_stop_(std::move(should_stop)) {}
 
   Drive run(const Schedule& s) {
@@ -187,7 +204,7 @@ class Driver {
     ++issued_;
     const auto start = Clock::now();
     const double start_ms = ms_since(t0_, start);
-    client_.post(path_, request_body(api_, model_, p.text, p.output_len), start,
+    client_.post(path_, request_body(api_, model_, p.text, p.output_len, extra_), start,
                  [this, index, start_ms, scheduled_ms, prompt_tokens = p.prompt_tokens](RequestRecord r,
                                                                                         const std::string& by) {
                    r.start_ms = start_ms;
@@ -251,6 +268,7 @@ class Driver {
   asio::io_context& io_;
   LoadClient& client_;
   std::string path_, api_, model_;
+  json extra_;  // --extra-body, merged into every request
   const std::vector<PromptSpec>& prompts_;
   std::function<bool()> should_stop_;
   Schedule schedule_;
@@ -379,7 +397,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   asio::io_context io;
   LoadClient client(io, copts);
   const std::string path = o.api == "chat" ? "/v1/chat/completions" : "/v1/completions";
-  Driver driver(io, client, path, o.api, model, prompts, hooks.should_stop);
+  const json extra = parse_extra_body(o.extra_body);
+  Driver driver(io, client, path, o.api, model, extra, prompts, hooks.should_stop);
 
   // Sweep points: each concurrency, or each rate; neither given means concurrency 1.
   std::vector<std::pair<int, double>> points;
@@ -440,6 +459,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
     l.range_ratio = o.range_ratio;
+    l.extra_body = extra.is_object() ? extra.dump() : "";
     l.max_concurrency = rate > 0 ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
     l.slo = slo;

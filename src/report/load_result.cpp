@@ -205,7 +205,8 @@ json load_to_json(const LoadResult& l) {
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
         {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
-        {"range_ratio", l.range_ratio}, {"timeout_s", l.timeout_s}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
+        {"range_ratio", l.range_ratio}, {"timeout_s", l.timeout_s},
+        {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
       {"requests",
        {{"completed", l.completed}, {"failed", l.failed}, {"errors", l.errors},
         {"note", "failed requests are counted here and left out of every latency statistic"}}},
@@ -245,6 +246,11 @@ LoadResult load_from_json(const json& point, const std::string& path) {
   l.duration_s = a.number("duration_s");
   l.warmup_requests = a.integer("warmup_requests");
   l.dataset = a.string("dataset");
+  if (a.has("extra_body") && !a.at("extra_body").is_null()) {  // older files: none
+    if (!a.at("extra_body").is_object())
+      throw Error(cat(path, ".load.extra_body: expected an object or null, got ", a.at("extra_body").type_name()));
+    l.extra_body = a.at("extra_body").dump();
+  }
   if (a.has("range_ratio")) {  // older files: exact lengths
     l.range_ratio = a.number("range_ratio");
     if (!(l.range_ratio >= 0 && l.range_ratio < 1))

@@ -156,6 +156,7 @@ models:
     warmup_requests: 2
     range_ratio: 0.25
     max_concurrency: 3
+    extra_body: '{"top_k": 5}'
 baseline: engine-a
 )",
                                           "c.yaml");
@@ -192,6 +193,7 @@ baseline: engine-a
   EXPECT_EQ(b.warmup_requests, 2);
   EXPECT_EQ(b.range_ratio, 0.25);
   EXPECT_EQ(b.max_concurrency, 3);
+  EXPECT_EQ(b.extra_body, R"({"top_k": 5})");
   EXPECT_EQ(a.range_ratio, 0);
 }
 

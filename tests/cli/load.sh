@@ -82,6 +82,19 @@ assert p["rate"]["mean_send_lag_ms"] > 80, p["rate"]  # 9 of 12 waited at least 
 PY
 url="$url_ok"
 
+# --extra-body reaches the server: max_tokens 3 overrides --output-len 6 (the scripted server streams
+# max_tokens tokens), min_tokens is removed; the body is recorded.
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 2 --num-requests 4 --input-len 4 --output-len 6 \
+  --extra-body '{"max_tokens": 3, "min_tokens": null}' -o "$out/extra.json" >/dev/null 2>"$out/stderr" \
+  || { cat "$out/stderr"; fail "load --extra-body"; }
+python3 - "$out/extra.json" <<'PY' || fail "--extra-body results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["load"]["extra_body"] == {"max_tokens": 3, "min_tokens": None}, p["load"]
+assert [r["output_tokens"] for r in p["request_log"]] == [3] * 4, p["request_log"]
+PY
+says="--extra-body: 'stream' is set by llmbench load" bad --endpoint "$url" --extra-body '{"stream": false}'
+
 # --range-ratio: every request asks for its own max_tokens in [L/2, 3L/2] (the scripted server streams
 # exactly that many, and says so in usage), recorded in the results.
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 4 --num-requests 40 --input-len 8 --output-len 8 \

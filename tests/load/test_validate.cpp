@@ -86,6 +86,35 @@ TEST(LoadValidate, MaxConcurrencyCapsAnOpenLoopOnly) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.max_concurrency = 32, o.request_rate = {2, 4}; }), "");
 }
 
+TEST(LoadValidate, ExtraBodyIsAJsonObjectThatLeavesOurFieldsAlone) {
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.extra_body = R"({"top_k": 20, "min_tokens": null})"; }), "");
+  for (const char* bad : {"[1]", "20", "{", "null", R"({"model": "x"})", R"({"stream": false})", R"({"prompt": "x"})",
+                          R"({"messages": []})"})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.extra_body = bad; }).find("--extra-body"), std::string::npos) << bad;
+  EXPECT_NE(refusal([](LoadOptions& o) { o.extra_body = "{\"a\": \"" + std::string(70000, 'x') + "\"}"; }).find("bytes"),
+            std::string::npos);
+}
+
+TEST(LoadRequestBody, ExtraBodyIsAMergePatch) {
+  using nlohmann::json;
+  const json plain = json::parse(request_body("completions", "m", "hi", 8));
+  EXPECT_EQ(plain["max_tokens"], 8);
+  EXPECT_EQ(plain["min_tokens"], 8);
+  EXPECT_EQ(plain["ignore_eos"], true);
+  EXPECT_EQ(plain["prompt"], "hi");
+  const json merged = json::parse(request_body("chat", "m", "hi", 8, parse_extra_body(
+      R"({"min_tokens": null, "ignore_eos": null, "max_tokens": null, "max_completion_tokens": 8, "top_k": 20,
+          "stream_options": {"continuous_usage_stats": true}})")));
+  EXPECT_FALSE(merged.contains("min_tokens"));
+  EXPECT_FALSE(merged.contains("ignore_eos"));
+  EXPECT_FALSE(merged.contains("max_tokens"));
+  EXPECT_EQ(merged["max_completion_tokens"], 8);
+  EXPECT_EQ(merged["top_k"], 20);
+  EXPECT_EQ(merged["stream_options"], (json{{"include_usage", true}, {"continuous_usage_stats", true}}));  // merged, not replaced
+  EXPECT_EQ(merged["messages"][0]["content"], "hi");
+  EXPECT_EQ(merged["stream"], true);
+}
+
 TEST(LoadValidate, ApiKeyCannotInjectHeaders) {
   EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\r\nX-Evil: 1"; }).find("--api-key"), std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.api_key = "sk-1\nX"; }).find("--api-key"), std::string::npos);
