@@ -56,6 +56,10 @@ void add_load_command(CLI::App& root, Commands& out) {
                   "Synthetic input and output lengths uniform in [L*(1-R), L*(1+R)] per request (vLLM's "
                   "--random-range-ratio); 0: every request exactly L")
       ->capture_default_str();
+  app->add_option("--prefix-len", o.prefix_len,
+                  "Synthetic prompts start with the same P tokens, then --input-len of their own (vLLM's "
+                  "--random-prefix-len): measures prefix caching")
+      ->capture_default_str();
   app->add_option("--dataset", o.dataset, "synthetic, sharegpt:FILE or jsonl:FILE")->capture_default_str();
   app->add_option("--tokenizer", o.tokenizer, "Tokenizer (directory, tokenizer.json, or tiny) for prompts and counts");
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");

@@ -253,6 +253,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"input_len", load_scalar(&LoadOptions::input_len, "an integer")},
       {"output_len", load_scalar(&LoadOptions::output_len, "an integer")},
       {"range_ratio", load_scalar(&LoadOptions::range_ratio, "a number in [0, 1)")},
+      {"prefix_len", load_scalar(&LoadOptions::prefix_len, "an integer")},
       {"dataset", load_scalar(&LoadOptions::dataset, "synthetic, sharegpt:FILE or jsonl:FILE")},
       {"tokenizer", load_scalar(&LoadOptions::tokenizer, "a path or tiny")},
       {"slo", set_slo},

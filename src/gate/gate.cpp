@@ -79,6 +79,7 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   // Older files (neither) still match.
   if (p.load && p.load->range_ratio > 0) key += cat('\x1f', "range ", p.load->range_ratio);
   if (p.load && p.load->max_concurrency > 0) key += cat('\x1f', "cap ", p.load->max_concurrency);
+  if (p.load && p.load->prefix_len > 0) key += cat('\x1f', "prefix ", p.load->prefix_len);
   if (p.load && !p.load->extra_body.empty()) key += cat('\x1f', "extra ", p.load->extra_body);
   return key;
 }

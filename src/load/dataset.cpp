@@ -36,9 +36,37 @@ std::pair<int, int> length_range(int length, double range_ratio) {
   return {lo, hi};
 }
 
+namespace {
+
+// `head` (exactly `head_tokens` tokens) followed by random plain-text ids, adjusted until the whole
+// re-encodes to exactly head_tokens + len tokens; "" when 50 attempts cannot get there. Only the tail
+// changes, so every text starts with `head`; with no head this is the plain cut-or-extend loop.
+std::string exact_text(const Tokenizer& tokenizer, const std::string& head, std::size_t head_tokens, std::size_t len,
+                       const std::function<TokenId()>& random_id) {
+  const std::size_t target = head_tokens + len;
+  std::vector<TokenId> ids(len);
+  for (auto& id : ids) id = random_id();
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const std::string tail = tokenizer.decode(ids, true);
+    const std::string text = head + tail;
+    const std::size_t count = tokenizer.encode(text, false).size();
+    if (count == target) return text;
+    ids = head.empty() ? tokenizer.encode(text, false) : tokenizer.encode(tail, false);
+    if (count > target) {
+      // Cut, decode again: merges at the cut may change the count once more.
+      ids.resize(ids.size() > count - target ? ids.size() - (count - target) : 0);
+    } else {
+      for (std::size_t k = count; k < target; ++k) ids.push_back(random_id());
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
                                           std::uint64_t seed, const std::function<bool()>& should_stop,
-                                          double range_ratio) {
+                                          double range_ratio, int prefix_len) {
   // Ids whose text is printable ASCII: any cut of their concatenation is still valid text, so decoding
   // and re-encoding cannot drift through U+FFFD replacements. Uniform over [3, 0.95 vocab) otherwise.
   const std::size_t vocab = tokenizer.vocab_size();
@@ -51,8 +79,18 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
   }
   if (candidates.empty()) throw Error(cat("tokenizer ", tokenizer.info().source, " has no plain-text tokens for prompts"));
   std::mt19937_64 rng(seed);
-  auto random_id = [&] { return candidates[uniform_index(rng, candidates.size())]; };
-  std::mt19937_64 length_rng(seed ^ 0x9e3779b97f4a7c15ULL);  // lengths: their own stream
+  const std::function<TokenId()> random_id = [&] { return candidates[uniform_index(rng, candidates.size())]; };
+  // The shared prefix and the lengths come from streams of their own: without them the prompts are
+  // exactly those of before.
+  std::string prefix;
+  if (prefix_len > 0) {
+    std::mt19937_64 prefix_rng(seed ^ 0x2545f4914f6cdd1dULL);
+    prefix = exact_text(tokenizer, "", 0, static_cast<std::size_t>(prefix_len),
+                        [&] { return candidates[uniform_index(prefix_rng, candidates.size())]; });
+    if (prefix.empty())
+      throw Error(cat("cannot make a prefix of exactly ", prefix_len, " tokens with tokenizer ", tokenizer.info().source));
+  }
+  std::mt19937_64 length_rng(seed ^ 0x9e3779b97f4a7c15ULL);
   const auto [in_lo, in_hi] = length_range(input_len, range_ratio);
   const auto [out_lo, out_hi] = length_range(output_len, range_ratio);
   auto draw = [&](int lo, int hi) { return lo + static_cast<int>(uniform_index(length_rng, static_cast<std::size_t>(hi - lo) + 1)); };
@@ -60,28 +98,12 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
   for (int i = 0; i < n && !(should_stop && should_stop()); ++i) {
     const int this_input = range_ratio > 0 ? draw(in_lo, in_hi) : input_len;
     const int this_output = range_ratio > 0 ? draw(out_lo, out_hi) : output_len;
-    const std::size_t len = static_cast<std::size_t>(this_input);
-    std::vector<TokenId> ids(len);
-    for (auto& id : ids) id = random_id();
-    bool exact = false;
-    std::string text;
-    for (int attempt = 0; attempt < 50 && !exact; ++attempt) {
-      text = tokenizer.decode(ids, true);
-      std::vector<TokenId> again = tokenizer.encode(text, false);
-      if (again.size() == len) {
-        exact = true;
-      } else if (again.size() > len) {
-        again.resize(len);  // cut, decode again: merges at the cut may change the count once more
-        ids = again;
-      } else {
-        ids = again;
-        while (ids.size() < len) ids.push_back(random_id());
-      }
-    }
-    if (!exact)
-      throw Error(cat("cannot make a prompt of exactly ", this_input, " tokens with tokenizer ",
-                      tokenizer.info().source));
-    out.push_back({text, this_input, this_output});
+    const std::string text = exact_text(tokenizer, prefix, static_cast<std::size_t>(std::max(prefix_len, 0)),
+                                        static_cast<std::size_t>(this_input), random_id);
+    if (text.empty())
+      throw Error(cat("cannot make a prompt of exactly ", this_input, " tokens", prefix_len > 0 ? cat(" after the prefix of ", prefix_len) : "",
+                      " with tokenizer ", tokenizer.info().source));
+    out.push_back({text, std::max(prefix_len, 0) + this_input, this_output});
   }
   return out;
 }

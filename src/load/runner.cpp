@@ -99,6 +99,10 @@ void validate(const LoadOptions& o) {
     throw UsageError(cat("--range-ratio must be in [0, 1), got ", o.range_ratio));
   if (o.range_ratio > 0 && parse_dataset(o.dataset).kind != "synthetic")
     throw UsageError("--range-ratio spreads synthetic lengths; a dataset brings its own");
+  if (o.prefix_len < 0 || o.prefix_len > kMaxTokens)
+    throw UsageError(cat("--prefix-len must be in [0, ", kMaxTokens, "], got ", o.prefix_len));
+  if (o.prefix_len > 0 && parse_dataset(o.dataset).kind != "synthetic")
+    throw UsageError("--prefix-len prefixes synthetic prompts; a dataset brings its own");
   for (const auto& [flag, len] : {std::pair<const char*, int>{"--input-len", o.input_len}, {"--output-len", o.output_len}})
     if (length_range(len, o.range_ratio).second > kMaxTokens)
       throw UsageError(cat(flag, " ", len, " with --range-ratio ", o.range_ratio, " reaches ",
@@ -109,10 +113,11 @@ void validate(const LoadOptions& o) {
     const long long prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
                                                    : o.num_requests > 0 ? o.num_requests
                                                                         : kDefaultRequests);
-    const long long longest = length_range(o.input_len, o.range_ratio).second;
+    const long long longest = o.prefix_len + static_cast<long long>(length_range(o.input_len, o.range_ratio).second);
     if (prompts * longest > kMaxPromptTokens)
       throw UsageError(cat(prompts, " synthetic prompts (--num-requests + --warmup-requests) of up to ", longest,
-                           " tokens (--input-len", o.range_ratio > 0 ? ", --range-ratio" : "", ") are up to ",
+                           " tokens (--input-len", o.range_ratio > 0 ? ", --range-ratio" : "",
+                           o.prefix_len > 0 ? ", --prefix-len" : "", ") are up to ",
                            prompts * longest, " tokens, more than ", kMaxPromptTokens,
                            " (fewer requests, or --duration, which cycles through ", kPromptPoolForDuration, " prompts)"));
   }
@@ -355,7 +360,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   std::vector<PromptSpec> prompts;
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, 0);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, 0);
-  else prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested, o.range_ratio);
+  else
+    prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested, o.range_ratio,
+                                o.prefix_len);
   if (stop_requested()) return nothing_measured();
 
   std::vector<std::pair<std::string, std::string>> headers;
@@ -440,7 +447,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     p.params.model = model;
     p.params.label = o.label.empty() ? model : o.label;
     p.params.batch = concurrency;
-    p.params.prompt_len = dataset.kind == "synthetic" ? o.input_len : 0;
+    p.params.prompt_len = dataset.kind == "synthetic" ? o.prefix_len + o.input_len : 0;
     p.params.max_new_tokens = dataset.kind == "synthetic" ? o.output_len : 0;
     p.params.seed = o.seed;
     p.params.attn = p.params.dtype = "";
@@ -459,6 +466,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
     l.range_ratio = o.range_ratio;
+    l.prefix_len = o.prefix_len;
     l.extra_body = extra.is_object() ? extra.dump() : "";
     l.max_concurrency = rate > 0 ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;

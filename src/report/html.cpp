@@ -101,7 +101,7 @@ std::string point_key(const PointResult& p) {
   if (!p.load) return point_key(p.params);
   const LoadResult& l = *p.load;
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
-             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.extra_body);
+             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body);
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -276,7 +276,10 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
     t.rows.push_back({point_label(p, axes), l.endpoint, l.api, concurrency,
                       l.request_rate > 0 ? fmt_num(l.request_rate) : "–", l.arrival.empty() ? "–" : l.arrival,
                       l.num_requests ? cat(l.num_requests) : "–", l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
-                      cat(l.warmup_requests), l.dataset, cat(p.params.prompt_len) + spread, cat(p.params.max_new_tokens) + spread,
+                      cat(l.warmup_requests), l.dataset,
+                      (l.prefix_len > 0 ? cat(l.prefix_len, " shared + ", p.params.prompt_len - l.prefix_len)
+                                        : cat(p.params.prompt_len)) + spread,
+                      cat(p.params.max_new_tokens) + spread,
                       fmt_num(l.timeout_s), slo.empty() ? "–" : slo, l.token_count_source, p.tokenizer});
   }
   return t;

@@ -205,7 +205,7 @@ json load_to_json(const LoadResult& l) {
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
         {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
-        {"range_ratio", l.range_ratio}, {"timeout_s", l.timeout_s},
+        {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len}, {"timeout_s", l.timeout_s},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
       {"requests",
        {{"completed", l.completed}, {"failed", l.failed}, {"errors", l.errors},
@@ -250,6 +250,10 @@ LoadResult load_from_json(const json& point, const std::string& path) {
     if (!a.at("extra_body").is_object())
       throw Error(cat(path, ".load.extra_body: expected an object or null, got ", a.at("extra_body").type_name()));
     l.extra_body = a.at("extra_body").dump();
+  }
+  if (a.has("prefix_len")) {  // older files: no shared prefix
+    l.prefix_len = a.integer("prefix_len");
+    if (l.prefix_len < 0) throw Error(cat(path, ".load.prefix_len: expected 0 or more, got ", l.prefix_len));
   }
   if (a.has("range_ratio")) {  // older files: exact lengths
     l.range_ratio = a.number("range_ratio");

@@ -176,6 +176,12 @@ TEST(Gate, LoadPointsWithSpreadLengthsAreOtherPoints) {
   Results capped = results({load_point(100, 0)});
   capped.points[0].load->max_concurrency = 4;
   EXPECT_EQ(run_gate(base, capped, GateConfig{}).points[0].verdict, Verdict::missing);  // and a capped open loop
+  Results prefixed = results({load_point(100, 0)});
+  prefixed.points[0].load->prefix_len = 64;
+  EXPECT_EQ(run_gate(base, prefixed, GateConfig{}).points[0].verdict, Verdict::missing);  // and a shared prefix
+  Results extra = results({load_point(100, 0)});
+  extra.points[0].load->extra_body = R"({"top_k":5})";
+  EXPECT_EQ(run_gate(base, extra, GateConfig{}).points[0].verdict, Verdict::missing);  // and other request fields
 }
 
 TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {

@@ -93,6 +93,14 @@ p = json.load(open(sys.argv[1]))["points"][0]
 assert p["load"]["extra_body"] == {"max_tokens": 3, "min_tokens": None}, p["load"]
 assert [r["output_tokens"] for r in p["request_log"]] == [3] * 4, p["request_log"]
 PY
+# --prefix-len: the point's prompt length counts the shared prefix; recorded.
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 2 --num-requests 4 --input-len 4 --output-len 2 \
+  --prefix-len 16 -o "$out/prefix.json" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "load --prefix-len"; }
+python3 - "$out/prefix.json" <<'PY' || fail "--prefix-len results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["load"]["prefix_len"] == 16 and p["params"]["prompt_len"] == 20, (p["load"], p["params"])
+PY
 says="--extra-body: 'stream' is set by llmbench load" bad --endpoint "$url" --extra-body '{"stream": false}'
 
 # --range-ratio: every request asks for its own max_tokens in [L/2, 3L/2] (the scripted server streams

@@ -81,6 +81,30 @@ TEST(Dataset, SyntheticLengthsSpreadOverTheRange) {
   EXPECT_EQ(synthetic_prompts(*tok, 3, 40, 10, 3, {}, 0)[1].text, synthetic_prompts(*tok, 3, 40, 10, 3)[1].text);
 }
 
+TEST(Dataset, SyntheticPromptsShareAnExactPrefix) {
+  for (const char* source : {"tiny", "qwen3"}) {
+    // The Qwen3 tokenizer (byte-level BPE, merges across the join) when the CI cache has it.
+    const std::string dir = std::string(LLMBENCH_TEST_DATA) + "/../../.cache/tokenizers/" + source;  // scripts/fetch-tokenizers.sh
+    if (std::string(source) != "tiny" && !std::filesystem::exists(dir + "/tokenizer.json")) continue;
+    const auto tok = load_tokenizer(std::string(source) == "tiny" ? "tiny" : dir);
+    const auto prompts = synthetic_prompts(*tok, 20, 12, 4, 9, {}, 0.5, 30);
+    // The prefix: the longest common start of all texts, at least 30 tokens' worth.
+    std::string common = prompts[0].text;
+    for (const auto& p : prompts) {
+      std::size_t k = 0;
+      while (k < common.size() && k < p.text.size() && common[k] == p.text[k]) ++k;
+      common.resize(k);
+      EXPECT_EQ(tok->encode(p.text, false).size(), std::size_t(p.prompt_tokens)) << source;  // exact, in all
+      EXPECT_GE(p.prompt_tokens, 30 + 6);
+      EXPECT_LE(p.prompt_tokens, 30 + 18);
+    }
+    EXPECT_GE(tok->encode(common, false).size(), 29u) << source << ": '" << common << "'";
+    // Its own stream: the tails, lengths and a seed's prefix do not move the prompts without one.
+    EXPECT_EQ(synthetic_prompts(*tok, 2, 12, 4, 9, {}, 0.5, 0)[1].text, synthetic_prompts(*tok, 2, 12, 4, 9, {}, 0.5)[1].text);
+    EXPECT_NE(synthetic_prompts(*tok, 1, 12, 4, 10, {}, 0, 30)[0].text.substr(0, 20), prompts[0].text.substr(0, 20));
+  }
+}
+
 TEST(Dataset, ShareGpt) {
   TempDir dir;
   const auto tok = load_tokenizer("tiny");

@@ -75,6 +75,17 @@ TEST(LoadValidate, RangeRatio) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.range_ratio = 0.999; }), "");
 }
 
+TEST(LoadValidate, PrefixLen) {
+  EXPECT_NE(refusal([](LoadOptions& o) { o.prefix_len = -1; }).find("--prefix-len must be in [0, "), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.prefix_len = 20000000; }).find("--prefix-len must be in [0, "), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.prefix_len = 8, o.dataset = "sharegpt:x.json"; }).find("synthetic"),
+            std::string::npos);
+  // The prefix counts in every prompt's tokens: 100,000 prompts of 128 + 400 tokens are too many.
+  EXPECT_NE(refusal([](LoadOptions& o) { o.prefix_len = 400, o.num_requests = 100000; }).find("--prefix-len"),
+            std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.prefix_len = 400, o.num_requests = 1000; }), "");
+}
+
 TEST(LoadValidate, MaxConcurrencyCapsAnOpenLoopOnly) {
   EXPECT_NE(refusal([](LoadOptions& o) { o.max_concurrency = 4; }).find("--request-rate"), std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.max_concurrency = 4, o.concurrency = {2}; }).find("--request-rate"),

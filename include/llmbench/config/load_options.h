@@ -22,6 +22,7 @@ struct LoadOptions {
   int input_len = 128;
   int output_len = 64;
   double range_ratio = 0;              // synthetic lengths uniform in [L·(1−R), L·(1+R)]; 0: exact
+  int prefix_len = 0;                  // synthetic prompts share their first P tokens (prefix caching)
   std::string dataset = "synthetic";   // synthetic | sharegpt:FILE | jsonl:FILE
   std::string tokenizer;               // prompts and token counts; empty: the model's when it is tiny or a directory
   std::string slo;                     // ttft_ms=X,tpot_ms=Y,e2e_ms=Z

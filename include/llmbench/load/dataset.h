@@ -27,11 +27,13 @@ DatasetSpec parse_dataset(const std::string& text);  // UsageError on anything e
 // decoded to text, re-encoded, and adjusted until the count is exact. Throws Error if it cannot.
 // Returns fewer as soon as `should_stop` (polled per prompt) says so. With `range_ratio` R > 0 each
 // prompt's input and output lengths are drawn uniformly from the integers in [L·(1−R), L·(1+R)]
-// (truncated, at least 1; vLLM's --random-range-ratio), from their own stream of `seed`, so that
-// R = 0 gives exactly the prompts it always gave.
+// (truncated, at least 1; vLLM's --random-range-ratio), from their own stream of `seed`. With
+// `prefix_len` P > 0 every prompt starts with the same text of exactly P tokens (one per seed) and has
+// P + input length tokens in all (vLLM's --random-prefix-len): prefix caches hit. R = 0 and P = 0 give
+// exactly the prompts they always gave.
 std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
                                           std::uint64_t seed, const std::function<bool()>& should_stop = {},
-                                          double range_ratio = 0);
+                                          double range_ratio = 0, int prefix_len = 0);
 
 // The integers [lo, hi] a length L spreads over with range ratio R (both L when R = 0).
 std::pair<int, int> length_range(int length, double range_ratio);

@@ -49,6 +49,7 @@ struct LoadResult {
   int warmup_requests = 0;
   std::string dataset = "synthetic";
   double range_ratio = 0;        // synthetic lengths spread uniformly over [L·(1−R), L·(1+R)]; 0: exact
+  int prefix_len = 0;            // synthetic prompts' shared first tokens (included in params.prompt_len)
   std::string extra_body;        // --extra-body as compact JSON; "" when none
   double timeout_s = 0;
   Slo slo;
