@@ -5,18 +5,28 @@
 #include <numeric>
 #include <random>
 
+#include <boost/math/special_functions/beta.hpp>
+
 #include "llmbench/base/error.h"
 
 namespace llmbench {
+
+namespace {
+
+double percentile_of_sorted(const std::vector<double>& values, double q) {
+  const double h = (values.size() - 1) * q / 100.0;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  if (lo + 1 >= values.size()) return values.back();
+  return values[lo] + (h - lo) * (values[lo + 1] - values[lo]);
+}
+
+}  // namespace
 
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) throw Error("percentile of an empty list");
   if (!(q >= 0 && q <= 100)) throw Error(cat("percentile: q = ", q, " is outside [0, 100]"));
   std::sort(values.begin(), values.end());
-  const double h = (values.size() - 1) * q / 100.0;
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  if (lo + 1 >= values.size()) return values.back();
-  return values[lo] + (h - lo) * (values[lo + 1] - values[lo]);
+  return percentile_of_sorted(values, q);
 }
 
 double median(std::vector<double> values) { return percentile(std::move(values), 50); }
@@ -72,6 +82,40 @@ Interval bootstrap_median_ci95(const std::vector<double>& values, int resamples,
   return percentile_interval(std::move(medians));
 }
 
+namespace {
+
+// The smallest order statistic x_(k) (1-based k) with P(Binomial(n, k/n) >= rank) >= q, by bisection.
+double exact_bound(const std::vector<double>& sorted, std::size_t rank, double q) {
+  const std::size_t n = sorted.size();
+  std::size_t lo = 1, hi = n;
+  while (lo < hi) {
+    const std::size_t k = lo + (hi - lo) / 2;
+    const double f = boost::math::ibeta(static_cast<double>(rank), static_cast<double>(n - rank + 1),
+                                        static_cast<double>(k) / static_cast<double>(n));
+    if (f >= q) hi = k;
+    else lo = k + 1;
+  }
+  return sorted[lo - 1];
+}
+
+}  // namespace
+
+Interval exact_bootstrap_median_ci95(std::vector<double> values) {
+  if (values.empty()) throw Error("bootstrap of an empty list");
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  auto bounds = [&](std::size_t rank) {
+    return Interval{exact_bound(values, rank, 0.025), exact_bound(values, rank, 0.975)};
+  };
+  if (n % 2 == 1) return bounds((n + 1) / 2);
+  const Interval a = bounds(n / 2), b = bounds(n / 2 + 1);
+  return {(a.lo + b.lo) / 2, (a.hi + b.hi) / 2};
+}
+
+Interval median_ci95(const std::vector<double>& values) {
+  return values.size() > kExactBootstrapAbove ? exact_bootstrap_median_ci95(values) : bootstrap_median_ci95(values);
+}
+
 Interval bootstrap_ratio_of_medians_ci95(const std::vector<double>& numerator,
                                          const std::vector<double>& denominator, int resamples,
                                          std::uint64_t seed) {
@@ -96,15 +140,17 @@ Summary summarize(const std::vector<double>& values, int trim) {
   double ss = 0;
   for (double v : values) ss += (v - s.mean) * (v - s.mean);
   s.std = values.size() > 1 ? std::sqrt(ss / (values.size() - 1)) : 0.0;
-  const auto [mn, mx] = std::minmax_element(values.begin(), values.end());
-  s.min = *mn;
-  s.max = *mx;
-  s.p50 = percentile(values, 50);
-  s.p90 = percentile(values, 90);
-  s.p95 = percentile(values, 95);
-  s.p99 = percentile(values, 99);
-  s.trimmed_median = trimmed_median(values, trim);
-  const Interval ci = bootstrap_median_ci95(values);
+  std::vector<double> sorted = values;  // one sort for every order statistic (a million ITLs: 6 sorts were 0.4 s)
+  std::sort(sorted.begin(), sorted.end());
+  s.min = sorted.front();
+  s.max = sorted.back();
+  s.p50 = percentile_of_sorted(sorted, 50);
+  s.p90 = percentile_of_sorted(sorted, 90);
+  s.p95 = percentile_of_sorted(sorted, 95);
+  s.p99 = percentile_of_sorted(sorted, 99);
+  s.trimmed_median = trimmed_median(sorted, trim);
+  const Interval ci = values.size() > kExactBootstrapAbove ? exact_bootstrap_median_ci95(std::move(sorted))
+                                                           : bootstrap_median_ci95(values);
   s.ci95_lo = ci.lo;
   s.ci95_hi = ci.hi;
   s.cv = s.mean != 0 ? s.std / std::fabs(s.mean) : 0.0;

@@ -134,6 +134,47 @@ TEST(Stats, BootstrapIsBitIdenticalToSortingEveryResample) {
   }
 }
 
+TEST(Stats, ExactBootstrapByHandAndAgainstResampling) {
+  // {1, 2, 3}: the resampled median is x_(1) with probability 7/27, x_(3) with 7/27 (P(Bin(3, 2/3) >= 2) =
+  // 20/27 below it): the 2.5 % and 97.5 % points are 1 and 3, as resampling finds.
+  Interval three = exact_bootstrap_median_ci95({3, 1, 2});
+  EXPECT_EQ(three.lo, 1.0);
+  EXPECT_EQ(three.hi, 3.0);
+  EXPECT_EQ(bootstrap_median_ci95({3, 1, 2}).lo, 1.0);
+  EXPECT_EQ(bootstrap_median_ci95({3, 1, 2}).hi, 3.0);
+  // Larger samples (odd and even n, with ties): resampling with many resamples lands on the exact bounds
+  // to within a small part of the interval's width.
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(10, 2);
+  for (std::size_t n : {101, 1000, 10001, 12000}) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = std::round(noise(rng) * 100) / 100;  // ties
+    const Interval exact = exact_bootstrap_median_ci95(v), sampled = bootstrap_median_ci95(v, n > 5000 ? 2000 : 20000, 5);
+    const double width = exact.hi - exact.lo;
+    ASSERT_GT(width, 0) << n;
+    EXPECT_NEAR(exact.lo, sampled.lo, 0.15 * width) << n;
+    EXPECT_NEAR(exact.hi, sampled.hi, 0.15 * width) << n;
+    EXPECT_LT(exact.lo, median(v));
+    EXPECT_GT(exact.hi, median(v));
+  }
+}
+
+TEST(Stats, SummariesOfManyValuesUseTheExactBootstrap) {
+  std::mt19937_64 rng(2);
+  std::vector<double> v(kExactBootstrapAbove + 1);
+  for (auto& x : v) x = static_cast<double>(rng() % 1000);
+  Summary big = summarize(v, 0);
+  const Interval exact = exact_bootstrap_median_ci95(v);
+  EXPECT_EQ(big.ci95_lo, exact.lo);
+  EXPECT_EQ(big.ci95_hi, exact.hi);
+  EXPECT_EQ(big.p99, percentile(v, 99));
+  v.pop_back();
+  Summary small = summarize(v, 0);
+  const Interval resampled = bootstrap_median_ci95(v);
+  EXPECT_EQ(small.ci95_lo, resampled.lo);
+  EXPECT_EQ(small.ci95_hi, resampled.hi);
+}
+
 TEST(RunOptions, DefaultsAreValid) { EXPECT_NO_THROW(validate(RunOptions{})); }
 
 TEST(RunOptions, ValidateNamesTheOption) {

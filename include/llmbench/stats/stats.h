@@ -44,6 +44,16 @@ std::size_t uniform_index(std::mt19937_64& rng, std::size_t n);
 Interval bootstrap_median_ci95(const std::vector<double>& values, int resamples = kBootstrapResamples,
                                std::uint64_t seed = kBootstrapSeed);
 
+// The CI95 of the median a summary carries: bootstrap_median_ci95 up to kExactBootstrapAbove values; above,
+// the interval that bootstrap converges to with infinitely many resamples, computed from the sorted
+// values in O(n log n) (2,000 resamples of a million ITLs took 30 s): a resample's r-th smallest value is
+// at most the k-th smallest of the data exactly when at least r of its n draws fall among those k, so
+// P(M* <= x_(k)) = P(Binomial(n, k/n) >= r) = I_{k/n}(r, n - r + 1); the bounds are the smallest k where
+// that reaches 2.5 % and 97.5 % (even n: the mean of the bounds for the two middle ranks).
+constexpr std::size_t kExactBootstrapAbove = 10000;
+Interval median_ci95(const std::vector<double>& values);
+Interval exact_bootstrap_median_ci95(std::vector<double> values);
+
 // Percentile bootstrap of median(numerator) / median(denominator), resampling both independently.
 Interval bootstrap_ratio_of_medians_ci95(const std::vector<double>& numerator,
                                          const std::vector<double>& denominator,
