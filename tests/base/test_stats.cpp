@@ -159,6 +159,46 @@ TEST(Stats, ExactBootstrapByHandAndAgainstResampling) {
   }
 }
 
+namespace {
+
+// The ratio bootstrap by plain resampling, numerator then denominator per resample.
+Interval ratio_by_resampling(const std::vector<double>& num, const std::vector<double>& den, int resamples,
+                             std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> ratios;
+  for (int i = 0; i < resamples; ++i) {
+    std::vector<double> a(num.size()), b(den.size());
+    for (auto& x : a) x = num[uniform_index(rng, num.size())];
+    for (auto& x : b) x = den[uniform_index(rng, den.size())];
+    ratios.push_back(median(a) / median(b));
+  }
+  return {percentile(ratios, 2.5), percentile(ratios, 97.5)};
+}
+
+}  // namespace
+
+TEST(Stats, RatioBootstrapOfManyValuesDrawsFromTheExactLaw) {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> a(11, 1), b(10, 1);
+  // Small: bit-identical to resampling with the same stream.
+  std::vector<double> n1(40), d1(31);
+  for (auto& x : n1) x = a(rng);
+  for (auto& x : d1) x = b(rng);
+  const Interval small = bootstrap_ratio_of_medians_ci95(n1, d1, 300, 9), small_ref = ratio_by_resampling(n1, d1, 300, 9);
+  EXPECT_EQ(small.lo, small_ref.lo);
+  EXPECT_EQ(small.hi, small_ref.hi);
+  // Large (odd and even sizes): the same interval as resampling, up to Monte Carlo noise.
+  std::vector<double> n2(12001), d2(11000);
+  for (auto& x : n2) x = a(rng);
+  for (auto& x : d2) x = b(rng);
+  const Interval big = bootstrap_ratio_of_medians_ci95(n2, d2), ref = ratio_by_resampling(n2, d2, 1000, 3);
+  const double width = ref.hi - ref.lo;
+  EXPECT_NEAR(big.lo, ref.lo, 0.15 * width);
+  EXPECT_NEAR(big.hi, ref.hi, 0.15 * width);
+  EXPECT_LT(big.lo, median(n2) / median(d2));
+  EXPECT_GT(big.hi, median(n2) / median(d2));
+}
+
 TEST(Stats, SummariesOfManyValuesUseTheExactBootstrap) {
   std::mt19937_64 rng(2);
   std::vector<double> v(kExactBootstrapAbove + 1);
