@@ -260,7 +260,7 @@ Table config_table(const ReportInput& in, const Axes& axes) {
 Table load_config_table(const ReportInput& in, const Axes& axes) {
   Table t{"Load configuration: " + in.name,
           {"point", "endpoint", "api", "concurrency", "rate /s", "arrival", "requests", "duration s", "warm-up",
-           "dataset", "prompt len", "output len", "timeout s", "SLO", "output tokens from", "tokenizer"},
+           "dataset", "prompt len", "output len", "timeout s", "SLO", "extra body", "output tokens from", "tokenizer"},
           {},
           {}};
   for (const auto& p : in.results.points) {
@@ -280,7 +280,8 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
                       (l.prefix_len > 0 ? cat(l.prefix_len, " shared + ", p.params.prompt_len - l.prefix_len)
                                         : cat(p.params.prompt_len)) + spread,
                       cat(p.params.max_new_tokens) + spread,
-                      fmt_num(l.timeout_s), slo.empty() ? "–" : slo, l.token_count_source, p.tokenizer});
+                      fmt_num(l.timeout_s), slo.empty() ? "–" : slo, l.extra_body.empty() ? "–" : l.extra_body,
+                      l.token_count_source, p.tokenizer});
   }
   return t;
 }

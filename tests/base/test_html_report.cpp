@@ -288,6 +288,22 @@ TEST(HtmlReport, LoadPointsAreLabelledByConcurrencyOrRateInTheSummary) {
             std::string::npos);
 }
 
+TEST(HtmlReport, LoadConfigurationShowsCapPrefixSpreadAndExtraBody) {
+  Results r = load_sweep({}, {2.5}, 1);
+  LoadResult& l = *r.points[0].load;
+  l.max_concurrency = 4;
+  l.prefix_len = 6;
+  l.range_ratio = 0.25;
+  l.extra_body = R"({"top_k":5})";
+  r.points[0].params.prompt_len = 22;
+  const std::string md = render_markdown({{"load.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("| tiny rate=2.5/s poisson c≤4 ±25% | http://127.0.0.1:1 | completions | ≤ 4 (cap) | 2.500 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 6 shared + 16 ±25 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| {\"top_k\":5} |"), std::string::npos) << md;
+}
+
 TEST(HtmlReport, ChartsOfALoadSweepLeaveOutTheRunOnlyOnes) {
   std::vector<ReportInput> in{{"load.json", load_sweep({1, 4})}};
   const json charts = chart_specs(in);
