@@ -45,6 +45,13 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--max-concurrency", o.max_concurrency,
                   "Open loop: at most N requests in flight; later arrivals wait for one to finish (vLLM's "
                   "--max-concurrency)");
+  app->add_option("--search", o.search,
+                  "rate:MIN:MAX or concurrency:MIN:MAX: find the highest load whose goodput under --slo reaches "
+                  "--search-goodput, by bisection (each probe is a point)");
+  app->add_option("--search-goodput", o.search_goodput, "Goodput fraction a --search probe must reach")
+      ->capture_default_str();
+  app->add_option("--search-steps", o.search_steps, "Bisection steps of --search after its two bounds")
+      ->capture_default_str();
   app->add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, constant or gamma:SHAPE")->capture_default_str();
   auto* num_requests = app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
   auto* duration = app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");

@@ -55,6 +55,8 @@ int finish_results(Results& results, const std::string& output, const std::strin
   }
   std::cout << (baseline.empty() && f != Format::json ? format_results(results, f)
                                                       : format_comparison(results, f, baseline));
+  if (f == Format::table || f == Format::md)
+    for (const auto& line : search_summaries(results)) std::cout << "\n" << line << "\n";
   for (const auto& w : cv_warnings(results)) log::warn(w);
   if (!output.empty()) log::info(cat("results written to ", output));
   if (results.interrupted) {

@@ -287,7 +287,7 @@ GateConfig parse_gate_config(const std::string& text, const std::string& name) {
   GateConfig c;
   if (root.IsNull()) return c;
   if (!root.IsMap()) config_fail(name, root, "", "expected a mapping at the top level");
-  const std::vector<std::string> top = {"metrics", "max_cv", "allow_missing", "allow_env_mismatch"};
+  const std::vector<std::string> top = {"metrics", "max_cv", "allow_missing", "allow_env_mismatch", "search_threshold"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.Scalar();
     const YAML::Node v = it->second;
@@ -312,6 +312,8 @@ GateConfig parse_gate_config(const std::string& text, const std::string& name) {
       c.allow_missing = boolean(name, v, key);
     } else if (key == "allow_env_mismatch") {
       c.allow_env_mismatch = boolean(name, v, key);
+    } else if (key == "search_threshold") {
+      c.search_threshold = fraction(name, v, key);
     } else {
       const std::string best = closest_key(key, top);
       config_fail(name, it->first, "",
@@ -332,6 +334,87 @@ GateConfig load_gate_config(const std::string& path) {
 }
 
 // ---------------------------------------------------------------- the gate
+
+namespace {
+
+bool is_probe(const PointResult& p) { return p.load && p.load->search.has_value(); }
+
+// A file's `load --search`, per label and search shape: its probes' highest passing and lowest missing load.
+struct SearchOutcome {
+  const PointResult* any = nullptr;  // a probe, for its parameters
+  std::optional<double> best, lowest_miss;
+};
+
+std::map<std::string, SearchOutcome> searches(const Results& r) {
+  std::map<std::string, SearchOutcome> out;
+  for (const auto& p : r.points) {
+    if (!is_probe(p) || p.status != "ok") continue;
+    const LoadResult& l = *p.load;
+    const bool rate = l.search->axis == "request_rate";
+    // The shape: the point's key without its load (rate or concurrency), plus the objective.
+    PointResult shape;
+    shape.params = p.params;
+    shape.params.batch = 0;
+    LoadResult bare;  // the load's shape without its requests
+    bare.api = l.api;
+    bare.arrival = l.arrival;
+    bare.range_ratio = l.range_ratio;
+    bare.max_concurrency = l.max_concurrency;
+    bare.prefix_len = l.prefix_len;
+    bare.extra_body = l.extra_body;
+    shape.load = bare;
+    std::string key = cat(point_key(shape, true), '\x1f', l.search->axis, '\x1f', l.search->target, '\x1f',
+                          l.slo.ttft_ms.value_or(0), '\x1f', l.slo.tpot_ms.value_or(0), '\x1f', l.slo.e2e_ms.value_or(0));
+    SearchOutcome& o = out[key];
+    o.any = &p;
+    const double v = rate ? l.request_rate : l.concurrency;
+    if (l.search->passed && (!o.best || v > *o.best)) o.best = v;
+    if (!l.search->passed && (!o.lowest_miss || v < *o.lowest_miss)) o.lowest_miss = v;
+  }
+  return out;
+}
+
+PointVerdict judge_search(const SearchOutcome& b, const SearchOutcome* c, const GateConfig& config) {
+  PointVerdict pv;
+  pv.params = b.any->params;
+  const bool rate = b.any->load->search->axis == "request_rate";
+  pv.params.batch = rate ? 0 : static_cast<int>(b.best.value_or(0));  // the baseline's answer, not a probe's
+  const std::string what = rate ? "max_request_rate" : "max_concurrency";
+  if (!c) {
+    pv.verdict = Verdict::missing;
+    pv.reason = "no such --search in the current file";
+    return pv;
+  }
+  MetricVerdict mv;
+  mv.metric = what;
+  mv.higher_is_better = true;
+  mv.threshold = config.search_threshold;
+  mv.baseline = b.best.value_or(0);
+  mv.current = c->best.value_or(0);
+  mv.ratio = mv.baseline > 0 ? mv.current / mv.baseline : 0;
+  const double t = config.search_threshold;
+  auto show = [](std::optional<double> v) { return v ? number(*v) : std::string("none"); };
+  const std::string brackets = cat("highest passing ", show(b.best), " -> ", show(c->best), ", lowest missing ",
+                                   show(b.lowest_miss), " -> ", show(c->lowest_miss));
+  if (b.best && (c->lowest_miss && *c->lowest_miss <= *b.best * (1 - t))) {
+    mv.verdict = Verdict::regressed;
+    mv.reason = cat("missed the goodput target at a load ", percent(t), " or more below one the baseline met (", brackets, ")");
+  } else if (b.best && !c->best) {
+    mv.verdict = Verdict::regressed;
+    mv.reason = cat("no load met the goodput target (", brackets, ")");
+  } else if (c->best && (b.lowest_miss ? *c->best >= *b.lowest_miss * (1 + t) : false)) {
+    mv.verdict = Verdict::improved;
+    mv.reason = cat("met the goodput target at a load ", percent(t), " or more above one the baseline missed (", brackets, ")");
+  } else {
+    mv.verdict = Verdict::unchanged;
+    mv.reason = cat("within the search's resolution and ", percent(t), " (", brackets, ")");
+  }
+  pv.verdict = mv.verdict;
+  pv.metrics.push_back(mv);
+  return pv;
+}
+
+}  // namespace
 
 GateReport run_gate(const Results& baseline, const Results& current, const GateConfig& config,
                     const std::string& baseline_name, const std::string& current_name) {
@@ -366,7 +449,25 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
   points_by_key(baseline, baseline_name);  // a baseline point given twice is refused as well
   std::set<const PointResult*> matched;
 
+  // `load --search` probes sit at loads of their own choosing: they are judged as searches, not points.
+  const auto b_searches = searches(baseline), c_searches = searches(current);
+  for (const auto& [key, b] : b_searches) {
+    if (!b.best && !b.lowest_miss) continue;
+    auto it = c_searches.find(key);
+    PointVerdict pv = judge_search(b, it == c_searches.end() ? nullptr : &it->second, config);
+    if (pv.verdict == Verdict::missing) {
+      if (config.allow_missing) pv.reason += " (allowed)";
+      else ++report.regressions;
+    } else if (pv.verdict == Verdict::regressed) {
+      ++report.regressions;
+    }
+    report.points.push_back(pv);
+  }
+  for (const auto& [key, c] : c_searches)
+    if (!b_searches.count(key)) report.notes.push_back(cat(describe(c.any->params), ": new --search, not in the baseline"));
+
   for (const auto& b : baseline.points) {
+    if (is_probe(b)) continue;
     PointVerdict pv;
     pv.params = b.params;
     const PointResult* found = nullptr;
@@ -408,7 +509,7 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     report.points.push_back(pv);
   }
   for (const auto& p : current.points)
-    if (!matched.count(&p)) report.notes.push_back(cat(describe(p.params), ": new point, not in the baseline"));
+    if (!matched.count(&p) && !is_probe(p)) report.notes.push_back(cat(describe(p.params), ": new point, not in the baseline"));
   return report;
 }
 

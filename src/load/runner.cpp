@@ -65,6 +65,57 @@ json parse_extra_body(const std::string& text) {
   return j;
 }
 
+std::optional<SearchSpec> parse_search(const LoadOptions& o) {
+  if (o.search.empty()) return std::nullopt;
+  const std::string usage = cat("--search '", o.search, "': expected rate:MIN:MAX or concurrency:MIN:MAX");
+  const auto a = o.search.find(':'), b = a == std::string::npos ? a : o.search.find(':', a + 1);
+  if (b == std::string::npos) throw UsageError(usage);
+  SearchSpec s;
+  const std::string axis = o.search.substr(0, a);
+  if (axis != "rate" && axis != "concurrency") throw UsageError(usage);
+  s.axis = axis == "rate" ? "request_rate" : "concurrency";
+  auto number = [&](const std::string& text) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(text, &used);
+    } catch (const std::exception&) {
+      throw UsageError(usage);
+    }
+    if (used != text.size() || !std::isfinite(v)) throw UsageError(usage);
+    return v;
+  };
+  s.min = number(o.search.substr(a + 1, b - a - 1));
+  s.max = number(o.search.substr(b + 1));
+  if (s.axis == "request_rate") {
+    if (!(s.min >= kMinRate && s.max <= kMaxRate && s.min < s.max))
+      throw UsageError(cat("--search: rates must satisfy ", kMinRate, " <= MIN < MAX <= ", kMaxRate, ", got ", s.min, " and ", s.max));
+  } else if (!(s.min >= 1 && s.max <= kMaxRequests && s.min < s.max && s.min == std::floor(s.min) && s.max == std::floor(s.max))) {
+    throw UsageError(cat("--search: concurrencies must be integers with 1 <= MIN < MAX <= ", kMaxRequests, ", got ", s.min,
+                         " and ", s.max));
+  }
+  if (!(o.search_goodput > 0 && o.search_goodput <= 1))
+    throw UsageError(cat("--search-goodput must be in (0, 1], got ", o.search_goodput));
+  if (o.search_steps < 1 || o.search_steps > 20) throw UsageError(cat("--search-steps must be in [1, 20], got ", o.search_steps));
+  if (o.slo.empty()) throw UsageError("--search needs --slo: it looks for the highest load whose goodput meets the target");
+  if (!o.concurrency.empty() || !o.request_rate.empty())
+    throw UsageError("--search chooses the load itself: leave out --concurrency and --request-rate");
+  if (s.axis == "concurrency" && o.max_concurrency > 0) throw UsageError("--max-concurrency caps an open loop, not --search concurrency:…");
+  s.target = o.search_goodput;
+  s.steps = o.search_steps;
+  return s;
+}
+
+namespace {
+
+std::string percent1(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+  return buf;
+}
+
+}  // namespace
+
 void validate(const LoadOptions& o) {
   if (!o.endpoint.empty()) parse_endpoint(o.endpoint);
   if (o.api != "completions" && o.api != "chat") throw UsageError(cat("--api '", o.api, "': expected completions or chat"));
@@ -74,7 +125,8 @@ void validate(const LoadOptions& o) {
     if (c < 1 || c > kMaxRequests) throw UsageError(cat("--concurrency must be in [1, ", kMaxRequests, "], got ", c));
   if (o.max_concurrency < 0 || o.max_concurrency > kMaxRequests)
     throw UsageError(cat("--max-concurrency must be in [1, ", kMaxRequests, "], got ", o.max_concurrency));
-  if (o.max_concurrency > 0 && o.request_rate.empty())
+  parse_search(o);
+  if (o.max_concurrency > 0 && o.request_rate.empty() && o.search.rfind("rate:", 0) != 0)
     throw UsageError("--max-concurrency caps an open loop (--request-rate); a closed loop is --concurrency");
   for (double r : o.request_rate)
     if (!(r >= kMinRate && r <= kMaxRate))
@@ -407,21 +459,23 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   const json extra = parse_extra_body(o.extra_body);
   Driver driver(io, client, path, o.api, model, extra, prompts, hooks.should_stop);
 
-  // Sweep points: each concurrency, or each rate; neither given means concurrency 1.
-  std::vector<std::pair<int, double>> points;
-  for (int c : o.concurrency) points.emplace_back(c, 0.0);
-  for (double r : o.request_rate) points.emplace_back(0, r);
-  if (points.empty()) points.emplace_back(1, 0.0);
+  // Fixed points: each concurrency, or each rate; neither (nor --search) means concurrency 1.
+  std::vector<std::pair<int, double>> fixed_points;
+  for (int c : o.concurrency) fixed_points.emplace_back(c, 0.0);
+  for (double r : o.request_rate) fixed_points.emplace_back(0, r);
+  if (fixed_points.empty()) fixed_points.emplace_back(1, 0.0);
+  const std::optional<SearchSpec> search = parse_search(o);
 
-  for (std::size_t i = 0; i < points.size() && !results.interrupted; ++i) {
-    const auto [concurrency, rate] = points[i];
+  // One point: warm-ups, then the timed requests; appended to results (unless interrupted before any
+  // request finished). Returns the point's index in results.points, or -1 when there is none.
+  auto measure = [&](std::size_t i, int concurrency, double rate) -> int {
     if (o.warmup_requests > 0) {
       Schedule warm;
       warm.concurrency = std::min(o.warmup_requests, std::max(concurrency, 1));
       warm.max_requests = o.warmup_requests;
       if (driver.run(warm).stopped) {
         results.interrupted = true;
-        break;
+        return -1;
       }
     }
     Schedule s;
@@ -486,10 +540,58 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       p.status = "failed";
       p.error = all_failed_message(p.load->errors);
     }
+    if (search) {
+      // A probe meets the objective when its finished requests were all issued and enough of them
+      // met every SLO (a failed request never does).
+      p.load->search = SearchProbe{search->axis, search->target, !d.stopped && p.load->goodput_fraction >= search->target};
+    }
+    const std::string where = rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency);
     if (hooks.on_progress)
-      hooks.on_progress(cat("point ", i + 1, "/", points.size(), ": ", rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency),
-                            ", ", p.load->completed, " completed, ", p.load->failed, " failed"));
-    if (!p.load->requests.empty() || !d.stopped) results.points.push_back(std::move(p));
+      hooks.on_progress(search ? cat("probe ", i + 1, ": ", where, ", goodput ", percent1(p.load->goodput_fraction),
+                                     " (", p.load->search->passed ? "meets" : "misses", " the target ",
+                                     percent1(search->target), ")")
+                               : cat("point ", i + 1, "/", fixed_points.size(), ": ", where, ", ", p.load->completed,
+                                     " completed, ", p.load->failed, " failed"));
+    if (p.load->requests.empty() && d.stopped) return -1;
+    results.points.push_back(std::move(p));
+    return static_cast<int>(results.points.size()) - 1;
+  };
+
+  if (!search) {
+    for (std::size_t i = 0; i < fixed_points.size() && !results.interrupted; ++i)
+      measure(i, fixed_points[i].first, fixed_points[i].second);
+  } else {
+    // Bisection between the bounds (geometric for rates, integer for concurrency): the lower bound
+    // meets the objective, the upper one misses it.
+    const bool by_rate = search->axis == "request_rate";
+    std::size_t probes = 0;
+    auto probe = [&](double v) -> std::optional<bool> {
+      const int at = measure(probes++, by_rate ? 0 : static_cast<int>(v), by_rate ? v : 0.0);
+      if (at < 0 || results.interrupted) return std::nullopt;
+      return results.points[at].load->search->passed;
+    };
+    auto mark_best = [&](double v) {
+      for (auto& p : results.points)
+        if (p.load && p.load->search && p.load->search->passed && (by_rate ? p.load->request_rate : p.load->concurrency) == v)
+          p.load->search->best = true;
+    };
+    const auto low = probe(search->min);
+    if (low && *low) {
+      const auto high = probe(search->max);
+      if (high && *high) {
+        mark_best(search->max);
+      } else if (high) {
+        double lo = search->min, hi = search->max;
+        for (int step = 0; step < search->steps; ++step) {
+          if (by_rate ? hi / lo < 1.02 : hi - lo <= 1) break;
+          const double mid = by_rate ? std::sqrt(lo * hi) : std::floor((lo + hi) / 2);
+          const auto ok = probe(mid);
+          if (!ok) break;
+          (*ok ? lo : hi) = mid;
+        }
+        mark_best(lo);
+      }
+    }
   }
   if (server) server->stop();
   return results;

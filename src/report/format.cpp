@@ -417,6 +417,42 @@ std::vector<std::string> cv_warnings(const Results& results) {
   return out;
 }
 
+std::vector<std::string> search_summaries(const Results& results) {
+  std::vector<std::string> labels;
+  for (const auto& p : results.points)
+    if (p.load && p.load->search && std::find(labels.begin(), labels.end(), label_of(p.params)) == labels.end())
+      labels.push_back(label_of(p.params));
+  std::vector<std::string> out;
+  for (const auto& label : labels) {
+    std::optional<double> best, lowest_miss, lowest, highest;
+    const LoadResult* any = nullptr;
+    int probes = 0;
+    for (const auto& p : results.points) {
+      if (!p.load || !p.load->search || label_of(p.params) != label) continue;
+      const LoadResult& l = *p.load;
+      any = &l;
+      ++probes;
+      const double v = l.search->axis == "request_rate" ? l.request_rate : l.concurrency;
+      if (l.search->best) best = v;
+      if (!l.search->passed && (!lowest_miss || v < *lowest_miss)) lowest_miss = v;
+      if (!lowest || v < *lowest) lowest = v;
+      if (!highest || v > *highest) highest = v;
+    }
+    const bool rate = any->search->axis == "request_rate";
+    auto show = [&](double v) { return rate ? shortest(v) + "/s" : shortest(v); };
+    std::string slo;
+    for (const auto& [name, v] : {std::pair{"ttft_ms", any->slo.ttft_ms}, {"tpot_ms", any->slo.tpot_ms}, {"e2e_ms", any->slo.e2e_ms}})
+      if (v) slo += (slo.empty() ? "" : ",") + cat(name, "=", shortest(*v));
+    std::string line = cat(label, ": highest ", rate ? "request rate" : "concurrency", " with goodput >= ",
+                           fixed(100 * any->search->target, 1), "% under ", slo, ": ");
+    if (best && !lowest_miss) line += cat(show(*best), " (the upper bound met it: search higher)");
+    else if (best) line += cat(show(*best), " (", show(*lowest_miss), " missed)");
+    else line += cat("none (the lowest probe, ", show(*lowest), ", missed)");
+    out.push_back(cat(line, "; ", probes, " probe", probes == 1 ? "" : "s"));
+  }
+  return out;
+}
+
 std::string format_comparison(const Results& results, Format format, const std::string& baseline_label) {
   if (baseline_label.empty()) return format_results(results, format);
   if (nothing_finished(results, format)) return kNothingFinished;

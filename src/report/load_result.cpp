@@ -206,7 +206,10 @@ json load_to_json(const LoadResult& l) {
         {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
         {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len}, {"timeout_s", l.timeout_s},
-        {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
+        {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)},
+        {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
+                                   {"passed", l.search->passed}, {"best", l.search->best}}
+                            : json(nullptr)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
       {"requests",
        {{"completed", l.completed}, {"failed", l.failed}, {"errors", l.errors},
         {"note", "failed requests are counted here and left out of every latency statistic"}}},
@@ -250,6 +253,17 @@ LoadResult load_from_json(const json& point, const std::string& path) {
     if (!a.at("extra_body").is_object())
       throw Error(cat(path, ".load.extra_body: expected an object or null, got ", a.at("extra_body").type_name()));
     l.extra_body = a.at("extra_body").dump();
+  }
+  if (a.has("search") && !a.at("search").is_null()) {  // older files: no search
+    Reader sr = a.object("search");
+    SearchProbe probe;
+    probe.axis = sr.string("axis");
+    if (probe.axis != "request_rate" && probe.axis != "concurrency")
+      throw Error(cat(path, ".load.search.axis: expected request_rate or concurrency, got '", probe.axis, "'"));
+    probe.target = sr.number("target_goodput");
+    probe.passed = sr.boolean("passed");
+    probe.best = sr.boolean("best");
+    l.search = probe;
   }
   if (a.has("prefix_len")) {  // older files: no shared prefix
     l.prefix_len = a.integer("prefix_len");

@@ -184,6 +184,62 @@ TEST(Gate, LoadPointsWithSpreadLengthsAreOtherPoints) {
   EXPECT_EQ(run_gate(base, extra, GateConfig{}).points[0].verdict, Verdict::missing);  // and other request fields
 }
 
+namespace {
+
+// A `load --search` probe at `rate` requests/s.
+PointResult probe(double rate, bool passed, bool best = false) {
+  PointResult p = load_point(100, 0);
+  p.params.batch = 0;
+  p.load->concurrency = 0;
+  p.load->request_rate = rate;
+  p.load->arrival = "constant";
+  p.load->slo.ttft_ms = 500;
+  p.load->search = SearchProbe{"request_rate", 0.95, passed, best};
+  return p;
+}
+
+Results search(std::vector<std::pair<double, bool>> probes) {
+  std::vector<PointResult> points;
+  double best = 0;
+  for (auto [rate, passed] : probes)
+    if (passed) best = std::max(best, rate);
+  for (auto [rate, passed] : probes) points.push_back(probe(rate, passed, passed && rate == best));
+  return results(points);
+}
+
+}  // namespace
+
+TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
+  // Baseline: 10 ok, 80 missed, 28.3 ok, 47.6 missed, 36.7 ok -> best 36.7, lowest miss 47.6.
+  const Results base = search({{10, true}, {80, false}, {28.3, true}, {47.6, false}, {36.7, true}});
+  GateReport same = run_gate(base, base, GateConfig{});
+  EXPECT_EQ(same.exit_code(), 0);
+  ASSERT_EQ(same.points.size(), 1u);  // one search, not five points
+  EXPECT_EQ(same.points[0].metrics.at(0).metric, "max_request_rate");
+  EXPECT_EQ(same.points[0].verdict, Verdict::unchanged);
+  EXPECT_TRUE(same.notes.empty());
+  // One bisection step apart (noise at the boundary): unchanged.
+  EXPECT_EQ(run_gate(base, search({{10, true}, {80, false}, {28.3, true}, {47.6, false}, {36.7, false}, {32.2, true}}),
+                     GateConfig{}).points[0].verdict,
+            Verdict::unchanged);
+  // Missing at 28.3, which the baseline met and which is more than 10 % below its 36.7: regressed.
+  GateReport worse = run_gate(base, search({{10, true}, {80, false}, {28.3, false}, {16.8, true}, {21.8, true}}), GateConfig{});
+  EXPECT_EQ(worse.exit_code(), 1);
+  EXPECT_EQ(worse.points[0].verdict, Verdict::regressed);
+  EXPECT_DOUBLE_EQ(worse.points[0].metrics[0].baseline, 36.7);
+  EXPECT_DOUBLE_EQ(worse.points[0].metrics[0].current, 21.8);
+  // Meeting 60, more than 10 % above the baseline's lowest miss 47.6: improved.
+  EXPECT_EQ(run_gate(base, search({{10, true}, {80, false}, {60, true}, {70, false}}), GateConfig{}).points[0].verdict,
+            Verdict::improved);
+  // Nothing met: regressed; no search at all: missing.
+  EXPECT_EQ(run_gate(base, search({{10, false}}), GateConfig{}).points[0].verdict, Verdict::regressed);
+  GateReport gone = run_gate(base, results({load_point(100, 0)}), GateConfig{});
+  EXPECT_EQ(gone.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(gone.exit_code(), 1);
+  // search_threshold in the config file.
+  EXPECT_DOUBLE_EQ(parse_gate_config("search_threshold: 20%\n", "g.yaml").search_threshold, 0.2);
+}
+
 TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {
   Results base = results({point(1, 100, 0.01)});
   Results cur = results({point(1, 100, 0.01)});

@@ -103,6 +103,45 @@ assert p["load"]["prefix_len"] == 16 and p["params"]["prompt_len"] == 20, (p["lo
 PY
 says="--extra-body: 'stream' is set by llmbench load" bad --endpoint "$url" --extra-body '{"stream": false}'
 
+# --search against a server that serves 4 requests at once (each 100 ms: TTFT 20 ms, then 4 more tokens 20 ms
+# apart; the others wait). Closed loop: concurrency 4 never waits, 5 and more make a request in every round
+# wait ~100 ms past the 40 ms TTFT objective, so the highest concurrency with >= 95 % goodput is exactly 4.
+says="--search needs --slo" bad --endpoint "$url" --search rate:1:10
+says="leave out --concurrency" bad --endpoint "$url" --search rate:1:10 --slo ttft_ms=9 --concurrency 2
+says="--search: rates must satisfy 0.001 <= MIN < MAX" bad --endpoint "$url" --search rate:10:1 --slo ttft_ms=9
+url_ok="$url"
+start_server capacity --ttft-ms 20 --itl-ms 20 --capacity 4
+"$bin" load --endpoint "$url" --tokenizer tiny --search concurrency:1:16 --slo ttft_ms=40 --num-requests 20 \
+  --input-len 4 --output-len 5 -o "$out/search.json" >"$out/stdout" 2>"$out/stderr" \
+  || { cat "$out/stderr"; fail "load --search concurrency"; }
+grep -q "highest concurrency with goodput >= 95.0% under ttft_ms=40: 4 (5 missed)" "$out/stdout" \
+  || { cat "$out/stdout" "$out/stderr"; fail "search summary line"; }
+python3 - "$out/search.json" <<'PY' || fail "--search results"
+import json, sys
+pts = json.load(open(sys.argv[1]))["points"]
+probes = [(p["load"]["concurrency"], p["load"]["search"]["passed"], p["load"]["search"]["best"]) for p in pts]
+assert probes[:2] == [(1, True, False), (16, False, False)], probes  # the bounds first
+assert [c for c, passed, best in probes if best] == [4], probes
+assert all(passed == (c <= 4) for c, passed, _ in probes), probes
+assert all(p["load"]["search"]["axis"] == "concurrency" and p["load"]["search"]["target_goodput"] == 0.95 for p in pts)
+PY
+# gate judges a search as one verdict on its highest passing load, not as points at matching loads.
+"$bin" gate --baseline "$out/search.json" --current "$out/search.json" >"$out/gate.md" 2>&1 \
+  || { cat "$out/gate.md"; fail "gate on a search"; }
+grep -q "max_concurrency" "$out/gate.md" || { cat "$out/gate.md"; fail "gate did not judge the search"; }
+grep -q "new point" "$out/gate.md" && { cat "$out/gate.md"; fail "gate took search probes for points"; }
+# Open loop: 4 slots of 100 ms serve 40 requests/s; above that the queue grows through the point.
+"$bin" load --endpoint "$url" --tokenizer tiny --search rate:10:200 --arrival constant --slo ttft_ms=60 \
+  --num-requests 30 --input-len 4 --output-len 5 --search-steps 4 -o "$out/search_rate.json" >"$out/stdout" 2>"$out/stderr" \
+  || { cat "$out/stderr"; fail "load --search rate"; }
+python3 - "$out/search_rate.json" <<'PY' || { cat "$out/stdout"; fail "--search rate results"; }
+import json, sys
+pts = json.load(open(sys.argv[1]))["points"]
+best = [p["load"]["request_rate"] for p in pts if p["load"]["search"]["best"]]
+assert len(pts) == 6 and len(best) == 1 and 15 <= best[0] <= 60, [(p["load"]["request_rate"], p["load"]["search"]) for p in pts]
+PY
+url="$url_ok"
+
 # --range-ratio: every request asks for its own max_tokens in [L/2, 3L/2] (the scripted server streams
 # exactly that many, and says so in usage), recorded in the results.
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 4 --num-requests 40 --input-len 8 --output-len 8 \

@@ -11,7 +11,9 @@ forever), longline (a `data:` line that never ends), huge (a first event of 10 M
 line ends). With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
-finish_reason chunk with empty text at the end. Prints "llmbench serve: listening on
+finish_reason chunk with empty text at the end. With --capacity N at most N requests are served at once
+(the others wait, their clock starting when served): a server whose latency grows with load, for
+`load --search`. Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
 """
 import argparse
@@ -37,7 +39,10 @@ parser.add_argument("--empty-text", type=int, default=0, help="the first N conte
 parser.add_argument("--markers", action="store_true", help="chat role chunk first, a finish chunk last")
 parser.add_argument("--usage-completion", default=None, help="usage.completion_tokens as this JSON value (e.g. -5, 4.0)")
 parser.add_argument("--models-stall-s", type=float, default=0, help="GET /v1/models answers after this long")
+parser.add_argument("--capacity", type=int, default=0,
+                    help="serve at most N requests at once, the others wait in arrival order (0: no limit)")
 args = parser.parse_args()
+slots = threading.Semaphore(args.capacity) if args.capacity > 0 else None
 
 faults = {}
 for item in filter(None, args.faults.split(",")):
@@ -83,6 +88,12 @@ class Handler(BaseHTTPRequestHandler):
         self.raw_chunk(("data: " + data + end).encode())
 
     def do_POST(self):
+        if slots is None:
+            return self.respond()
+        with slots:  # --capacity: wait for a free slot; the clock of the response starts then
+            return self.respond()
+
+    def respond(self):
         t0 = time.monotonic()
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         chat = self.path.endswith("/chat/completions")

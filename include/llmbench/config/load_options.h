@@ -15,6 +15,9 @@ struct LoadOptions {
   std::vector<int> concurrency;        // closed loop, one point each
   std::vector<double> request_rate;    // open loop, one point each (not with concurrency)
   int max_concurrency = 0;             // open loop: requests in flight at most (0: no cap)
+  std::string search;                  // rate:MIN:MAX | concurrency:MIN:MAX: highest load meeting the SLO
+  double search_goodput = 0.95;        // the goodput fraction a --search probe must reach
+  int search_steps = 6;                // bisection steps after the two bounds
   std::string arrival = "poisson";     // poisson | constant | gamma:SHAPE
   int num_requests = 0;                // 0 and no duration: 100
   double duration_s = 0;

@@ -23,6 +23,10 @@ struct GateConfig {
   double max_cv = 0.05;         // above this a change that the CI cannot settle is blamed on noise
   bool allow_missing = false;   // a baseline point absent from the current file is not a regression
   bool allow_env_mismatch = false;
+  // `load --search` results: the highest load meeting the goodput target. Regressed when the current
+  // search missed at a load at most (1 - t) x the baseline's highest passing one; improved when it met
+  // one at least (1 + t) x the baseline's lowest missing one.
+  double search_threshold = 0.10;
 };
 
 // Every metric name the gate knows.

@@ -1,5 +1,6 @@
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,15 @@ struct LoadHooks {
 
 // Checks everything that can be checked before a request is sent; throws UsageError.
 void validate(const LoadOptions& options);
+
+// --search AXIS:MIN:MAX: bisection for the highest load whose goodput fraction meets `target`.
+struct SearchSpec {
+  std::string axis;  // request_rate | concurrency
+  double min = 0, max = 0;
+  double target = 0.95;
+  int steps = 6;
+};
+std::optional<SearchSpec> parse_search(const LoadOptions& options);  // nullopt without --search; UsageError
 
 // Runs every point (warm-ups first, never recorded) and returns the results with mode "load" points.
 // A failing request never stops the run; `interrupted` is set when should_stop ended it.

@@ -23,6 +23,10 @@ std::string format_results(const Results& results, Format format);
 // points are left out: their spread is across requests, not noise between repeated runs.
 std::vector<std::string> cv_warnings(const Results& results);
 
+// One line per label whose points are `load --search` probes: the highest load that met the goodput
+// target, and the lowest that missed it (or that none met it, or that the upper bound did).
+std::vector<std::string> search_summaries(const Results& results);
+
 // Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
 // ratio of each metric to the baseline's value at the same point (batch, prompt, ... all but model).
 // Load points get ratios of output tok/s and the p50 TTFT, TPOT, ITL and e2e against the baseline's

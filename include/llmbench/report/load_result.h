@@ -35,6 +35,15 @@ struct Slo {
 // Parses "ttft_ms=200,tpot_ms=50,e2e_ms=5000" (any subset); throws UsageError on anything else.
 Slo parse_slo(const std::string& text);
 
+// A point measured by `llmbench load --search`: whether it met the goodput target, and whether it is the
+// highest load that did.
+struct SearchProbe {
+  std::string axis;    // request_rate | concurrency
+  double target = 0;   // goodput fraction the probe had to reach
+  bool passed = false;
+  bool best = false;   // the highest passing probe of its search
+};
+
 // The `mode: "load"` part of a results point. Latency summaries live in the point's `summary`.
 struct LoadResult {
   // What was asked.
@@ -51,6 +60,7 @@ struct LoadResult {
   double range_ratio = 0;        // synthetic lengths spread uniformly over [L·(1−R), L·(1+R)]; 0: exact
   int prefix_len = 0;            // synthetic prompts' shared first tokens (included in params.prompt_len)
   std::string extra_body;        // --extra-body as compact JSON; "" when none
+  std::optional<SearchProbe> search;  // a --search probe
   double timeout_s = 0;
   Slo slo;
   // What happened.
