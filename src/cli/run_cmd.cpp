@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -63,9 +64,7 @@ int finish_results(Results& results, const std::string& output, const std::strin
     log::warn("interrupted: the finished points were kept");
     return interrupt_exit_code();
   }
-  for (const auto& p : results.points)
-    if (p.status != "ok") return kExitFailure;
-  return kExitOk;
+  return any_point_failed(results) ? kExitFailure : kExitOk;
 }
 
 void add_run_command(CLI::App& root, Commands& out) {

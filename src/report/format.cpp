@@ -417,6 +417,17 @@ std::vector<std::string> cv_warnings(const Results& results) {
   return out;
 }
 
+bool any_point_failed(const Results& results) {
+  auto passed_search = [&](const std::string& label) {
+    return std::any_of(results.points.begin(), results.points.end(), [&](const PointResult& q) {
+      return q.params.label == label && q.load && q.load->search && q.load->search->passed;
+    });
+  };
+  return std::any_of(results.points.begin(), results.points.end(), [&](const PointResult& p) {
+    return p.status != "ok" && !(p.load && p.load->search && passed_search(p.params.label));
+  });
+}
+
 std::vector<std::string> search_summaries(const Results& results) {
   std::vector<std::string> labels;
   for (const auto& p : results.points)

@@ -194,6 +194,15 @@ baseline: engine-a
   EXPECT_EQ(b.range_ratio, 0.25);
   EXPECT_EQ(b.max_concurrency, 3);
   EXPECT_EQ(b.extra_body, R"({"top_k": 5})");
+  // A search target.
+  const ComparePlan searched = parse_compare_config(
+      "models:\n  - {endpoint: 'http://127.0.0.1:8000', slo: ttft_ms=500, search: 'rate:1:32', search_goodput: 0.9, "
+      "search_steps: 4}\n",
+      "c.yaml");
+  EXPECT_EQ(searched.loads.at(0).options.search, "rate:1:32");
+  EXPECT_EQ(searched.loads.at(0).options.search_goodput, 0.9);
+  EXPECT_EQ(searched.loads.at(0).options.search_steps, 4);
+  // (`llmbench load`'s own checks run in `compare`, before anything is sent: tests/cli/compare_load.sh.)
   EXPECT_EQ(a.range_ratio, 0);
 }
 

@@ -146,6 +146,32 @@ TEST(Format, HugeValuesAreScientificNotTruncatedDigits) {
   }
 }
 
+TEST(Format, SearchSummaryAndFailedProbes) {
+  Results r;
+  auto probe = [](double rate, bool passed, bool best, const std::string& status = "ok") {
+    PointResult p = load_point("eng", 0, 20, 5);
+    p.load->concurrency = 0;
+    p.load->request_rate = rate;
+    p.load->slo.ttft_ms = 500;
+    p.load->search = SearchProbe{"request_rate", 0.95, passed, best};
+    p.status = status;
+    return p;
+  };
+  r.points = {probe(1, true, false), probe(64, false, false, "failed"), probe(8, true, true), probe(22.6, false, false)};
+  EXPECT_EQ(search_summaries(r), std::vector<std::string>{
+      "eng: highest request rate with goodput >= 95.0% under ttft_ms=500: 8/s (22.6/s missed); 4 probes"});
+  EXPECT_FALSE(any_point_failed(r));  // 64/s failing outright is the overload the search found
+  r.points = {probe(1, false, false, "failed")};
+  EXPECT_TRUE(any_point_failed(r));   // nothing ever passed: the endpoint may be wrong
+  EXPECT_EQ(search_summaries(r), std::vector<std::string>{
+      "eng: highest request rate with goodput >= 95.0% under ttft_ms=500: none (the lowest probe, 1/s, missed); 1 probe"});
+  r.points = {probe(1, true, false), probe(64, true, true)};
+  EXPECT_EQ(search_summaries(r), std::vector<std::string>{
+      "eng: highest request rate with goodput >= 95.0% under ttft_ms=500: 64/s (the upper bound met it: search "
+      "higher); 2 probes"});
+  EXPECT_TRUE(any_point_failed(two_models()));  // an ordinary failed point still fails the command
+}
+
 TEST(Format, CvWarningsAboveFivePercent) {
   Results r = two_models();
   EXPECT_TRUE(cv_warnings(r).empty());

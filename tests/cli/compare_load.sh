@@ -96,6 +96,8 @@ printf 'models:\n  - endpoint: %s\n    batch: 4\n' "$url_a" >"$out/mixed.yaml"
 bad mixed "mixed.yaml:3:5: models[0].batch: 'batch' is an option of \`llmbench run\`"
 printf 'models:\n  - endpoint: %s\n  - endpoint: ftp://127.0.0.1:1\n' "$url_a" >"$out/scheme.yaml"
 bad scheme "scheme.yaml:3:5: models[1]: "
+printf 'models:\n  - endpoint: %s\n    search: rate:1:8\n' "$url_a" >"$out/search.yaml"
+bad search "search.yaml:2:5: models[0]: --search needs --slo"
 printf 'models:\n  - endpoint: %s\n    concurrency: 2\n    request_rate: 3\n' "$url_a" >"$out/loops.yaml"
 bad loops "loops.yaml:2:5: models[0]: --concurrency and --request-rate exclude each other"
 

@@ -23,6 +23,11 @@ std::string format_results(const Results& results, Format format);
 // points are left out: their spread is across requests, not noise between repeated runs.
 std::vector<std::string> cv_warnings(const Results& results);
 
+// Whether a point failed, which makes the command fail (exit 1). A --search probe whose every request
+// failed is an overload the search measured, not a failure, once another probe of its label met the
+// objective (else the endpoint may just be wrong).
+bool any_point_failed(const Results& results);
+
 // One line per label whose points are `load --search` probes: the highest load that met the goodput
 // target, and the lowest that missed it (or that none met it, or that the upper bound did).
 std::vector<std::string> search_summaries(const Results& results);
