@@ -428,38 +428,43 @@ bool any_point_failed(const Results& results) {
   });
 }
 
-std::vector<std::string> search_summaries(const Results& results) {
-  std::vector<std::string> labels;
-  for (const auto& p : results.points)
-    if (p.load && p.load->search && std::find(labels.begin(), labels.end(), label_of(p.params)) == labels.end())
-      labels.push_back(label_of(p.params));
-  std::vector<std::string> out;
-  for (const auto& label : labels) {
-    std::optional<double> best, lowest_miss, lowest, highest;
-    const LoadResult* any = nullptr;
-    int probes = 0;
-    for (const auto& p : results.points) {
-      if (!p.load || !p.load->search || label_of(p.params) != label) continue;
-      const LoadResult& l = *p.load;
-      any = &l;
-      ++probes;
-      const double v = l.search->axis == "request_rate" ? l.request_rate : l.concurrency;
-      if (l.search->best) best = v;
-      if (!l.search->passed && (!lowest_miss || v < *lowest_miss)) lowest_miss = v;
-      if (!lowest || v < *lowest) lowest = v;
-      if (!highest || v > *highest) highest = v;
+std::vector<SearchSummary> search_outcomes(const Results& results) {
+  std::vector<SearchSummary> out;
+  for (const auto& p : results.points) {
+    if (!p.load || !p.load->search) continue;
+    const LoadResult& l = *p.load;
+    const std::string label = label_of(p.params);
+    auto it = std::find_if(out.begin(), out.end(), [&](const SearchSummary& s) { return s.label == label; });
+    if (it == out.end()) {
+      SearchSummary s;
+      s.label = label;
+      s.axis = l.search->axis;
+      s.target = l.search->target;
+      for (const auto& [name, v] : {std::pair{"ttft_ms", l.slo.ttft_ms}, {"tpot_ms", l.slo.tpot_ms}, {"e2e_ms", l.slo.e2e_ms}})
+        if (v) s.slo += (s.slo.empty() ? "" : ",") + cat(name, "=", shortest(*v));
+      out.push_back(s);
+      it = out.end() - 1;
     }
-    const bool rate = any->search->axis == "request_rate";
+    const double v = it->axis == "request_rate" ? l.request_rate : l.concurrency;
+    if (l.search->best) it->best = v;
+    if (!l.search->passed && (!it->lowest_miss || v < *it->lowest_miss)) it->lowest_miss = v;
+    if (it->probes == 0 || v < it->lowest) it->lowest = v;
+    ++it->probes;
+  }
+  return out;
+}
+
+std::vector<std::string> search_summaries(const Results& results) {
+  std::vector<std::string> out;
+  for (const auto& s : search_outcomes(results)) {
+    const bool rate = s.axis == "request_rate";
     auto show = [&](double v) { return rate ? shortest(v) + "/s" : shortest(v); };
-    std::string slo;
-    for (const auto& [name, v] : {std::pair{"ttft_ms", any->slo.ttft_ms}, {"tpot_ms", any->slo.tpot_ms}, {"e2e_ms", any->slo.e2e_ms}})
-      if (v) slo += (slo.empty() ? "" : ",") + cat(name, "=", shortest(*v));
-    std::string line = cat(label, ": highest ", rate ? "request rate" : "concurrency", " with goodput >= ",
-                           fixed(100 * any->search->target, 1), "% under ", slo, ": ");
-    if (best && !lowest_miss) line += cat(show(*best), " (the upper bound met it: search higher)");
-    else if (best) line += cat(show(*best), " (", show(*lowest_miss), " missed)");
-    else line += cat("none (the lowest probe, ", show(*lowest), ", missed)");
-    out.push_back(cat(line, "; ", probes, " probe", probes == 1 ? "" : "s"));
+    std::string line = cat(s.label, ": highest ", rate ? "request rate" : "concurrency", " with goodput >= ",
+                           fixed(100 * s.target, 1), "% under ", s.slo, ": ");
+    if (s.best && !s.lowest_miss) line += cat(show(*s.best), " (the upper bound met it: search higher)");
+    else if (s.best) line += cat(show(*s.best), " (", show(*s.lowest_miss), " missed)");
+    else line += cat("none (the lowest probe, ", show(s.lowest), ", missed)");
+    out.push_back(cat(line, "; ", s.probes, " probe", s.probes == 1 ? "" : "s"));
   }
   return out;
 }

@@ -346,7 +346,21 @@ Table load_table(const ReportInput& in) {
                       p_of(p, "ttft_ms", &Summary::p99), p_of(p, "tpot_ms", &Summary::p50),
                       p_of(p, "itl_ms", &Summary::p50), p_of(p, "itl_ms", &Summary::p99),
                       p_of(p, "e2e_ms", &Summary::p50), l.slo.empty() ? "–" : pct(l.goodput_fraction)});
-    t.row_class.push_back(l.failed > 0 ? "warn" : "");
+    t.row_class.push_back(l.search && l.search->best ? "good" : l.failed > 0 ? "warn" : "");
+  }
+  return t;
+}
+
+// `load --search` answers: the highest load that met the goodput target, per model.
+Table search_table(const ReportInput& in) {
+  Table t{"Search: " + in.name, {"model", "load", "objective", "highest meeting it", "lowest missing it", "probes"}, {}, {}};
+  for (const auto& s : search_outcomes(in.results)) {
+    const bool rate = s.axis == "request_rate";
+    auto show = [&](const std::optional<double>& v) { return v ? fmt_param(*v) + (rate ? " /s" : "") : std::string("none"); };
+    t.rows.push_back({s.label, rate ? "request rate" : "concurrency",
+                      cat("goodput ≥ ", fmt_param(100 * s.target), " % under ", s.slo), show(s.best),
+                      s.best && !s.lowest_miss ? "none (search higher)" : show(s.lowest_miss), cat(s.probes)});
+    t.row_class.push_back(s.best ? "" : "bad");
   }
   return t;
 }
@@ -601,7 +615,10 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
                  "per file and model, one point per concurrency or request rate (failed requests excluded).",
                  {}});
   if (any_load)
-    for (const auto& in : inputs) s.back().tables.push_back(load_table(in));
+    for (const auto& in : inputs) {
+      s.back().tables.push_back(load_table(in));
+      if (!search_outcomes(in.results).empty()) s.back().tables.push_back(search_table(in));
+    }
   s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
   s.push_back({"models", "Models", "", {}});
   s.push_back({"stages", "Stage breakdown", "Where the time of one generate goes.", {}});

@@ -304,6 +304,21 @@ TEST(HtmlReport, LoadConfigurationShowsCapPrefixSpreadAndExtraBody) {
   EXPECT_NE(md.find("| {\"top_k\":5} |"), std::string::npos) << md;
 }
 
+TEST(HtmlReport, SearchesGetTheirAnswerInATable) {
+  Results r = load_sweep({}, {1, 8, 4}, 0);
+  const bool passed[] = {true, false, true};
+  for (std::size_t i = 0; i < 3; ++i) {
+    r.points[i].load->slo.ttft_ms = 500;
+    r.points[i].load->search = SearchProbe{"request_rate", 0.95, passed[i], i == 2};
+  }
+  const std::string md = render_markdown({{"s.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("**Search: s.json**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny | request rate | goodput ≥ 95 % under ttft_ms=500 | 4 /s | 8 /s | 3 |"), std::string::npos) << md;
+  EXPECT_EQ(render_markdown({{"l.json", load_sweep({1, 4})}}, std::nullopt).find("**Search:"), std::string::npos);
+  EXPECT_NE(render_html({{"s.json", r}}, {}).find("<tr class=\"good\"><td>tiny</td><td>–</td><td class=\"num\">4.000</td>"),
+            std::string::npos);
+}
+
 TEST(HtmlReport, ChartsOfALoadSweepLeaveOutTheRunOnlyOnes) {
   std::vector<ReportInput> in{{"load.json", load_sweep({1, 4})}};
   const json charts = chart_specs(in);

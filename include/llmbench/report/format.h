@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,19 @@ std::vector<std::string> cv_warnings(const Results& results);
 // objective (else the endpoint may just be wrong).
 bool any_point_failed(const Results& results);
 
-// One line per label whose points are `load --search` probes: the highest load that met the goodput
-// target, and the lowest that missed it (or that none met it, or that the upper bound did).
+// What one label's `load --search` probes found: the highest load that met the goodput target and the
+// lowest that missed it.
+struct SearchSummary {
+  std::string label;
+  std::string axis;      // request_rate | concurrency
+  double target = 0;     // goodput fraction
+  std::string slo;       // "ttft_ms=500,tpot_ms=50"
+  std::optional<double> best, lowest_miss;
+  double lowest = 0;     // the lowest probe
+  int probes = 0;
+};
+std::vector<SearchSummary> search_outcomes(const Results& results);
+// One line per search: the answer and its bracket (or that none met it, or that the upper bound did).
 std::vector<std::string> search_summaries(const Results& results);
 
 // Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
