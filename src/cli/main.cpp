@@ -16,14 +16,16 @@ namespace {
 
 // A tensor-parallel rank 0 whose child rank died reports that death, not the broken collective it caused;
 // other ranks name themselves.
-int fail(int code, const std::string& message) {
+int fail(int code, const std::string& message, bool ours = true) {
   if (auto child = llmbench::dist::child_failure()) {
     std::cerr << "llmbench: error: " << *child << std::endl;
     return llmbench::kExitFailure;
   }
   const int rank = llmbench::dist::process_rank();
-  std::cerr << "llmbench: error: " << (rank ? llmbench::cat("rank ", rank, ": ") : "") << llmbench::first_line(message)
-            << std::endl;
+  // Our messages have one line, and a value they quote may hold a line break: escaped, not cut there.
+  // Other libraries' may carry more lines (c10's backtrace): their first.
+  std::cerr << "llmbench: error: " << (rank ? llmbench::cat("rank ", rank, ": ") : "")
+            << (ours ? llmbench::one_line(message) : llmbench::first_line(message)) << std::endl;
   return code;
 }
 
@@ -86,8 +88,8 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return fail(kExitFailure, "out of memory");
   } catch (const c10::Error& e) {
-    return fail(kExitFailure, e.what_without_backtrace());
+    return fail(kExitFailure, e.what_without_backtrace(), false);
   } catch (const std::exception& e) {
-    return fail(kExitFailure, e.what());
+    return fail(kExitFailure, e.what(), false);
   }
 }

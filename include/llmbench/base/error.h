@@ -39,4 +39,8 @@ constexpr int kExitUsage = 2;
 // First line of an exception message (c10::Error carries a backtrace after it).
 std::string first_line(const std::string& message);
 
+// llmbench's own messages on one line whatever they quote: a line break or other control character
+// in a value (a path, a model name) is written as \n, \r or \xNN instead of cutting the message there.
+std::string one_line(const std::string& message);
+
 }  // namespace llmbench
