@@ -110,7 +110,7 @@ void add_compare_command(CLI::App& root, Commands& out) {
                    const int rc = finish_results(all, st->output, st->format, baseline);
                    // Each failed point gets an error line saying why (the table has it too, but cut short).
                    for (std::size_t i = 0; i < all.points.size(); ++i)
-                     if (all.points[i].status == "failed")
+                     if (all.points[i].status == "failed" && !failure_excused(all, all.points[i]))
                        log::error(cat(all.points[i].params.label.empty() ? all.points[i].params.model : all.points[i].params.label,
                                       " (point ", i + 1, "): ", all.points[i].error.empty() ? "failed" : all.points[i].error));
                    return rc == kExitOk && target_failed ? kExitFailure : rc;

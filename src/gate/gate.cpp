@@ -348,7 +348,8 @@ struct SearchOutcome {
 std::map<std::string, SearchOutcome> searches(const Results& r) {
   std::map<std::string, SearchOutcome> out;
   for (const auto& p : r.points) {
-    if (!is_probe(p) || p.status != "ok") continue;
+    // A probe whose every request failed missed (status failed); an interrupted one neither met nor missed.
+    if (!is_probe(p) || p.load->partial || (p.status != "ok" && p.status != "failed")) continue;
     const LoadResult& l = *p.load;
     const bool rate = l.search->axis == "request_rate";
     // The shape: the point's key without its load (rate or concurrency), plus the objective.
@@ -396,15 +397,21 @@ PointVerdict judge_search(const SearchOutcome& b, const SearchOutcome* c, const 
   auto show = [](std::optional<double> v) { return v ? number(*v) : std::string("none"); };
   const std::string brackets = cat("highest passing ", show(b.best), " -> ", show(c->best), ", lowest missing ",
                                    show(b.lowest_miss), " -> ", show(c->lowest_miss));
-  if (b.best && (c->lowest_miss && *c->lowest_miss <= *b.best * (1 - t))) {
+  // The most a search's answer can be: below its lowest miss; for whole concurrencies, one less.
+  const double step = rate ? 0 : 1;
+  const std::optional<double> b_upper = b.lowest_miss ? std::optional<double>(*b.lowest_miss - step) : std::nullopt;
+  const std::optional<double> c_upper = c->lowest_miss ? std::optional<double>(*c->lowest_miss - step) : std::nullopt;
+  if (b.best && c_upper && *c_upper <= *b.best * (1 - t)) {
     mv.verdict = Verdict::regressed;
-    mv.reason = cat("missed the goodput target at a load ", percent(t), " or more below one the baseline met (", brackets, ")");
+    mv.reason = cat("the most the current can sustain, ", number(*c_upper), ", is ", percent(t), " or more below the ",
+                    number(*b.best), " the baseline met (", brackets, ")");
   } else if (b.best && !c->best) {
     mv.verdict = Verdict::regressed;
     mv.reason = cat("no load met the goodput target (", brackets, ")");
-  } else if (c->best && (b.lowest_miss ? *c->best >= *b.lowest_miss * (1 + t) : false)) {
+  } else if (c->best && b_upper && *c->best >= *b_upper * (1 + t)) {
     mv.verdict = Verdict::improved;
-    mv.reason = cat("met the goodput target at a load ", percent(t), " or more above one the baseline missed (", brackets, ")");
+    mv.reason = cat("the current met ", number(*c->best), ", ", percent(t), " or more above the most the baseline could sustain, ",
+                    number(*b_upper), " (", brackets, ")");
   } else {
     mv.verdict = Verdict::unchanged;
     mv.reason = cat("within the search's resolution and ", percent(t), " (", brackets, ")");

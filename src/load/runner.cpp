@@ -58,6 +58,7 @@ json parse_extra_body(const std::string& text) {
     throw UsageError(cat("--extra-body: ", text.size(), " bytes, more than ", kMaxExtraBodyBytes));
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw UsageError("--extra-body: expected a JSON object, e.g. '{\"top_k\": 20}'");
+  if (j.empty()) return nullptr;  // changes nothing: the same point as without it
   for (const char* key : {"model", "prompt", "messages", "stream"})
     if (j.contains(key))
       throw UsageError(cat("--extra-body: '", key, "' is set by llmbench load (",
@@ -66,7 +67,11 @@ json parse_extra_body(const std::string& text) {
 }
 
 std::optional<SearchSpec> parse_search(const LoadOptions& o) {
-  if (o.search.empty()) return std::nullopt;
+  if (o.search.empty()) {
+    if (o.search_goodput != LoadOptions{}.search_goodput || o.search_steps != LoadOptions{}.search_steps)
+      throw UsageError("--search-goodput and --search-steps only apply with --search");
+    return std::nullopt;
+  }
   const std::string usage = cat("--search '", o.search, "': expected rate:MIN:MAX or concurrency:MIN:MAX");
   const auto a = o.search.find(':'), b = a == std::string::npos ? a : o.search.find(':', a + 1);
   if (b == std::string::npos) throw UsageError(usage);
@@ -100,7 +105,13 @@ std::optional<SearchSpec> parse_search(const LoadOptions& o) {
   if (o.slo.empty()) throw UsageError("--search needs --slo: it looks for the highest load whose goodput meets the target");
   if (!o.concurrency.empty() || !o.request_rate.empty())
     throw UsageError("--search chooses the load itself: leave out --concurrency and --request-rate");
-  if (s.axis == "concurrency" && o.max_concurrency > 0) throw UsageError("--max-concurrency caps an open loop, not --search concurrency:…");
+  // A cap holds arrivals in the client, where their wait is not in TTFT (it counts from the send): every
+  // rate would look sustainable.
+  if (o.max_concurrency > 0) throw UsageError("--search does not combine with --max-concurrency (queued arrivals would never miss the SLO)");
+  // 5: the same bound on requests per point as --request-rate with --duration.
+  if (s.axis == "request_rate" && s.max * o.duration_s > kMaxRequests)
+    throw UsageError(cat("--search rate up to ", s.max, "/s for --duration ", o.duration_s, " s is ", s.max * o.duration_s,
+                         " requests per point, more than ", kMaxRequests));
   s.target = o.search_goodput;
   s.steps = o.search_steps;
   return s;
@@ -126,7 +137,7 @@ void validate(const LoadOptions& o) {
   if (o.max_concurrency < 0 || o.max_concurrency > kMaxRequests)
     throw UsageError(cat("--max-concurrency must be in [1, ", kMaxRequests, "], got ", o.max_concurrency));
   parse_search(o);
-  if (o.max_concurrency > 0 && o.request_rate.empty() && o.search.rfind("rate:", 0) != 0)
+  if (o.max_concurrency > 0 && o.request_rate.empty() && o.search.empty())
     throw UsageError("--max-concurrency caps an open loop (--request-rate); a closed loop is --concurrency");
   for (double r : o.request_rate)
     if (!(r >= kMinRate && r <= kMaxRate))
@@ -159,6 +170,10 @@ void validate(const LoadOptions& o) {
     if (length_range(len, o.range_ratio).second > kMaxTokens)
       throw UsageError(cat(flag, " ", len, " with --range-ratio ", o.range_ratio, " reaches ",
                            length_range(len, o.range_ratio).second, " tokens, more than ", kMaxTokens));
+  if (o.prefix_len > 0 && o.prefix_len + static_cast<long long>(length_range(o.input_len, o.range_ratio).second) > kMaxTokens)
+    throw UsageError(cat("--prefix-len ", o.prefix_len, " + --input-len ", o.input_len, " make prompts of up to ",
+                         o.prefix_len + static_cast<long long>(length_range(o.input_len, o.range_ratio).second),
+                         " tokens, more than ", kMaxTokens));
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
     throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.timeout_s));
   if (parse_dataset(o.dataset).kind == "synthetic") {
@@ -270,6 +285,9 @@ class Driver {
                    if (!by.empty()) result_.counted_by.insert(by);
                    slots_[index] = std::move(r);
                    if (schedule_.concurrency > 0 && may_issue()) issue(ms_since(t0_, Clock::now()));
+                   // --duration: arrivals still held by the cap when it ends are not sent (the point ends
+                   // when nothing more is issued after S seconds).
+                   if (schedule_.duration_s > 0 && ms_since(t0_, Clock::now()) >= schedule_.duration_s * 1e3) waiting_.clear();
                    if (schedule_.concurrency == 0 && !waiting_.empty() && !result_.stopped) {
                      const double arrived_ms = waiting_.front();  // the oldest arrival held by the cap
                      waiting_.pop_front();
@@ -541,15 +559,15 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       p.error = all_failed_message(p.load->errors);
     }
     if (search) {
-      // A probe meets the objective when its finished requests were all issued and enough of them
-      // met every SLO (a failed request never does).
+      // A probe meets the objective when enough of its requests met every SLO (a failed request never
+      // does); an interrupted one neither meets nor misses it (load.partial).
       p.load->search = SearchProbe{search->axis, search->target, !d.stopped && p.load->goodput_fraction >= search->target};
     }
     const std::string where = rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency);
     if (hooks.on_progress)
       hooks.on_progress(search ? cat("probe ", i + 1, ": ", where, ", goodput ", percent1(p.load->goodput_fraction),
-                                     " (", p.load->search->passed ? "meets" : "misses", " the target ",
-                                     percent1(search->target), ")")
+                                     " (", d.stopped ? "interrupted" : p.load->search->passed ? "meets" : "misses",
+                                     " the target ", percent1(search->target), ")")
                                : cat("point ", i + 1, "/", fixed_points.size(), ": ", where, ", ", p.load->completed,
                                      " completed, ", p.load->failed, " failed"));
     if (p.load->requests.empty() && d.stopped) return -1;
@@ -575,13 +593,14 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
         if (p.load && p.load->search && p.load->search->passed && (by_rate ? p.load->request_rate : p.load->concurrency) == v)
           p.load->search->best = true;
     };
+    // `lo` is the highest load met so far (marked best however the search ends, Ctrl-C included).
     const auto low = probe(search->min);
     if (low && *low) {
+      double lo = search->min, hi = search->max;
       const auto high = probe(search->max);
       if (high && *high) {
-        mark_best(search->max);
+        lo = search->max;
       } else if (high) {
-        double lo = search->min, hi = search->max;
         for (int step = 0; step < search->steps; ++step) {
           if (by_rate ? hi / lo < 1.02 : hi - lo <= 1) break;
           const double mid = by_rate ? std::sqrt(lo * hi) : std::floor((lo + hi) / 2);
@@ -589,8 +608,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
           if (!ok) break;
           (*ok ? lo : hi) = mid;
         }
-        mark_best(lo);
       }
+      mark_best(lo);
     }
   }
   if (server) server->stop();

@@ -417,15 +417,16 @@ std::vector<std::string> cv_warnings(const Results& results) {
   return out;
 }
 
+bool failure_excused(const Results& results, const PointResult& point) {
+  return point.load && point.load->search &&
+         std::any_of(results.points.begin(), results.points.end(), [&](const PointResult& q) {
+           return q.params.label == point.params.label && q.load && q.load->search && q.load->search->passed;
+         });
+}
+
 bool any_point_failed(const Results& results) {
-  auto passed_search = [&](const std::string& label) {
-    return std::any_of(results.points.begin(), results.points.end(), [&](const PointResult& q) {
-      return q.params.label == label && q.load && q.load->search && q.load->search->passed;
-    });
-  };
-  return std::any_of(results.points.begin(), results.points.end(), [&](const PointResult& p) {
-    return p.status != "ok" && !(p.load && p.load->search && passed_search(p.params.label));
-  });
+  return std::any_of(results.points.begin(), results.points.end(),
+                     [&](const PointResult& p) { return p.status != "ok" && !failure_excused(results, p); });
 }
 
 std::vector<SearchSummary> search_outcomes(const Results& results) {
@@ -447,10 +448,16 @@ std::vector<SearchSummary> search_outcomes(const Results& results) {
     }
     const double v = it->axis == "request_rate" ? l.request_rate : l.concurrency;
     if (l.search->best) it->best = v;
-    if (!l.search->passed && (!it->lowest_miss || v < *it->lowest_miss)) it->lowest_miss = v;
+    // An interrupted probe neither met nor missed the objective.
+    if (!l.search->passed && !l.partial && (!it->lowest_miss || v < *it->lowest_miss)) it->lowest_miss = v;
+    it->interrupted = it->interrupted || l.partial;
     if (it->probes == 0 || v < it->lowest) it->lowest = v;
     ++it->probes;
   }
+  // An interrupted file: the last search may have been cut before its probe finished a request.
+  if (results.interrupted && !out.empty() && results.points.back().load && results.points.back().load->search &&
+      label_of(results.points.back().params) == out.back().label)
+    out.back().interrupted = true;
   return out;
 }
 
@@ -461,7 +468,8 @@ std::vector<std::string> search_summaries(const Results& results) {
     auto show = [&](double v) { return rate ? shortest(v) + "/s" : shortest(v); };
     std::string line = cat(s.label, ": highest ", rate ? "request rate" : "concurrency", " with goodput >= ",
                            fixed(100 * s.target, 1), "% under ", s.slo, ": ");
-    if (s.best && !s.lowest_miss) line += cat(show(*s.best), " (the upper bound met it: search higher)");
+    if (s.best && !s.lowest_miss && s.interrupted) line += cat(show(*s.best), " (interrupted before a probe missed)");
+    else if (s.best && !s.lowest_miss) line += cat(show(*s.best), " (the upper bound met it: search higher)");
     else if (s.best) line += cat(show(*s.best), " (", show(*s.lowest_miss), " missed)");
     else line += cat("none (the lowest probe, ", show(s.lowest), ", missed)");
     out.push_back(cat(line, "; ", s.probes, " probe", s.probes == 1 ? "" : "s"));

@@ -359,7 +359,9 @@ Table search_table(const ReportInput& in) {
     auto show = [&](const std::optional<double>& v) { return v ? fmt_param(*v) + (rate ? " /s" : "") : std::string("none"); };
     t.rows.push_back({s.label, rate ? "request rate" : "concurrency",
                       cat("goodput ≥ ", fmt_param(100 * s.target), " % under ", s.slo), show(s.best),
-                      s.best && !s.lowest_miss ? "none (search higher)" : show(s.lowest_miss), cat(s.probes)});
+                      s.best && !s.lowest_miss ? (s.interrupted ? "none (interrupted)" : "none (search higher)")
+                                               : show(s.lowest_miss),
+                      cat(s.probes)});
     t.row_class.push_back(s.best ? "" : "bad");
   }
   return t;

@@ -236,8 +236,42 @@ TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
   GateReport gone = run_gate(base, results({load_point(100, 0)}), GateConfig{});
   EXPECT_EQ(gone.points[0].verdict, Verdict::missing);
   EXPECT_EQ(gone.exit_code(), 1);
+  // A probe whose every request failed is a miss there; an interrupted one is neither.
+  Results collapsed = search({{10, true}, {80, false}, {28.3, false}, {16.8, true}, {21.8, false}});
+  collapsed.points[2].status = "failed";
+  EXPECT_EQ(run_gate(base, collapsed, GateConfig{}).points[0].verdict, Verdict::regressed);
+  Results cut = search({{10, true}, {80, false}, {28.3, true}, {47.6, false}, {36.7, true}, {41.8, false}});
+  cut.points.back().load->partial = true;
+  EXPECT_EQ(run_gate(base, cut, GateConfig{}).points[0].verdict, Verdict::unchanged);
   // search_threshold in the config file.
   EXPECT_DOUBLE_EQ(parse_gate_config("search_threshold: 20%\n", "g.yaml").search_threshold, 0.2);
+}
+
+TEST(Gate, ConcurrencySearchesAreWholeNumbers) {
+  auto concurrency_search = [](int best, int miss) {
+    std::vector<PointResult> points;
+    for (auto [c, passed] : {std::pair{1, true}, {4 * miss, false}, {best, true}, {miss, false}}) {
+      PointResult p = probe(0, passed, passed && c == best);
+      p.params.batch = c;
+      p.load->request_rate = 0;
+      p.load->arrival = "";
+      p.load->concurrency = c;
+      p.load->search->axis = "concurrency";
+      points.push_back(p);
+    }
+    return results(points);
+  };
+  const Results base = concurrency_search(4, 5);
+  // 4 -> 3 (4 missed): at most 3 now, 25 % below 4: regressed, although 4 is not 10 % below 4.
+  GateReport down = run_gate(base, concurrency_search(3, 4), GateConfig{});
+  EXPECT_EQ(down.points[0].verdict, Verdict::regressed);
+  EXPECT_EQ(down.points[0].metrics[0].metric, "max_concurrency");
+  EXPECT_EQ(down.points[0].params.batch, 4);
+  EXPECT_EQ(run_gate(base, concurrency_search(5, 6), GateConfig{}).points[0].verdict, Verdict::improved);
+  EXPECT_EQ(run_gate(base, base, GateConfig{}).points[0].verdict, Verdict::unchanged);
+  // Among large concurrencies one step is within the threshold: 100 -> 99 is unchanged.
+  EXPECT_EQ(run_gate(concurrency_search(100, 101), concurrency_search(99, 100), GateConfig{}).points[0].verdict,
+            Verdict::unchanged);
 }
 
 TEST(Gate, EnvironmentMismatchIsRefusedUnlessAllowed) {

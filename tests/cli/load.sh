@@ -80,6 +80,13 @@ most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
 assert most == 3, (most, spans)
 assert p["rate"]["mean_send_lag_ms"] > 80, p["rate"]  # 9 of 12 waited at least one 80 ms request
 PY
+# With --duration, arrivals the cap still holds when the duration ends are not sent: 50/s for 1 s through
+# one 80 ms slot sends about 13, not all 50 (which took 4 s more).
+"$bin" load --endpoint "$url" --tokenizer tiny --request-rate 50 --arrival constant --max-concurrency 1 --duration 1 \
+  --input-len 4 --output-len 4 -o "$out/capdur.json" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "cap + duration"; }
+python3 -c "
+import json; p = json.load(open('$out/capdur.json'))['points'][0]
+assert 5 <= p['requests']['completed'] <= 16, p['requests']" || fail "cap + duration sent the held arrivals"
 url="$url_ok"
 
 # --extra-body reaches the server: max_tokens 3 overrides --output-len 6 (the scripted server streams
@@ -210,4 +217,28 @@ python3 -c "
 import json; r = json.load(open('$out/int.json'))
 assert r['interrupted'] is True and r['points'][0]['load']['partial'] is True
 assert 0 < r['points'][0]['requests']['completed'] < 1000" || fail "interrupted results"
+# Ctrl-C in the middle of a search: the probe cut short neither meets nor misses, and the lowest
+# probe that met the objective is still the answer.
+start_server slots --ttft-ms 20 --itl-ms 200 --capacity 8
+"$bin" load --endpoint "$url" --tokenizer tiny --search rate:4:400 --arrival constant --slo ttft_ms=500 \
+  --num-requests 8 --output-len 5 --input-len 4 -o "$out/sint.json" >"$out/stdout" 2>"$out/stderr" &
+load_pid=$!
+for _ in $(seq 200); do grep -q "probe 1:" "$out/stderr" && break; sleep 0.05; done
+sleep 0.3
+kill -INT "$load_pid"
+wait "$load_pid"
+code=$?
+[ "$code" = 130 ] || { cat "$out/stderr"; fail "interrupted search exited $code, expected 130"; }
+grep -q "probe 2: .*(interrupted the target" "$out/stderr" || { cat "$out/stderr"; fail "interrupted probe not said so"; }
+python3 - "$out/sint.json" <<'PY' || { cat "$out/stdout"; fail "interrupted search results"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+pts = r["points"]
+assert r["interrupted"] and len(pts) in (1, 2), pts  # probe 2 is kept if a request of it finished
+assert pts[0]["load"]["search"]["passed"] and pts[0]["load"]["search"]["best"], pts[0]["load"]
+assert all(p["load"]["partial"] and not p["load"]["search"]["passed"] for p in pts[1:]), pts[1:]
+PY
+grep -q ": 4/s (interrupted before a probe missed); " "$out/stdout" \
+  || { cat "$out/stdout"; fail "interrupted search summary"; }
+grep -q "/s missed)" "$out/stdout" && { cat "$out/stdout"; fail "an interrupted probe counted as a miss"; }
 echo "load: all checks passed"

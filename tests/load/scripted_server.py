@@ -175,6 +175,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+ThreadingHTTPServer.request_queue_size = 128  # listen backlog (default 5: SYN retries of 1 s at 8+ clients)
 server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
 server.daemon_threads = True
 server.handle_error = lambda request, address: None  # clients that hang up mid-stream are part of the script

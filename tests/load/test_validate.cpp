@@ -108,6 +108,8 @@ TEST(LoadValidate, ExtraBodyIsAJsonObjectThatLeavesOurFieldsAlone) {
 
 TEST(LoadRequestBody, ExtraBodyIsAMergePatch) {
   using nlohmann::json;
+  EXPECT_TRUE(parse_extra_body("{}").is_null());  // changes nothing, so it is no other point
+  EXPECT_TRUE(parse_extra_body(" { } ").is_null());
   const json plain = json::parse(request_body("completions", "m", "hi", 8));
   EXPECT_EQ(plain["max_tokens"], 8);
   EXPECT_EQ(plain["min_tokens"], 8);
@@ -124,6 +126,23 @@ TEST(LoadRequestBody, ExtraBodyIsAMergePatch) {
   EXPECT_EQ(merged["stream_options"], (json{{"include_usage", true}, {"continuous_usage_stats", true}}));  // merged, not replaced
   EXPECT_EQ(merged["messages"][0]["content"], "hi");
   EXPECT_EQ(merged["stream"], true);
+}
+
+TEST(LoadValidate, SearchRefusals) {
+  auto searching = [](LoadOptions& o) { o.search = "rate:1:100", o.slo = "ttft_ms=500"; };
+  EXPECT_EQ(refusal(searching), "");
+  EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.max_concurrency = 4; }).find("--max-concurrency"), std::string::npos);
+  EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search = "rate:1:1000000", o.duration_s = 2; }).find("requests per point"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.search_goodput = 0.5; }).find("only apply with --search"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.search_steps = 99; }).find("only apply with --search"), std::string::npos);
+  EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search_steps = 99; }).find("--search-steps must be"), std::string::npos);
+  EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search = "concurrency:1.5:8"; }).find("integers"), std::string::npos);
+  EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search = "rate:1:x"; }).find("expected rate:MIN:MAX"), std::string::npos);
+  // The prefix counts in a prompt's length limit.
+  EXPECT_NE(refusal([](LoadOptions& o) { o.prefix_len = 16777216, o.input_len = 16777216, o.num_requests = 1; })
+                .find("--prefix-len 16777216 + --input-len"),
+            std::string::npos);
 }
 
 TEST(LoadValidate, ApiKeyCannotInjectHeaders) {

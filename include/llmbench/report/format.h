@@ -28,6 +28,7 @@ std::vector<std::string> cv_warnings(const Results& results);
 // failed is an overload the search measured, not a failure, once another probe of its label met the
 // objective (else the endpoint may just be wrong).
 bool any_point_failed(const Results& results);
+bool failure_excused(const Results& results, const PointResult& point);  // the search exception above
 
 // What one label's `load --search` probes found: the highest load that met the goodput target and the
 // lowest that missed it.
@@ -39,6 +40,7 @@ struct SearchSummary {
   std::optional<double> best, lowest_miss;
   double lowest = 0;     // the lowest probe
   int probes = 0;
+  bool interrupted = false;  // a probe was cut short (Ctrl-C): it neither met nor missed
 };
 std::vector<SearchSummary> search_outcomes(const Results& results);
 // One line per search: the answer and its bracket (or that none met it, or that the upper bound did).
