@@ -152,13 +152,7 @@ models:
   - {endpoint: $url, label: stalled, num_requests: 2, output_len: 2, tokenizer: tiny}
 YAML
 "$bin" compare "$out/int.yaml" -o "$out/int.json" >/dev/null 2>"$out/stderr" &
-cmp_pid=$!
-wait_for_handler "$cmp_pid" 2 0
-for _ in $(seq 100); do grep -q "stalled (load" "$out/stderr" && break; sleep 0.1; done
-sleep 0.5
-kill -INT "$cmp_pid"
-wait "$cmp_pid"
-code=$?
+interrupt_after_line $! "$out/stderr" "stalled (load" 0.5
 [ "$code" = 130 ] || { cat "$out/stderr"; fail "compare interrupted in /v1/models exited $code, expected 130"; }
 python3 -c "
 import json; r = json.load(open('$out/int.json'))

@@ -222,12 +222,7 @@ assert 0 < r['points'][0]['requests']['completed'] < 1000" || fail "interrupted 
 start_server slots --ttft-ms 20 --itl-ms 200 --capacity 8
 "$bin" load --endpoint "$url" --tokenizer tiny --search rate:4:400 --arrival constant --slo ttft_ms=500 \
   --num-requests 8 --output-len 5 --input-len 4 -o "$out/sint.json" >"$out/stdout" 2>"$out/stderr" &
-load_pid=$!
-for _ in $(seq 200); do grep -q "probe 1:" "$out/stderr" && break; sleep 0.05; done
-sleep 0.3
-kill -INT "$load_pid"
-wait "$load_pid"
-code=$?
+interrupt_after_line $! "$out/stderr" "probe 1:" 0.3
 [ "$code" = 130 ] || { cat "$out/stderr"; fail "interrupted search exited $code, expected 130"; }
 grep -q "probe 2: .*(interrupted the target" "$out/stderr" || { cat "$out/stderr"; fail "interrupted probe not said so"; }
 python3 - "$out/sint.json" <<'PY' || { cat "$out/stdout"; fail "interrupted search results"; }

@@ -12,3 +12,14 @@ wait_for_handler() {
   done
   sleep "$3"
 }
+
+# Sends SIGINT to process $1 once file $2 has a line matching $3 (after its handler is installed), $4
+# seconds later, waits for it and leaves its exit status in $code.
+interrupt_after_line() {
+  wait_for_handler "$1" 2 0
+  for _ in $(seq 200); do grep -q "$3" "$2" && break; sleep 0.05; done
+  sleep "$4"
+  kill -INT "$1"
+  wait "$1"
+  code=$?
+}
