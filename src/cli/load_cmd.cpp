@@ -74,6 +74,8 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
   app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
+  app->add_flag("--no-stream", o.no_stream,
+               "Ask for whole responses (\"stream\": false): end-to-end latency and throughput only");
   app->add_option("--extra-body", o.extra_body,
                   "JSON object merged into every request (merge patch: null removes a field), e.g. "
                   "'{\"top_k\": 20}' or '{\"min_tokens\": null}'");

@@ -265,6 +265,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"header", set_headers},
       {"api_key", load_scalar(&LoadOptions::api_key, "a string")},
       {"extra_body", load_scalar(&LoadOptions::extra_body, "a JSON object as a string")},
+      {"no_stream", load_scalar(&LoadOptions::no_stream, "true or false")},
   };
   return setters;
 }

@@ -81,6 +81,7 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   if (p.load && p.load->max_concurrency > 0) key += cat('\x1f', "cap ", p.load->max_concurrency);
   if (p.load && p.load->prefix_len > 0) key += cat('\x1f', "prefix ", p.load->prefix_len);
   if (p.load && !p.load->extra_body.empty()) key += cat('\x1f', "extra ", p.load->extra_body);
+  if (p.load && !p.load->stream) key += cat('\x1f', "no-stream");
   return key;
 }
 
@@ -363,6 +364,7 @@ std::map<std::string, SearchOutcome> searches(const Results& r) {
     bare.max_concurrency = l.max_concurrency;
     bare.prefix_len = l.prefix_len;
     bare.extra_body = l.extra_body;
+    bare.stream = l.stream;
     shape.load = bare;
     std::string key = cat(point_key(shape, true), '\x1f', l.search->axis, '\x1f', l.search->target, '\x1f',
                           l.slo.ttft_ms.value_or(0), '\x1f', l.slo.tpot_ms.value_or(0), '\x1f', l.slo.e2e_ms.value_or(0));

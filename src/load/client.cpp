@@ -21,6 +21,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+constexpr std::size_t kMaxWholeResponse = std::size_t{16} << 20;  // a non-streamed response, as an SSE event
+
 // ---------------------------------------------------------------- endpoint
 
 std::string Endpoint::url() const { return cat("http://", host, ":", port, base_path); }
@@ -105,6 +107,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   char body[8192];
   bool finished = false, saw_done = false;
   std::vector<std::string> pieces;  // text of each content event
+  std::string whole;                // a non-streamed response's body
   std::vector<double> gaps;         // ms between consecutive content events
   std::optional<int> usage_prompt, usage_completion;
   RequestRecord record;
@@ -183,6 +186,16 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       if (self->finished) return;
       if (ec == http::error::need_buffer) ec = {};
       const std::size_t got = sizeof self->body - self->parser->get().body().size;
+      if (!self->client.options_.stream) {  // one JSON object, parsed once it is all there
+        if (self->whole.size() + got > kMaxWholeResponse) return self->fail("event_too_large");
+        self->whole.append(self->body, got);
+        if (ec) return self->fail(reason_of(ec));
+        if (!self->parser->is_done()) return self->read_body();
+        self->on_event(self->whole);
+        if (self->finished) return;
+        self->saw_done = true;
+        return self->complete();
+      }
       try {
         if (got > 0 && !self->saw_done) self->sse.feed({self->body, got});  // whatever follows [DONE] is ignored
       } catch (const Error&) {

@@ -41,11 +41,11 @@ constexpr double kModelsTimeoutS = 30;         // GET /v1/models, at most (else 
 constexpr std::size_t kMaxExtraBodyBytes = 64 * 1024;  // --extra-body
 
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
-                         const json& extra) {
+                         const json& extra, bool stream) {
   json j = {{"model", model},          {"max_tokens", output_len},
             {"min_tokens", output_len}, {"ignore_eos", true},
-            {"temperature", 0},         {"stream", true},
-            {"stream_options", {{"include_usage", true}}}};
+            {"temperature", 0},         {"stream", stream}};
+  if (stream) j["stream_options"] = {{"include_usage", true}};
   if (api == "chat") j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
   else j["prompt"] = prompt;
   if (extra.is_object()) j.merge_patch(extra);  // RFC 7396: null removes a field
@@ -196,6 +196,8 @@ void validate(const LoadOptions& o) {
       throw UsageError(cat("--header '", h, "': expected KEY:VALUE"));
   }
   parse_extra_body(o.extra_body);
+  if (o.no_stream && !o.slo.empty() && (parse_slo(o.slo).ttft_ms || parse_slo(o.slo).tpot_ms))
+    throw UsageError("--no-stream: a response arrives whole, so it has no TTFT or TPOT to hold to --slo (use e2e_ms)");
   if (breaks_header(o.api_key)) throw UsageError("--api-key: contains a line break or NUL (it goes into a header)");
   if (o.endpoint.empty() && o.serve_command.empty()) throw UsageError("no --endpoint and no server to start");
 }
@@ -230,8 +232,10 @@ struct Drive {
 class Driver {
  public:
   Driver(asio::io_context& io, LoadClient& client, const std::string& path, const std::string& api,
-         const std::string& model, json extra, const std::vector<PromptSpec>& prompts, std::function<bool()> should_stop)
-      : io_(io), client_(client), path_(path), api_(api), model_(model), extra_(std::move(extra)), prompts_(prompts),
+         const std::string& model, json extra, bool stream, const std::vector<PromptSpec>& prompts,
+         std::function<bool()> should_stop)
+      : io_(io), client_(client), path_(path), api_(api), model_(model), extra_(std::move(extra)), stream_(stream),
+        prompts_(prompts),
         should_stop_(std::move(should_stop)) {}
 
   Drive run(const Schedule& s) {
@@ -276,7 +280,7 @@ class Driver {
     ++issued_;
     const auto start = Clock::now();
     const double start_ms = ms_since(t0_, start);
-    client_.post(path_, request_body(api_, model_, p.text, p.output_len, extra_), start,
+    client_.post(path_, request_body(api_, model_, p.text, p.output_len, extra_, stream_), start,
                  [this, index, start_ms, scheduled_ms, prompt_tokens = p.prompt_tokens](RequestRecord r,
                                                                                         const std::string& by) {
                    r.start_ms = start_ms;
@@ -344,6 +348,7 @@ class Driver {
   LoadClient& client_;
   std::string path_, api_, model_;
   json extra_;  // --extra-body, merged into every request
+  bool stream_;  // false: --no-stream
   const std::vector<PromptSpec>& prompts_;
   std::function<bool()> should_stop_;
   Schedule schedule_;
@@ -469,13 +474,14 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   copts.headers = headers;
   copts.timeout_s = o.timeout_s;
   copts.tokenizer = tokenizer.get();
+  copts.stream = !o.no_stream;
   const double events_per_s = measure_parse_rate();
 
   asio::io_context io;
   LoadClient client(io, copts);
   const std::string path = o.api == "chat" ? "/v1/chat/completions" : "/v1/completions";
   const json extra = parse_extra_body(o.extra_body);
-  Driver driver(io, client, path, o.api, model, extra, prompts, hooks.should_stop);
+  Driver driver(io, client, path, o.api, model, extra, !o.no_stream, prompts, hooks.should_stop);
 
   // Fixed points: each concurrency, or each rate; neither (nor --search) means concurrency 1.
   std::vector<std::pair<int, double>> fixed_points;
@@ -540,6 +546,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.range_ratio = o.range_ratio;
     l.prefix_len = o.prefix_len;
     l.extra_body = extra.is_object() ? extra.dump() : "";
+    l.stream = !o.no_stream;
     l.max_concurrency = rate > 0 ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
     l.slo = slo;

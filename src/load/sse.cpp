@@ -104,6 +104,13 @@ StreamChunk parse_chunk(std::string_view data) {
       c.content = t->get<std::string>();
       has_text = true;
     }
+    // A whole (non-streamed) chat response: choices[0].message.content.
+    if (auto m = choice.find("message"); m != choice.end() && m->is_object()) {
+      if (auto t = m->find("content"); t != m->end() && t->is_string()) {
+        c.content = t->get<std::string>();
+        has_text = true;
+      }
+    }
     if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
       if (auto t = d->find("content"); t != d->end() && t->is_string()) {
         c.content = t->get<std::string>();

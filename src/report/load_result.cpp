@@ -64,6 +64,8 @@ std::vector<double> load_metric_values(const LoadResult& load, const std::string
   const auto& known = load_summary_metrics();
   if (std::find(known.begin(), known.end(), metric) == known.end()) return {};
   std::vector<double> out;
+  // A whole response has only its end-to-end latency: its first token came with its last.
+  if (!load.stream && metric != "e2e_ms") return {};
   for (const auto& r : load.requests) {
     if (!r.ok) continue;
     if (metric == "ttft_ms") out.push_back(r.ttft_ms);
@@ -206,7 +208,7 @@ json load_to_json(const LoadResult& l) {
         {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
         {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len}, {"timeout_s", l.timeout_s},
-        {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)},
+        {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
                                    {"passed", l.search->passed}, {"best", l.search->best}}
                             : json(nullptr)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
@@ -254,6 +256,7 @@ LoadResult load_from_json(const json& point, const std::string& path) {
       throw Error(cat(path, ".load.extra_body: expected an object or null, got ", a.at("extra_body").type_name()));
     l.extra_body = a.at("extra_body").dump();
   }
+  if (a.has("stream")) l.stream = a.boolean("stream");  // older files: streamed
   if (a.has("search") && !a.at("search").is_null()) {  // older files: no search
     Reader sr = a.object("search");
     SearchProbe probe;

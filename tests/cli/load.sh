@@ -108,6 +108,23 @@ import json, sys
 p = json.load(open(sys.argv[1]))["points"][0]
 assert p["load"]["prefix_len"] == 16 and p["params"]["prompt_len"] == 20, (p["load"], p["params"])
 PY
+# --no-stream: whole responses (completions and chat), end-to-end latency only; the scripted server
+# answers when its last token would have gone out (20 + 4 x 10 ms).
+start_server whole --ttft-ms 20 --itl-ms 10
+for api in completions chat; do
+  "$bin" load --endpoint "$url" --tokenizer tiny --no-stream --api $api --concurrency 2 --num-requests 6 \
+    --output-len 5 --slo e2e_ms=5000 -o "$out/whole.json" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "load --no-stream"; }
+  python3 - "$out/whole.json" <<'PY' || fail "--no-stream results ($api)"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["load"]["stream"] is False and p["requests"]["completed"] == 6, p["load"]
+assert list(p["summary"]) == ["e2e_ms"] and p["summary"]["e2e_ms"]["p50"] >= 60, p["summary"]
+assert all(r["output_tokens"] == 5 and r["itl_ms"] == [] for r in p["request_log"]), p["request_log"]
+assert p["goodput"]["fraction"] == 1.0
+PY
+done
+says="a response arrives whole" bad --endpoint "$url" --no-stream --slo ttft_ms=100
+url="$url_ok"
 says="--extra-body: 'stream' is set by llmbench load" bad --endpoint "$url" --extra-body '{"stream": false}'
 
 # --search against a server that serves 4 requests at once (each 100 ms: TTFT 20 ms, then 4 more tokens 20 ms

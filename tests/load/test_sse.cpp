@@ -105,6 +105,12 @@ TEST(Sse, ChunksOfCompletionsAndChat) {
   EXPECT_EQ(parse_chunk(R"({"error":{"message":"overloaded"}})").error, "overloaded");
   EXPECT_THROW(parse_chunk(R"({"choices": [{"text": "cut)"), Error);
   EXPECT_THROW(parse_chunk("[1, 2]"), Error);
+  // A whole (non-streamed) chat response: its message is the text, finish_reason and all.
+  c = parse_chunk(R"({"choices":[{"index":0,"message":{"role":"assistant","content":"all of it"},"finish_reason":"length"}],)"
+                  R"("usage":{"prompt_tokens":3,"completion_tokens":9}})");
+  EXPECT_EQ(c.content, "all of it");
+  EXPECT_TRUE(c.token);
+  EXPECT_EQ(c.completion_tokens, 9);
 }
 
 TEST(Sse, ATokenEventCarriesTheTextFieldEvenEmpty) {

@@ -106,6 +106,18 @@ TEST(LoadValidate, ExtraBodyIsAJsonObjectThatLeavesOurFieldsAlone) {
             std::string::npos);
 }
 
+TEST(LoadRequestBody, NoStreamAsksForAWholeResponse) {
+  using nlohmann::json;
+  const json whole = json::parse(request_body("completions", "m", "hi", 8, nullptr, false));
+  EXPECT_EQ(whole["stream"], false);
+  EXPECT_FALSE(whole.contains("stream_options"));
+  EXPECT_EQ(whole["max_tokens"], 8);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.no_stream = true, o.slo = "ttft_ms=100"; }).find("--no-stream"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.no_stream = true, o.slo = "e2e_ms=900,tpot_ms=5"; }).find("--no-stream"),
+            std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.no_stream = true, o.slo = "e2e_ms=900"; }), "");
+}
+
 TEST(LoadRequestBody, ExtraBodyIsAMergePatch) {
   using nlohmann::json;
   EXPECT_TRUE(parse_extra_body("{}").is_null());  // changes nothing, so it is no other point

@@ -34,6 +34,7 @@ struct LoadOptions {
   std::vector<std::string> headers;    // "Key: value"
   std::string api_key;                 // Authorization: Bearer KEY
   std::string extra_body;              // a JSON object merged into every request body (merge patch)
+  bool no_stream = false;              // ask for whole responses ("stream": false): e2e only
   // Without an endpoint: the server to start (`--port 0` is appended) and how long it may take.
   std::vector<std::string> serve_command;
   double serve_timeout_s = 300;

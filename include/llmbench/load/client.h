@@ -34,6 +34,7 @@ struct ClientOptions {
   std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
   double timeout_s = 60;                                      // per request, connect to last byte
   const Tokenizer* tokenizer = nullptr;  // counts output tokens when the server sends no usage
+  bool stream = true;  // false: the response is one JSON object (its TTFT is its e2e, no ITL)
 };
 
 // What one streamed request gave, beyond its RequestRecord.

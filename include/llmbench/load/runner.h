@@ -32,10 +32,11 @@ std::optional<SearchSpec> parse_search(const LoadOptions& options);  // nullopt 
 // A failing request never stops the run; `interrupted` is set when should_stop ended it.
 Results run_load(const LoadOptions& options, const LoadHooks& hooks = {});
 
-// The request body for one prompt (stream, usage, max_tokens = min_tokens = output_len, ignore_eos), with
+// The request body for one prompt (stream and usage unless `stream` is false, max_tokens = min_tokens =
+// output_len, ignore_eos), with
 // `extra` (an object) merged in as a JSON merge patch: its fields override ours, a null removes one.
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
-                         const nlohmann::json& extra = nullptr);
+                         const nlohmann::json& extra = nullptr, bool stream = true);
 
 // --extra-body: "" gives null; else a JSON object without model, prompt, messages or stream (UsageError).
 nlohmann::json parse_extra_body(const std::string& text);

@@ -37,7 +37,8 @@ class SseParser {
 // One OpenAI streaming chunk (the data of one SSE event) as the load client needs it.
 struct StreamChunk {
   bool done = false;              // the "[DONE]" sentinel
-  std::string content;            // text delta: choices[0].text or choices[0].delta.content
+  std::string content;            // text delta: choices[0].text, choices[0].delta.content, or a whole
+                                  // non-streamed response's choices[0].message.content
   // A token event: choices[0] carries that text field, even "" (a token that decodes to nothing), except
   // chat's role announcement ({"role": …, "content": ""}) and a finish marker (finish_reason set, text "").
   // Role-only, usage-only and finish-only chunks without the field are none either.

@@ -61,6 +61,7 @@ struct LoadResult {
   int prefix_len = 0;            // synthetic prompts' shared first tokens (included in params.prompt_len)
   std::string extra_body;        // --extra-body as compact JSON; "" when none
   std::optional<SearchProbe> search;  // a --search probe
+  bool stream = true;            // false (--no-stream): whole responses, no TTFT, TPOT or ITL
   double timeout_s = 0;
   Slo slo;
   // What happened.
