@@ -175,6 +175,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       // 100 Continue, 102 Processing, 103 Early Hints: interim responses before the real one (RFC 9110).
       if (status >= 100 && status < 200 && status != 101) return self->read_header(false);
       if (status != 200) return self->fail(cat("http_", status));
+      if (!self->client.options_.stream) {  // a whole response's stage timings: the Server-Timing header
+        const auto header = self->parser->get().find("Server-Timing");
+        if (header != self->parser->get().end())
+          for (const auto& [stage, ms] : parse_server_timing(std::string(header->value()))) self->record.server_ms[stage] = ms;
+      }
       self->read_body();
     });
   }

@@ -1,7 +1,9 @@
 #include "llmbench/load/sse.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -130,6 +132,33 @@ StreamChunk parse_chunk(std::string_view data) {
       if (ms.is_number()) c.timing[stage] = ms.get<double>();
   }
   return c;
+}
+
+std::map<std::string, double> parse_server_timing(const std::string& header) {
+  auto trim = [](std::string t) {
+    const auto b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  };
+  std::map<std::string, double> out;
+  std::size_t start = 0;
+  while (start <= header.size()) {
+    const std::size_t comma = std::min(header.find(',', start), header.size());
+    const std::string entry = header.substr(start, comma - start);
+    start = comma + 1;
+    const std::size_t semi = entry.find(';');
+    const std::string name = trim(entry.substr(0, semi));
+    for (std::size_t at = semi; !name.empty() && at != std::string::npos;) {
+      const std::size_t next = entry.find(';', at + 1);
+      const std::string param = trim(entry.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+      at = next;
+      if (param.rfind("dur=", 0) != 0) continue;
+      char* end = nullptr;
+      const std::string value = param.substr(4);
+      const double ms = std::strtod(value.c_str(), &end);
+      if (!value.empty() && end == value.c_str() + value.size() && std::isfinite(ms)) out[name + "_ms"] = ms;
+    }
+  }
+  return out;
 }
 
 double measure_parse_rate(int events) {

@@ -16,6 +16,18 @@ timeout 240 "$bin" load --request-rate 20 --arrival poisson --num-requests 8 --i
   --api chat --tokenizer tiny -o "$tmp/open.json" >>"$tmp/out.txt" 2>>"$tmp/err.txt" \
   || fail "open-loop load exited $?"
 
+timeout 240 "$bin" load --no-stream --concurrency 2 --num-requests 4 --input-len 8 --output-len 6 --tokenizer tiny \
+  -o "$tmp/whole.json" >>"$tmp/out.txt" 2>>"$tmp/err.txt" || fail "--no-stream load exited $?"
+python3 - "$tmp/whole.json" <<'PY' || fail "--no-stream results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["status"] == "ok" and p["requests"]["completed"] == 4 and p["load"]["stream"] is False, p["requests"]
+assert all(r["output_tokens"] == 6 for r in p["request_log"]), p["request_log"]
+# The whole response's stage timings come from its Server-Timing header.
+st = p["server_stages_ms"]
+assert set(st) == {"http_recv_ms", "queue_ms", "tokenize_ms", "prefill_ms", "decode_ms", "stream_ms"}, st
+assert st["decode_ms"] > 0 and st["decode_ms"] < p["summary"]["e2e_ms"]["p50"], (st, p["summary"])
+PY
 python3 - "$tmp/closed.json" "$tmp/open.json" <<'PY' || fail "results"
 import json, sys
 closed, opened = (json.load(open(p)) for p in sys.argv[1:3])

@@ -113,6 +113,15 @@ TEST(Sse, ChunksOfCompletionsAndChat) {
   EXPECT_EQ(c.completion_tokens, 9);
 }
 
+TEST(Sse, ServerTimingHeader) {
+  EXPECT_EQ(parse_server_timing("http_recv;dur=0.012, queue;dur=1.5, prefill;dur=3.25"),
+            (std::map<std::string, double>{{"http_recv_ms", 0.012}, {"queue_ms", 1.5}, {"prefill_ms", 3.25}}));
+  // Parameters in any order, entries without a duration or with a bad one skipped, never an error.
+  EXPECT_EQ(parse_server_timing(R"(db;desc="x";dur=7 , cache;desc=hit, bad;dur=fast, inf;dur=inf,,  ;dur=1)"),
+            (std::map<std::string, double>{{"db_ms", 7.0}}));
+  EXPECT_TRUE(parse_server_timing("").empty());
+}
+
 TEST(Sse, ATokenEventCarriesTheTextFieldEvenEmpty) {
   auto token = [](const char* data) { return parse_chunk(data).token; };
   // One chunk per token: a token that decodes to no text still is one.

@@ -53,6 +53,10 @@ struct StreamChunk {
 // Parses the data of one event; throws Error when it is neither "[DONE]" nor a JSON object.
 StreamChunk parse_chunk(std::string_view data);
 
+// A Server-Timing header ("queue;dur=1.5, prefill;dur=3.2;desc=x"): each entry with a finite dur, as
+// NAME_ms (the keys of llmbench_timing); entries without one are skipped, never an error.
+std::map<std::string, double> parse_server_timing(const std::string& header);
+
 // SSE events of a synthetic completions stream that the client can parse per second on one core
 // (SseParser + parse_chunk over `events` events). The client's own overhead, reported in results.
 double measure_parse_rate(int events = 20000);
