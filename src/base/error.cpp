@@ -10,10 +10,8 @@ std::string first_line(const std::string& message) {
 }
 
 std::string one_line(const std::string& message) {
-  std::string text = message;
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   std::string out;
-  for (unsigned char c : text) {
+  for (unsigned char c : message) {
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
     else if (c < 0x20 && c != '\t') {

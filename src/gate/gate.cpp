@@ -88,6 +88,7 @@ std::string point_key(const PointResult& p, bool with_dtype) {
 // Load points have latency summaries only: no memory, no per-run throughputs.
 bool applies(const PointResult& p, const std::string& metric) {
   if (!p.load) return true;
+  if (!p.load->stream) return metric == "e2e_ms";  // a whole response has no TTFT, TPOT or ITL
   const auto& m = load_summary_metrics();
   return std::find(m.begin(), m.end(), metric) != m.end();
 }

@@ -185,6 +185,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   void read_body() {
+    if (parser->is_done()) return body_done();  // an empty body (Content-Length: 0) has nothing to read
     parser->get().body().data = body;
     parser->get().body().size = sizeof body;
     http::async_read_some(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
@@ -196,10 +197,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         self->whole.append(self->body, got);
         if (ec) return self->fail(reason_of(ec));
         if (!self->parser->is_done()) return self->read_body();
-        self->on_event(self->whole);
-        if (self->finished) return;
-        self->saw_done = true;
-        return self->complete();
+        return self->body_done();
       }
       try {
         if (got > 0 && !self->saw_done) self->sse.feed({self->body, got});  // whatever follows [DONE] is ignored
@@ -211,6 +209,22 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       if (self->parser->is_done()) return self->complete();
       self->read_body();
     });
+  }
+
+  // The whole body is in: a streamed one must have ended with [DONE]; a whole response is one JSON object.
+  void body_done() {
+    if (client.options_.stream) return complete();
+    StreamChunk chunk;
+    try {
+      chunk = parse_chunk(whole);
+    } catch (const Error&) {
+      return fail("malformed_json");
+    }
+    if (chunk.done) return fail("malformed_json");
+    on_event(whole);
+    if (finished) return;
+    saw_done = true;
+    complete();
   }
 
   void on_event(std::string_view data) {

@@ -62,7 +62,7 @@ json parse_extra_body(const std::string& text) {
   for (const char* key : {"model", "prompt", "messages", "stream"})
     if (j.contains(key))
       throw UsageError(cat("--extra-body: '", key, "' is set by llmbench load (",
-                           std::string(key) == "model" ? "give --model" : std::string(key) == "stream" ? "every request streams" : "the dataset gives it", ")"));
+                           std::string(key) == "model" ? "give --model" : std::string(key) == "stream" ? "use --no-stream" : "the dataset gives it", ")"));
   return j;
 }
 
@@ -112,6 +112,10 @@ std::optional<SearchSpec> parse_search(const LoadOptions& o) {
   if (s.axis == "request_rate" && s.max * o.duration_s > kMaxRequests)
     throw UsageError(cat("--search rate up to ", s.max, "/s for --duration ", o.duration_s, " s is ", s.max * o.duration_s,
                          " requests per point, more than ", kMaxRequests));
+  const int requests = o.num_requests > 0 ? o.num_requests : kDefaultRequests;
+  if (s.axis == "concurrency" && o.duration_s == 0 && s.max > requests)
+    throw UsageError(cat("--search concurrency up to ", s.max, " with ", requests, " requests per probe never has ", s.max,
+                         " in flight (more --num-requests, a lower MAX, or --duration)"));
   s.target = o.search_goodput;
   s.steps = o.search_steps;
   return s;
@@ -134,6 +138,13 @@ void validate(const LoadOptions& o) {
     throw UsageError("--concurrency and --request-rate exclude each other (closed or open loop)");
   for (int c : o.concurrency)
     if (c < 1 || c > kMaxRequests) throw UsageError(cat("--concurrency must be in [1, ", kMaxRequests, "], got ", c));
+  // A closed loop of C needs at least C requests, or it never has C in flight (nor does a search probe).
+  const int requests = o.num_requests > 0 ? o.num_requests : kDefaultRequests;
+  if (o.duration_s == 0)
+    for (int c : o.concurrency)
+      if (c > requests)
+        throw UsageError(cat("--concurrency ", c, " with ", requests, " requests never has ", c,
+                             " in flight (more --num-requests, or --duration)"));
   if (o.max_concurrency < 0 || o.max_concurrency > kMaxRequests)
     throw UsageError(cat("--max-concurrency must be in [1, ", kMaxRequests, "], got ", o.max_concurrency));
   parse_search(o);
@@ -473,7 +484,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   copts.endpoint = endpoint;
   copts.headers = headers;
   copts.timeout_s = o.timeout_s;
-  copts.tokenizer = tokenizer.get();
+  // A whole response's tokens: usage, else a tokenizer (the stand-in when there is none: approximate,
+  // and said by the warning above), never the one "event" it arrives as.
+  copts.tokenizer = tokenizer ? tokenizer.get() : o.no_stream ? stand_in.get() : nullptr;
   copts.stream = !o.no_stream;
   const double events_per_s = measure_parse_rate();
 
@@ -573,8 +586,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     const std::string where = rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency);
     if (hooks.on_progress)
       hooks.on_progress(search ? cat("probe ", i + 1, ": ", where, ", goodput ", percent1(p.load->goodput_fraction),
-                                     " (", d.stopped ? "interrupted" : p.load->search->passed ? "meets" : "misses",
-                                     " the target ", percent1(search->target), ")")
+                                     d.stopped ? cat(" (interrupted; target ", percent1(search->target), ")")
+                                               : cat(" (", p.load->search->passed ? "meets" : "misses", " the target ",
+                                                     percent1(search->target), ")"))
                                : cat("point ", i + 1, "/", fixed_points.size(), ": ", where, ", ", p.load->completed,
                                      " completed, ", p.load->failed, " failed"));
     if (p.load->requests.empty() && d.stopped) return -1;

@@ -391,12 +391,15 @@ bool nothing_finished(const Results& results, Format format) {
   return true;
 }
 
-constexpr const char* kNothingFinished = "No point finished: interrupted before the first timed run, nothing to show.\n";
+std::string nothing_finished_text(const Results& results) {
+  return results.interrupted ? "No point finished: interrupted before the first timed run, nothing to show.\n"
+                             : "No point finished: nothing to show.\n";
+}
 
 }  // namespace
 
 std::string format_results(const Results& results, Format format) {
-  if (nothing_finished(results, format)) return kNothingFinished;
+  if (nothing_finished(results, format)) return nothing_finished_text(results);
   return render_by_mode(result_columns(), load_columns(), results.points, format);
 }
 
@@ -470,6 +473,7 @@ std::vector<std::string> search_summaries(const Results& results) {
     std::string line = cat(s.label, ": highest ", rate ? "request rate" : "concurrency", " with goodput >= ",
                            fixed(100 * s.target, 1), "% under ", s.slo, ": ");
     if (s.best && !s.lowest_miss && s.interrupted) line += cat(show(*s.best), " (interrupted before a probe missed)");
+    else if (!s.best && !s.lowest_miss && s.interrupted) line += "none (interrupted before a probe finished)";
     else if (s.best && !s.lowest_miss) line += cat(show(*s.best), " (the upper bound met it: search higher)");
     else if (s.best) line += cat(show(*s.best), " (", show(*s.lowest_miss), " missed)");
     else line += cat("none (the lowest probe, ", show(s.lowest), ", missed)");
@@ -480,7 +484,7 @@ std::vector<std::string> search_summaries(const Results& results) {
 
 std::string format_comparison(const Results& results, Format format, const std::string& baseline_label) {
   if (baseline_label.empty()) return format_results(results, format);
-  if (nothing_finished(results, format)) return kNothingFinished;
+  if (nothing_finished(results, format)) return nothing_finished_text(results);
   std::vector<const PointResult*> baseline;
   for (const auto& p : results.points)
     if (label_of(p.params) == baseline_label && p.status == "ok") baseline.push_back(&p);

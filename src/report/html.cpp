@@ -86,6 +86,7 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   s += l.request_rate > 0 ? cat("rate=", l.request_rate, "/s ", l.arrival) : cat("c=", l.concurrency);
   if (l.max_concurrency > 0) s += cat(" c≤", l.max_concurrency);
   if (l.range_ratio > 0) s += cat(" ±", fmt_param(100 * l.range_ratio), "%");
+  if (!l.stream) s += " no-stream";
   if (axes.load_lengths) s += cat(" p=", p.params.prompt_len, " n=", p.params.max_new_tokens);
   if (axes.load_api) s += " " + l.api;
   return s;
@@ -358,7 +359,8 @@ Table search_table(const ReportInput& in) {
     const bool rate = s.axis == "request_rate";
     auto show = [&](const std::optional<double>& v) { return v ? fmt_param(*v) + (rate ? " /s" : "") : std::string("none"); };
     t.rows.push_back({s.label, rate ? "request rate" : "concurrency",
-                      cat("goodput ≥ ", fmt_param(100 * s.target), " % under ", s.slo), show(s.best),
+                      cat("goodput ≥ ", fmt_param(100 * s.target), " % under ", s.slo),
+                    !s.best && s.interrupted ? std::string("none (interrupted)") : show(s.best),
                       s.best && !s.lowest_miss ? (s.interrupted ? "none (interrupted)" : "none (search higher)")
                                                : show(s.lowest_miss),
                       cat(s.probes)});

@@ -170,6 +170,13 @@ TEST(Format, SearchSummaryAndFailedProbes) {
       "eng: highest request rate with goodput >= 95.0% under ttft_ms=500: 64/s (the upper bound met it: search "
       "higher); 2 probes"});
   EXPECT_TRUE(any_point_failed(two_models()));  // an ordinary failed point still fails the command
+  // Interrupted during its first probe: neither an answer nor a miss.
+  r.points = {probe(1, false, false)};
+  r.points[0].load->partial = true;
+  r.interrupted = true;
+  EXPECT_EQ(search_summaries(r), std::vector<std::string>{
+      "eng: highest request rate with goodput >= 95.0% under ttft_ms=500: none (interrupted before a probe finished); "
+      "1 probe"});
 }
 
 TEST(Format, CvWarningsAboveFivePercent) {

@@ -12,7 +12,8 @@ using namespace llmbench;
 TEST(Error, FirstLineDropsBacktrace) {
   EXPECT_EQ(first_line("bad thing\nframe 1\nframe 2"), "bad thing");
   EXPECT_EQ(first_line("single"), "single");
-  EXPECT_EQ(one_line("unknown model 'foo\nbar'\n"), "unknown model 'foo\\nbar'");
+  EXPECT_EQ(one_line("unknown model 'foo\nbar'"), "unknown model 'foo\\nbar'");
+  EXPECT_EQ(one_line("not found: tiny\n"), "not found: tiny\\n");  // a quoted value's own trailing break
   EXPECT_EQ(one_line("a\rb\x01" "c\td"), "a\\rb\\x01c\td");
   EXPECT_EQ(cat("a", 1, "b", 2.5), "a1b2.5");
 }

@@ -247,6 +247,16 @@ TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
   EXPECT_DOUBLE_EQ(parse_gate_config("search_threshold: 20%\n", "g.yaml").search_threshold, 0.2);
 }
 
+TEST(Gate, WholeResponsesAreJudgedOnEndToEndOnly) {
+  Results whole = results({load_point(100, 0)});
+  whole.points[0].load->stream = false;
+  GateReport r = run_gate(whole, whole, GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  ASSERT_EQ(r.points[0].metrics.size(), 1u);  // no TTFT/TPOT shown as 0 and inconclusive
+  EXPECT_EQ(r.points[0].metrics[0].metric, "e2e_ms");
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
 TEST(Gate, ConcurrencySearchesAreWholeNumbers) {
   auto concurrency_search = [](int best, int miss) {
     std::vector<PointResult> points;

@@ -196,6 +196,17 @@ import json; p = json.load(open('$out/faults.json'))['points'][0]
 assert p['requests']['errors'] == {'http_500': 1, 'disconnect': 1}, p['requests']
 assert p['summary']['e2e_ms']['n'] == 3" || fail "fault counts"
 
+# A 200 without a body fails at once, streamed or not (it used to wait for the timeout).
+start_server empty --faults 0:empty,1:empty
+for mode in "" --no-stream; do
+  timeout 20 "$bin" load --endpoint "$url" --tokenizer tiny --num-requests 1 --output-len 2 --timeout-s 15 $mode \
+    -o "$out/empty.json" >/dev/null 2>"$out/stderr"
+  python3 -c "
+import json; p = json.load(open('$out/empty.json'))['points'][0]
+assert p['requests']['errors'] == {'$([ -n "$mode" ] && echo malformed_json || echo incomplete_stream)': 1}, p['requests']
+assert p['request_log'][0]['e2e_ms'] < 5000, p['request_log']" || { cat "$out/stderr"; fail "empty body ($mode)"; }
+done
+
 # A point where every request failed: exit 1, one error line naming the commonest reason, the file written.
 start_server down --faults 0:http500,1:http500,2:http429
 "$bin" load --endpoint "$url" --num-requests 3 --output-len 2 -o "$out/down.json" >"$out/stdout" 2>"$out/stderr"
@@ -241,7 +252,7 @@ start_server slots --ttft-ms 20 --itl-ms 200 --capacity 8
   --num-requests 8 --output-len 5 --input-len 4 -o "$out/sint.json" >"$out/stdout" 2>"$out/stderr" &
 interrupt_after_line $! "$out/stderr" "probe 1:" 0.3
 [ "$code" = 130 ] || { cat "$out/stderr"; fail "interrupted search exited $code, expected 130"; }
-grep -q "probe 2: .*(interrupted the target" "$out/stderr" || { cat "$out/stderr"; fail "interrupted probe not said so"; }
+grep -q "probe 2: .*(interrupted; target" "$out/stderr" || { cat "$out/stderr"; fail "interrupted probe not said so"; }
 python3 - "$out/sint.json" <<'PY' || { cat "$out/stdout"; fail "interrupted search results"; }
 import json, sys
 r = json.load(open(sys.argv[1]))

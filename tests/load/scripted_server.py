@@ -8,7 +8,7 @@ events), malformed (a bad event after 1), stall (1 event, then silence for --sta
 back to back forever, no [DONE]), keepalive (1 event, then `: keep-alive` comments back to back
 forever), longline (a `data:` line that never ends), huge (a first event of 10 MB), continue (a
 `100 Continue` before the response), afterdone (an error event and junk after [DONE]), cr (CR-only
-line ends). A request with "stream": false gets one JSON response when its last token would have been
+line ends), empty (a 200 without a body). A request with "stream": false gets one JSON response when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -30,7 +30,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -104,6 +104,11 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.fault = faults.get(index)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})
+        if fault == "empty":  # 200 with no body at all
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         tokens = args.tokens or int(request.get("max_tokens", 16))
         if request.get("stream") is False:  # one JSON object once every token would have been made
             time.sleep(max(0.0, t0 + (args.ttft_ms + (tokens - 1) * args.itl_ms) / 1000 - time.monotonic()))

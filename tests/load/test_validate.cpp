@@ -151,6 +151,14 @@ TEST(LoadValidate, SearchRefusals) {
   EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search_steps = 99; }).find("--search-steps must be"), std::string::npos);
   EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search = "concurrency:1.5:8"; }).find("integers"), std::string::npos);
   EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search = "rate:1:x"; }).find("expected rate:MIN:MAX"), std::string::npos);
+  // A closed loop (or a concurrency probe) of C needs C requests to ever have C in flight.
+  EXPECT_NE(refusal([](LoadOptions& o) { o.concurrency = {8}, o.num_requests = 4; }).find("never has 8 in flight"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.concurrency = {200}; }).find("with 100 requests"), std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.concurrency = {8}, o.duration_s = 5; }), "");
+  EXPECT_NE(refusal([&](LoadOptions& o) { searching(o), o.search = "concurrency:1:12", o.num_requests = 4; })
+                .find("never has 12 in flight"),
+            std::string::npos);
   // The prefix counts in a prompt's length limit.
   EXPECT_NE(refusal([](LoadOptions& o) { o.prefix_len = 16777216, o.input_len = 16777216, o.num_requests = 1; })
                 .find("--prefix-len 16777216 + --input-len"),
