@@ -52,6 +52,7 @@ void set_level(Level level) {
 
 Level level() { return current; }
 
-void write(Level level, const std::string& message) { logger().log(to_spd(level), "{}", message); }
+// One line per message, as errors: a quoted value's line breaks are escaped (a label "a\nb").
+void write(Level level, const std::string& message) { logger().log(to_spd(level), "{}", one_line(message)); }
 
 }  // namespace llmbench::log

@@ -48,9 +48,9 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--search", o.search,
                   "rate:MIN:MAX or concurrency:MIN:MAX: find the highest load whose goodput under --slo reaches "
                   "--search-goodput, by bisection (each probe is a point)");
-  app->add_option("--search-goodput", o.search_goodput, "Goodput fraction a --search probe must reach")
+  auto* search_goodput = app->add_option("--search-goodput", o.search_goodput, "Goodput fraction a --search probe must reach")
       ->capture_default_str();
-  app->add_option("--search-steps", o.search_steps, "Bisection steps of --search after its two bounds")
+  auto* search_steps = app->add_option("--search-steps", o.search_steps, "Bisection steps of --search after its two bounds")
       ->capture_default_str();
   app->add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, constant or gamma:SHAPE")->capture_default_str();
   auto* num_requests = app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
@@ -81,13 +81,15 @@ void add_load_command(CLI::App& root, Commands& out) {
                   "'{\"top_k\": 20}' or '{\"min_tokens\": null}'");
   app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
-  out.push_back({app, [st, num_requests, duration] {
+  out.push_back({app, [st, num_requests, duration, search_goodput, search_steps] {
                    LoadOptions options = st->options;
                    // 0 inside LoadOptions means "not given": given as 0, it is a mistake.
                    if (num_requests->count() && options.num_requests < 1)
                      throw UsageError(cat("--num-requests must be at least 1, got ", options.num_requests));
                    if (duration->count() && !(options.duration_s > 0))
                      throw UsageError(cat("--duration must be a positive number of seconds, got ", options.duration_s));
+                   if ((search_goodput->count() || search_steps->count()) && options.search.empty())
+                     throw UsageError("--search-goodput and --search-steps only apply with --search");
                    parse_format(st->format);
                    if (options.endpoint.empty())
                      options.serve_command = {self_exe(), "serve", "--model",

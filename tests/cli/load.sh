@@ -131,6 +131,7 @@ says="--extra-body: 'stream' is set by llmbench load" bad --endpoint "$url" --ex
 # apart; the others wait). Closed loop: concurrency 4 never waits, 5 and more make a request in every round
 # wait ~100 ms past the 40 ms TTFT objective, so the highest concurrency with >= 95 % goodput is exactly 4.
 says="--search needs --slo" bad --endpoint "$url" --search rate:1:10
+says="only apply with --search" bad --endpoint "$url" --search-steps 6  # the default value, but given
 says="leave out --concurrency" bad --endpoint "$url" --search rate:1:10 --slo ttft_ms=9 --concurrency 2
 says="--search: rates must satisfy 0.001 <= MIN < MAX" bad --endpoint "$url" --search rate:10:1 --slo ttft_ms=9
 url_ok="$url"
