@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   libtorch-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libgtest-dev
   libsentencepiece-dev libpcre2-dev libutf8proc-dev
-  libboost-dev  # Beast + Asio, header-only (llmbench serve and load)
+  libboost-dev  # Beast + Asio (llmbench serve and load), Math (stats), header-only
   libgloo-dev  # Gloo headers for c10d's CPU process group (--tp on the CPU; libtorch carries the library)
   curl procps  # the serve tests: HTTP client, pgrep (tests/cli/serve*.sh, load_serve.sh)
   nodejs ca-certificates  # npm fetches tokenizer files and web assets over https
