@@ -445,8 +445,7 @@ std::vector<SearchSummary> search_outcomes(const Results& results) {
       s.label = label;
       s.axis = l.search->axis;
       s.target = l.search->target;
-      for (const auto& [name, v] : {std::pair{"ttft_ms", l.slo.ttft_ms}, {"tpot_ms", l.slo.tpot_ms}, {"e2e_ms", l.slo.e2e_ms}})
-        if (v) s.slo += (s.slo.empty() ? "" : ",") + cat(name, "=", shortest(*v));
+      s.slo = slo_text(l.slo);
       out.push_back(s);
       it = out.end() - 1;
     }

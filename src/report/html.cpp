@@ -267,9 +267,7 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
   for (const auto& p : in.results.points) {
     if (!p.load) continue;
     const LoadResult& l = *p.load;
-    std::string slo;
-    for (const auto& [name, v] : {std::pair{"ttft_ms", l.slo.ttft_ms}, {"tpot_ms", l.slo.tpot_ms}, {"e2e_ms", l.slo.e2e_ms}})
-      if (v) slo += (slo.empty() ? "" : ", ") + cat(name, "=", fmt_num(*v));
+    const std::string slo = slo_text(l.slo);
     const std::string spread = l.range_ratio > 0 ? " ±" + fmt_param(100 * l.range_ratio) + " %" : "";
     const std::string concurrency = l.concurrency   ? cat(l.concurrency)
                                     : l.max_concurrency ? cat("≤ ", l.max_concurrency, " (cap)")

@@ -55,6 +55,17 @@ Slo parse_slo(const std::string& text) {
   return slo;
 }
 
+std::string slo_text(const Slo& slo) {
+  std::string out;
+  for (const auto& [name, v] : {std::pair{"ttft_ms", slo.ttft_ms}, {"tpot_ms", slo.tpot_ms}, {"e2e_ms", slo.e2e_ms}}) {
+    if (!v) continue;
+    std::ostringstream value;
+    value << *v;
+    out += (out.empty() ? "" : ",") + cat(name, "=", value.str());
+  }
+  return out;
+}
+
 const std::vector<std::string>& load_summary_metrics() {
   static const std::vector<std::string> names = {"ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"};
   return names;

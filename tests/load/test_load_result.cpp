@@ -68,6 +68,11 @@ TEST(LoadResult, FailedRequestsStayOutOfTheLatencies) {
   EXPECT_TRUE(load_metric_values(l, "prefill_ms").empty());
 }
 
+TEST(LoadResult, SloTextIsWhatSloTakes) {
+  EXPECT_EQ(slo_text(parse_slo("e2e_ms=5000,ttft_ms=200.5")), "ttft_ms=200.5,e2e_ms=5000");
+  EXPECT_EQ(slo_text(Slo{}), "");
+}
+
 TEST(LoadResult, SloParsing) {
   const Slo s = parse_slo("ttft_ms=200,e2e_ms=5000.5");
   EXPECT_EQ(*s.ttft_ms, 200);

@@ -34,6 +34,8 @@ struct Slo {
 
 // Parses "ttft_ms=200,tpot_ms=50,e2e_ms=5000" (any subset); throws UsageError on anything else.
 Slo parse_slo(const std::string& text);
+// The objectives as --slo takes them ("ttft_ms=500,tpot_ms=50"); "" when none.
+std::string slo_text(const Slo& slo);
 
 // A point measured by `llmbench load --search`: whether it met the goodput target, and whether it is the
 // highest load that did.
