@@ -93,11 +93,26 @@ bool applies(const PointResult& p, const std::string& metric) {
   return std::find(m.begin(), m.end(), metric) != m.end();
 }
 
-std::string describe(const PointParams& p) {
+// `load` names what stands for the batch: an open loop's rate, a search's answer ("" = "b<batch>").
+std::string describe(const PointParams& p, const std::string& load = "") {
   std::ostringstream os;
-  os << (p.label.empty() ? p.model : p.label) << " b" << p.batch << " p" << p.prompt_len << " n" << p.max_new_tokens
-     << " t" << p.temperature << " " << p.attn << " " << p.dtype;
+  os << (p.label.empty() ? p.model : p.label) << " " << (load.empty() ? cat("b", p.batch) : load) << " p"
+     << p.prompt_len << " n" << p.max_new_tokens << " t" << p.temperature << " " << p.attn << " " << p.dtype;
   return os.str();
+}
+
+// A load point by its load too: "… rate 20.00/s poisson …", "… search max_request_rate …", "… no-stream".
+std::string describe(const PointResult& p) {
+  if (!p.load) return describe(p.params);
+  const LoadResult& l = *p.load;
+  std::string load;
+  if (l.search) load = l.search->axis == "request_rate" ? "search max_request_rate" : "search max_concurrency";
+  else if (l.request_rate > 0) load = cat("rate ", number(l.request_rate), "/s ", l.arrival);
+  std::string out = describe(p.params, load);
+  if (l.search && l.search->axis == "request_rate") out += " " + l.arrival;
+  if (l.max_concurrency > 0) out += cat(" cap ", l.max_concurrency);
+  if (!l.stream) out += " no-stream";
+  return out;
 }
 
 // The file's points by their full key; two points with the same parameters make the match ambiguous.
@@ -105,7 +120,7 @@ std::map<std::string, const PointResult*> points_by_key(const Results& r, const 
   std::map<std::string, const PointResult*> out;
   for (const auto& p : r.points)
     if (!out.emplace(point_key(p, true), &p).second)
-      throw UsageError(cat(name, ": two points with the same parameters (", describe(p.params),
+      throw UsageError(cat(name, ": two points with the same parameters (", describe(p),
                            "): the gate cannot tell which to compare"));
   return out;
 }
@@ -381,6 +396,7 @@ std::map<std::string, SearchOutcome> searches(const Results& r) {
 PointVerdict judge_search(const SearchOutcome& b, const SearchOutcome* c, const GateConfig& config) {
   PointVerdict pv;
   pv.params = b.any->params;
+  pv.name = describe(*b.any);
   const bool rate = b.any->load->search->axis == "request_rate";
   pv.params.batch = rate ? 0 : static_cast<int>(b.best.value_or(0));  // the baseline's answer, not a probe's
   const std::string what = rate ? "max_request_rate" : "max_concurrency";
@@ -474,12 +490,13 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     report.points.push_back(pv);
   }
   for (const auto& [key, c] : c_searches)
-    if (!b_searches.count(key)) report.notes.push_back(cat(describe(c.any->params), ": new --search, not in the baseline"));
+    if (!b_searches.count(key)) report.notes.push_back(cat(describe(*c.any), ": new --search, not in the baseline"));
 
   for (const auto& b : baseline.points) {
     if (is_probe(b)) continue;
     PointVerdict pv;
     pv.params = b.params;
+    pv.name = describe(b);
     const PointResult* found = nullptr;
     if (auto it = current_by_key.find(point_key(b, true)); it != current_by_key.end()) {
       found = it->second;
@@ -494,7 +511,7 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     if (found) matched.insert(found);
     const bool no_runs = found && found->status == "ok" && !found->load && found->runs.empty();
     if (b.status != "ok" || (!b.load && b.runs.empty())) {
-      report.notes.push_back(cat(describe(b.params), ": not gated, the baseline point ",
+      report.notes.push_back(cat(describe(b), ": not gated, the baseline point ",
                                  b.status == "ok" ? "has no runs" : b.status, b.error.empty() ? "" : ": " + b.error));
       continue;
     }
@@ -519,11 +536,15 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     report.points.push_back(pv);
   }
   for (const auto& p : current.points)
-    if (!matched.count(&p) && !is_probe(p)) report.notes.push_back(cat(describe(p.params), ": new point, not in the baseline"));
+    if (!matched.count(&p) && !is_probe(p)) report.notes.push_back(cat(describe(p), ": new point, not in the baseline"));
   return report;
 }
 
 // ---------------------------------------------------------------- output
+
+namespace {
+std::string name_of(const PointVerdict& p) { return p.name.empty() ? describe(p.params) : p.name; }
+}  // namespace
 
 std::string gate_markdown(const GateReport& r) {
   std::ostringstream os;
@@ -539,13 +560,13 @@ std::string gate_markdown(const GateReport& r) {
   os << "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
   for (const auto& p : r.points) {
     if (p.verdict == Verdict::missing) {
-      os << "| " << md_escape(describe(p.params)) << " | | | | | | | **missing**: " << p.reason << " |\n";
+      os << "| " << md_escape(name_of(p)) << " | | | | | | | **missing**: " << p.reason << " |\n";
       continue;
     }
     for (const auto& m : p.metrics) {
       const bool bad = m.verdict == Verdict::regressed;
       auto value = [&](double v) { return is_memory(m.metric) ? format_bytes(std::uint64_t(v)) : number(v); };
-      os << "| " << md_escape(describe(p.params)) << " | " << m.metric << " | " << value(m.baseline) << " | "
+      os << "| " << md_escape(name_of(p)) << " | " << m.metric << " | " << value(m.baseline) << " | "
          << value(m.current) << " | " << (m.ratio > 0 ? signed_percent(m.ratio) : "") << " | "
          << (m.has_ci ? cat("[", signed_percent(m.ci_lo), ", ", signed_percent(m.ci_hi), "]") : "") << " | "
          << percent(m.threshold) << " | " << (bad ? "**" : "") << to_string(m.verdict) << (bad ? "**" : "");
@@ -583,7 +604,8 @@ json to_json(const GateReport& r) {
                          {"verdict", to_string(m.verdict)},
                          {"reason", m.reason}});
     }
-    points.push_back({{"params",
+    points.push_back({{"name", name_of(p)},
+                      {"params",
                        {{"model", p.params.model}, {"label", p.params.label}, {"batch", p.params.batch},
                         {"prompt_len", p.params.prompt_len}, {"max_new_tokens", p.params.max_new_tokens},
                         {"temperature", p.params.temperature}, {"attn", p.params.attn}, {"dtype", p.params.dtype}}},

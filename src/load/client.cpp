@@ -223,6 +223,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (chunk.done) return fail("malformed_json");
     on_event(whole);
     if (finished) return;
+    // Empty text that the server counts as tokens (special ones it does not print) is still a response.
+    if (pieces.empty() && usage_completion.value_or(0) > 0) {
+      record.ttft_ms = ms_between(start, Clock::now());
+      pieces.emplace_back();
+    }
     saw_done = true;
     complete();
   }

@@ -613,8 +613,9 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
   const bool any_load = std::any_of(inputs.begin(), inputs.end(), [](const ReportInput& in) { return has_points(in, true); });
   if (any_load)
     s.push_back({"load", "Load: latency against throughput",
-                 "llmbench load sweeps: p50 and p99 of TTFT, TPOT and ITL against achieved output throughput, one line "
-                 "per file and model, one point per concurrency or request rate (failed requests excluded).",
+                 "llmbench load sweeps: p50 and p99 of TTFT, TPOT, ITL and end-to-end latency against achieved output "
+                 "throughput, one line per file and model, one point per concurrency or request rate (failed "
+                 "requests excluded); --no-stream points have their own line, in the e2e panels only.",
                  {}});
   if (any_load)
     for (const auto& in : inputs) {

@@ -321,11 +321,12 @@ void add_load(const std::vector<ReportInput>& inputs, json& out) {
   for (const auto& in : inputs) {
     for (const auto& p : in.results.points) {
       if (!p.load || p.status != "ok") continue;
-      const std::string series = prefixed(inputs, in, model_label(p.params));
+      // A whole response (--no-stream) has only its e2e: a series of its own, in the e2e panels alone.
+      const std::string series = prefixed(inputs, in, model_label(p.params)) + (p.load->stream ? "" : " (no-stream)");
       const std::string at = p.load->request_rate > 0 ? cat(p.load->request_rate, " req/s offered")
                                                       : cat("concurrency ", p.load->concurrency);
       for (const auto& [metric, name] : {std::pair<std::string, std::string>{"ttft_ms", "TTFT"},
-                                         {"tpot_ms", "TPOT"}, {"itl_ms", "ITL"}}) {
+                                         {"tpot_ms", "TPOT"}, {"itl_ms", "ITL"}, {"e2e_ms", "e2e"}}) {
         const Summary* s = find_summary(p, metric);
         if (!s) continue;
         for (const auto& [q, v] : {std::pair<std::string, double>{"p50", s->p50}, {"p99", s->p99}})
@@ -339,7 +340,7 @@ void add_load(const std::vector<ReportInput>& inputs, json& out) {
       {"name", "load-latency-throughput"},
       {"data", {{"values", rows}}},
       {"facet", {{"field", "metric"}, {"type", "nominal"}, {"title", nullptr},
-                 {"sort", {"TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99"}}}},
+                 {"sort", {"TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99", "e2e p50", "e2e p99"}}}},
       {"columns", 2},
       {"resolve", {{"scale", {{"y", "independent"}}}}},
       {"spec",

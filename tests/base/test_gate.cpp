@@ -209,6 +209,22 @@ Results search(std::vector<std::pair<double, bool>> probes) {
 
 }  // namespace
 
+TEST(Gate, OpenLoopPointsAreNamedByTheirRate) {
+  PointResult open = load_point(100, 0);
+  open.params.batch = 0;
+  open.load->concurrency = 0;
+  open.load->request_rate = 20;
+  open.load->arrival = "poisson";
+  open.load->max_concurrency = 8;
+  open.load->stream = false;
+  const GateReport r = run_gate(results({open}), results({open}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].name, "served rate 20.00/s poisson p1 n1 t0 eager bfloat16 cap 8 no-stream");
+  // A closed loop keeps its concurrency as the batch.
+  EXPECT_EQ(run_gate(results({load_point(100, 0)}), results({load_point(100, 0)}), GateConfig{}).points[0].name,
+            "served b2 p1 n1 t0 eager bfloat16");
+}
+
 TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
   // Baseline: 10 ok, 80 missed, 28.3 ok, 47.6 missed, 36.7 ok -> best 36.7, lowest miss 47.6.
   const Results base = search({{10, true}, {80, false}, {28.3, true}, {47.6, false}, {36.7, true}});
@@ -216,6 +232,12 @@ TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
   EXPECT_EQ(same.exit_code(), 0);
   ASSERT_EQ(same.points.size(), 1u);  // one search, not five points
   EXPECT_EQ(same.points[0].metrics.at(0).metric, "max_request_rate");
+  // Its row says what it is, not "b0" (the batch of an open loop).
+  EXPECT_EQ(same.points[0].name, "served search max_request_rate p1 n1 t0 eager bfloat16 constant");
+  EXPECT_NE(gate_markdown(same).find("| served search max_request_rate p1 n1 t0 eager bfloat16 constant | max_request_rate |"),
+            std::string::npos)
+      << gate_markdown(same);
+  EXPECT_EQ(to_json(same)["points"][0]["name"], same.points[0].name);
   EXPECT_EQ(same.points[0].verdict, Verdict::unchanged);
   EXPECT_TRUE(same.notes.empty());
   // One bisection step apart (noise at the boundary): unchanged.

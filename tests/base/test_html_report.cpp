@@ -332,6 +332,28 @@ TEST(HtmlReport, ChartsOfALoadSweepLeaveOutTheRunOnlyOnes) {
   EXPECT_EQ(titles, (std::set<std::string>{"tiny c=1", "tiny c=4"}));
 }
 
+TEST(HtmlReport, LoadChartHasE2eAndNoStreamPointsOnlyThere) {
+  Results r = load_sweep({1, 4});
+  r.points[1].load->stream = false;
+  summarize_point(r.points[1]);
+  r.points[1].load->output_tokens_per_s = 400;
+  json load;
+  for (const auto& c : chart_specs({{"load.json", r}}))
+    if (c["section"] == "load") load = c;
+  ASSERT_FALSE(load.is_null());
+  std::map<std::string, std::set<std::string>> series_of;  // metric -> series
+  for (const auto& row : load["spec"]["data"]["values"]) {
+    series_of[row["metric"].get<std::string>()].insert(row["series"].get<std::string>());
+    if (row["metric"] == "e2e p50" && row["series"] == "tiny (no-stream)") {
+      EXPECT_DOUBLE_EQ(row["ms"].get<double>(), r.points[1].summary.at("e2e_ms").p50);
+    }
+  }
+  EXPECT_EQ(series_of["e2e p50"], (std::set<std::string>{"tiny", "tiny (no-stream)"}));
+  EXPECT_EQ(series_of["e2e p99"], (std::set<std::string>{"tiny", "tiny (no-stream)"}));
+  EXPECT_EQ(series_of["TTFT p50"], (std::set<std::string>{"tiny"}));  // a whole response has no TTFT
+  EXPECT_EQ(series_of["ITL p99"], (std::set<std::string>{"tiny"}));
+}
+
 TEST(HtmlReport, LoadFilesSideBySide) {
   Results base = load_sweep({1, 4});
   Results cur = load_sweep({4});

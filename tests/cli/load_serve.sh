@@ -3,11 +3,12 @@
 # stopped afterwards): closed and open loop, every request completes with exactly the forced output length,
 # the server's stage timings reach the results, and no server outlives the command.
 set -u
-bin=$1
+bin=$(realpath "$1")
+source "$(dirname "$0")/signal_lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # the servers started here are found by their working directory
 fail() { echo "FAIL: $*"; cat "$tmp/err.txt" 2>/dev/null | tail -20; exit 1; }
-before=$(pgrep -fc "llmbench serve" || true)
 
 timeout 240 "$bin" load --concurrency 1,3 --num-requests 9 --warmup-requests 2 --input-len 24 --output-len 7 \
   --tokenizer tiny --slo ttft_ms=60000,e2e_ms=120000 -o "$tmp/closed.json" >"$tmp/out.txt" 2>"$tmp/err.txt" \
@@ -77,6 +78,6 @@ assert r['interrupted'] is True
 assert all(p['load']['partial'] for p in r['points']), r['points']" || fail "interrupted results"
 
 sleep 0.5
-after=$(pgrep -fc "llmbench serve" || true)
-[ "$after" -le "$before" ] || fail "a server outlived the load command ($before before, $after after)"
+left=$(servers_started_in "$tmp")
+[ -z "$left" ] || fail "a server outlived the load command (pid $left)"
 echo PASS

@@ -5,12 +5,13 @@
 # (their logs say so), the table's per-round figures and medians equal those of the `llmbench load` results
 # it read, and malformed configurations are refused.
 set -u
-bin=$1
+bin=$(realpath "$1")
+source "$(dirname "$0")/signal_lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # the servers started here are found by their working directory
 fail() { echo "FAIL: $*"; tail -20 "$tmp/out.txt" 2>/dev/null; exit 1; }
-before=$(pgrep -fc "llmbench serve" || true)
 mkdir -p "$tmp/ab/other" && touch "$tmp/ab/other/results.json"  # not this run's: must survive it
 
 LLMBENCH="$bin" MODEL=tiny TOKENIZER=tiny DEVICE=cpu DTYPE=float32 INPUT_LEN=16 OUTPUT_LEN=6 CONCURRENCY=4 ROUNDS=3 \
@@ -55,6 +56,6 @@ ROUNDS=0 bash "$root/scripts/bench/serve_ab.sh" 'a||' >/dev/null 2>"$tmp/err.txt
 bash "$root/scripts/bench/serve_ab.sh" >/dev/null 2>&1; [ $? = 2 ] || fail "no configuration: not a usage error"
 
 sleep 0.5
-after=$(pgrep -fc "llmbench serve" || true)
-[ "$after" -le "$before" ] || fail "a server outlived the script ($before before, $after after)"
+left=$(servers_started_in "$tmp")
+[ -z "$left" ] || fail "a server outlived the script (pid $left)"
 echo "ok"

@@ -23,3 +23,13 @@ interrupt_after_line() {
   wait "$1"
   code=$?
 }
+
+# Prints the pids of the `llmbench serve` processes still running whose working directory is $1. A test that
+# runs its commands in its own temporary directory finds the servers it started, and none of another test's
+# (pgrep's plain count failed under `ctest -j` whenever another test's server was up).
+servers_started_in() {
+  local p
+  for p in $(pgrep -f "llmbench serve"); do
+    [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$1" ] && echo "$p"
+  done
+}

@@ -8,7 +8,7 @@ events), malformed (a bad event after 1), stall (1 event, then silence for --sta
 back to back forever, no [DONE]), keepalive (1 event, then `: keep-alive` comments back to back
 forever), longline (a `data:` line that never ends), huge (a first event of 10 MB), continue (a
 `100 Continue` before the response), afterdone (an error event and junk after [DONE]), cr (CR-only
-line ends), empty (a 200 without a body). A request with "stream": false gets one JSON response when its last token would have been
+line ends), empty (a 200 without a body). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -112,13 +112,15 @@ class Handler(BaseHTTPRequestHandler):
         tokens = args.tokens or int(request.get("max_tokens", 16))
         if request.get("stream") is False:  # one JSON object once every token would have been made
             time.sleep(max(0.0, t0 + (args.ttft_ms + (tokens - 1) * args.itl_ms) / 1000 - time.monotonic()))
-            text = " tok" * tokens
+            text = "".join("" if i < args.empty_text else " tok" for i in range(tokens))
             choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
             choice["finish_reason"] = "length"
             prompt = request.get("prompt") or request["messages"][0]["content"]
-            return self.send_json(200, {"id": "x", "object": "completion", "model": args.model, "choices": [choice],
-                                        "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
-                                                  "total_tokens": len(prompt.split()) + tokens}})
+            whole = {"id": "x", "object": "completion", "model": args.model, "choices": [choice]}
+            if not args.no_usage:
+                whole["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
+                                  "total_tokens": len(prompt.split()) + tokens}
+            return self.send_json(200, whole)
         if fault == "continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.send_response(200)

@@ -175,6 +175,32 @@ TEST(ScriptedServer, EmptyTextEventsAreTokensMarkersAreNot) {
   }
 }
 
+TEST(ScriptedServer, WholeResponseOfEmptyTextCountsByUsage) {
+  // A whole response whose text is "" but whose usage says 6 tokens (special tokens the server does not print)
+  // is a response of 6 tokens; without usage nothing can count it: no_content.
+  for (bool usage : {true, false}) {
+    std::vector<std::string> args = {"--ttft-ms", "20", "--itl-ms", "5", "--empty-text", "100"};
+    if (!usage) args.push_back("--no-usage");
+    Scripted server(args);
+    for (const char* api : {"completions", "chat"}) {
+      LoadOptions o = options_for(server.process.url());
+      o.api = api;
+      o.no_stream = true;
+      o.concurrency = {2};
+      o.num_requests = 4;
+      o.output_len = 6;
+      const LoadResult& l = *only_point(run_load(o)).load;
+      if (usage) {
+        EXPECT_EQ(l.completed, 4) << api;
+        for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, 6) << api;
+      } else {
+        EXPECT_EQ(l.failed, 4) << api;
+        for (const auto& rec : l.requests) EXPECT_EQ(rec.error, "no_content") << api;
+      }
+    }
+  }
+}
+
 TEST(ScriptedServer, StartsItsOwnServerAndStopsIt) {
   LoadOptions o;
   o.serve_command = server_command({"--ttft-ms", "1", "--itl-ms", "1"});

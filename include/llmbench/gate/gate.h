@@ -56,6 +56,7 @@ struct MetricVerdict {
 
 struct PointVerdict {
   PointParams params;
+  std::string name;                      // the point as tables name it ("" = from params)
   Verdict verdict = Verdict::unchanged;  // the worst of its metrics, or missing
   std::string reason;                    // for missing / failed points
   std::vector<MetricVerdict> metrics;
