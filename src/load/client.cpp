@@ -1,7 +1,9 @@
 #include "llmbench/load/client.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include <boost/asio/connect.hpp>
@@ -117,14 +119,21 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (!ec) self->fail("timeout");
     });
-    if (!client.idle_.empty()) {
-      stream = std::make_unique<beast::tcp_stream>(std::move(*client.idle_.front()));
+    // A kept-alive connection with bytes waiting got something nobody asked for (a stray second response,
+    // a stray line): its next response could not be told from them, so it is closed, not reused.
+    while (!client.idle_.empty()) {
+      std::unique_ptr<tcp::socket> idle = std::move(client.idle_.front());
       client.idle_.pop_front();
+      boost::system::error_code ec;
+      if (idle->available(ec) > 0 || ec) {
+        idle->close(ec);
+        continue;
+      }
+      stream = std::make_unique<beast::tcp_stream>(std::move(*idle));
       reused = true;
-      write();
-    } else {
-      connect();
+      return write();
     }
+    connect();
   }
 
   void connect() {
@@ -290,7 +299,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     spread_itl();
     record.prompt_tokens = usage_prompt.value_or(0);
-    if (parser->get().keep_alive()) client.idle_.push_back(std::make_unique<tcp::socket>(stream->release_socket()));
+    if (parser->get().keep_alive() && buffer.size() == 0) client.idle_.push_back(std::make_unique<tcp::socket>(stream->release_socket()));
     finish(counted_by);
   }
 
@@ -375,7 +384,17 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
     if (ec) return void(failure = ec);
     http::async_write(stream, req, [&](auto ec, auto) {
       if (ec) return void(failure = ec);
-      http::async_read(stream, buffer, res, [&](auto ec, auto) { failure = ec; });
+      // 100 Continue, 102, 103: interim responses before the real one (RFC 9110), as for the requests.
+      auto read = std::make_shared<std::function<void()>>();
+      *read = [&, read] {
+        res = {};
+        http::async_read(stream, buffer, res, [&, read](auto ec, auto) {
+          if (!ec && res.result_int() >= 100 && res.result_int() < 200 && res.result_int() != 101) return (*read)();
+          failure = ec;
+          *read = nullptr;  // breaks the cycle
+        });
+      };
+      (*read)();
     });
   });
   // A deadline for the whole exchange, however the server dribbles its bytes.

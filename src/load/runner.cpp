@@ -344,12 +344,17 @@ class Driver {
         check_done();
         return;
       }
+      // cancel() cannot recall an expiry already queued: a wait that expired as the last request finished
+      // still runs here with success, and re-arming it then kept io_.run() going forever.
+      if (done()) return;
       poll();
     });
   }
 
+  bool done() const { return client_.in_flight() == 0 && waiting_.empty() && !may_issue(); }
+
   void check_done() {
-    if (client_.in_flight() == 0 && waiting_.empty() && !may_issue()) {
+    if (done()) {
       watch_->cancel();
       arrivals_->cancel();
     }
@@ -381,7 +386,12 @@ std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<st
   if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
       !j["data"][0].is_object() || !j["data"][0].contains("id") || !j["data"][0]["id"].is_string())
     throw Error(cat("GET ", endpoint.url(), "/v1/models: no model listed (give --model)"));
-  return j["data"][0]["id"].get<std::string>();
+  std::string id = j["data"][0]["id"].get<std::string>();
+  // It names the points and goes into every request and table: not empty, no control characters.
+  if (id.empty() || std::any_of(id.begin(), id.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+    throw Error(cat("GET ", endpoint.url(), "/v1/models: the first model id '", id,
+                    "' is empty or has control characters (give --model)"));
+  return id;
 }
 
 std::string utc_now() {

@@ -1,6 +1,7 @@
 #include "llmbench/load/sse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -51,6 +52,10 @@ void SseParser::feed(std::string_view bytes) {
 }
 
 void SseParser::take_line(std::string_view line) {
+  if (first_line_) {
+    first_line_ = false;
+    if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+  }
   if (line.empty()) {  // end of event
     if (has_data_) {
       has_data_ = false;
@@ -75,14 +80,27 @@ void SseParser::take_line(std::string_view line) {
 
 namespace {
 
-// A token count of usage: a whole number (4.0 counts) in [0, INT_MAX], else none (negative, fractional,
-// beyond int, a string: the server's count is not to be trusted, and the caller counts by itself).
+// A token count of usage: a whole number (4.0 counts) in [0, 2^24] (the most --input-len and --output-len
+// take), else none (negative, fractional, beyond it, a string: the server's count is not to be trusted, and
+// the caller counts by itself).
+constexpr double kMaxUsageTokens = 1 << 24;
 std::optional<int> token_count(const nlohmann::json& v) {
   if (!v.is_number()) return std::nullopt;
   const double d = v.get<double>();
-  if (!(d >= 0 && d <= std::numeric_limits<int>::max()) || d != std::floor(d)) return std::nullopt;
+  if (!(d >= 0 && d <= kMaxUsageTokens) || d != std::floor(d)) return std::nullopt;
   return static_cast<int>(d);
 }
+
+// A server's stage timing is kept only as a plain name (an HTTP token: letters, digits, !#$%&'*+-.^_`|~) with
+// a duration in [0, 10^9] ms; anything else (bytes that are not text, a negative or endless time) is dropped.
+constexpr double kMaxStageMs = 1e9;
+bool plain_stage(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && !std::strchr("!#$%&'*+-.^_`|~", c)) return false;
+  return true;
+}
+bool plain_ms(double ms) { return std::isfinite(ms) && ms >= 0 && ms <= kMaxStageMs; }
 
 }  // namespace
 
@@ -129,7 +147,7 @@ StreamChunk parse_chunk(std::string_view data) {
   }
   if (auto t = j.find("llmbench_timing"); t != j.end() && t->is_object()) {
     for (const auto& [stage, ms] : t->items())
-      if (ms.is_number()) c.timing[stage] = ms.get<double>();
+      if (ms.is_number() && plain_stage(stage) && plain_ms(ms.get<double>())) c.timing[stage] = ms.get<double>();
   }
   return c;
 }
@@ -154,8 +172,10 @@ std::map<std::string, double> parse_server_timing(const std::string& header) {
       if (param.rfind("dur=", 0) != 0) continue;
       char* end = nullptr;
       const std::string value = param.substr(4);
+      // A plain decimal number (strtod alone would also take hex, "inf" and "nan").
+      if (value.empty() || value.find_first_not_of("0123456789.eE+-") != std::string::npos) continue;
       const double ms = std::strtod(value.c_str(), &end);
-      if (!value.empty() && end == value.c_str() + value.size() && std::isfinite(ms)) out[name + "_ms"] = ms;
+      if (end == value.c_str() + value.size() && plain_stage(name) && plain_ms(ms)) out[name + "_ms"] = ms;
     }
   }
   return out;

@@ -501,7 +501,8 @@ Results load_results(const std::string& path) {
 }
 
 void save_results(const std::string& path, const Results& results) {
-  write_file_atomic(path, to_json(results).dump(2) + "\n");
+  // Bytes that are not UTF-8 (from a server, a file name) become U+FFFD: the file is written whatever they are.
+  write_file_atomic(path, to_json(results).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace llmbench

@@ -8,7 +8,8 @@ events), malformed (a bad event after 1), stall (1 event, then silence for --sta
 back to back forever, no [DONE]), keepalive (1 event, then `: keep-alive` comments back to back
 forever), longline (a `data:` line that never ends), huge (a first event of 10 MB), continue (a
 `100 Continue` before the response), afterdone (an error event and junk after [DONE]), cr (CR-only
-line ends), empty (a 200 without a body). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+line ends), empty (a 200 without a body), stale (an unasked-for second response 20 ms after the
+real one, on the kept-alive connection). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -30,7 +31,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -190,6 +191,10 @@ class Handler(BaseHTTPRequestHandler):
             self.raw_chunk(b"data: unfinished")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        if fault == "stale":  # 20 ms later, a second, unasked-for response on the kept-alive connection
+            time.sleep(0.02)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 14\r\n\r\ndata: [DONE]\n\n")
+            self.wfile.flush()
 
 
 ThreadingHTTPServer.request_queue_size = 128  # listen backlog (default 5: SYN retries of 1 s at 8+ clients)

@@ -107,6 +107,25 @@ TEST(ScriptedServer, EveryFaultIsCountedAsItsReasonAndTheRunGoesOn) {
     }
 }
 
+TEST(ScriptedServer, AConnectionWithStrayBytesIsNotReused) {
+  // Requests 0 and 2 are followed, 20 ms later, by a second, unasked-for response. The next request, 100 ms
+  // later, found it waiting: reused, that connection answered it at once with it (TTFT ~0, or a failure).
+  // Such a connection is closed instead.
+  Scripted server({"--ttft-ms", "30", "--itl-ms", "2", "--faults", "0:stale,2:stale"});
+  LoadOptions o = options_for(server.process.url());
+  o.request_rate = {10};
+  o.arrival = "constant";
+  o.num_requests = 5;
+  o.output_len = 3;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_EQ(l.completed, 5);
+  for (const auto& rec : l.requests) {
+    EXPECT_TRUE(rec.ok) << rec.error;
+    EXPECT_GE(rec.ttft_ms, 30);
+  }
+}
+
 TEST(ScriptedServer, PoissonArrivalsAsIssuedPassKolmogorovSmirnov) {
   Scripted server({"--ttft-ms", "1", "--itl-ms", "1"});
   LoadOptions o = options_for(server.process.url());
@@ -189,7 +208,8 @@ TEST(ScriptedServer, WholeResponseOfEmptyTextCountsByUsage) {
       o.concurrency = {2};
       o.num_requests = 4;
       o.output_len = 6;
-      const LoadResult& l = *only_point(run_load(o)).load;
+      const Results r = run_load(o);
+      const LoadResult& l = *only_point(r).load;
       if (usage) {
         EXPECT_EQ(l.completed, 4) << api;
         for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, 6) << api;
@@ -297,11 +317,27 @@ TEST(ScriptedServer, ImplausibleUsageFallsBackToTheTokenizer) {
     o.num_requests = 1;
     o.output_len = 4;
     const Results r = run_load(o);
-  const LoadResult& l = *only_point(r).load;
+    const LoadResult& l = *only_point(r).load;
     ASSERT_EQ(l.completed, 1) << claim;
     EXPECT_EQ(l.requests[0].output_tokens, want) << claim;
     EXPECT_EQ(l.token_count_source, want == by_tokenizer ? "tokenizer" : "usage") << claim;
     EXPECT_TRUE(l.requests[0].tpot_ms().has_value()) << claim;
+  }
+}
+
+TEST(ScriptedServer, AModelIdThatCannotNameThePointsIsRefused) {
+  // The id names the points and goes into tables: empty or with control characters, --model is asked for.
+  for (const char* id : {"", "bad\nid", "red\x1b[31m"}) {
+    Scripted server({"--model", id});
+    LoadOptions o = options_for(server.process.url());
+    o.num_requests = 1;
+    o.output_len = 1;
+    try {
+      run_load(o);
+      ADD_FAILURE() << "accepted '" << id << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("give --model"), std::string::npos) << e.what();
+    }
   }
 }
 

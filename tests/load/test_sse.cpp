@@ -62,6 +62,14 @@ TEST(Sse, ALineOrEventBeyondTheCapThrowsA10MbEventPasses) {
       Error);
 }
 
+TEST(Sse, ALeadingByteOrderMarkIsDroppedWhereverTheBytesAreSplit) {
+  // The SSE standard drops one UTF-8 BOM at the start of the stream; kept, it hid the first event
+  // (field "\xEF\xBB\xBFdata") and moved the TTFT to the second token. Only there: a later one is data.
+  const std::string stream = "\xEF\xBB\xBF" "data: a\n\ndata: \xEF\xBB\xBF" "b\n\n\xEF\xBB\xBF" "data: c\n\n";
+  const std::vector<std::string> want = {"a", "\xEF\xBB\xBF" "b"};
+  for (std::size_t piece = 1; piece <= stream.size(); ++piece) EXPECT_EQ(events_of(stream, piece), want) << piece;
+}
+
 TEST(Sse, UsageCountsAreWholeNumbersInIntRange) {
   auto completion = [](const std::string& v) {
     return parse_chunk(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":)" + v + "}}").completion_tokens;
@@ -69,8 +77,10 @@ TEST(Sse, UsageCountsAreWholeNumbersInIntRange) {
   EXPECT_EQ(completion("7"), 7);
   EXPECT_EQ(completion("4.0"), 4);
   EXPECT_EQ(completion("0"), 0);
-  EXPECT_EQ(completion("2147483647"), 2147483647);
-  for (const char* bad : {"-5", "4.5", "3000000000", "1000000000000", "1e300", "\"4\"", "null", "true"})
+  EXPECT_EQ(completion("16777216"), 16777216);  // 2^24, the most --output-len takes
+  // Beyond it no server's count is believed (INT_MAX gave 4e12 output tok/s): the client counts itself.
+  for (const char* bad : {"-5", "4.5", "16777217", "2147483647", "3000000000", "1000000000000", "1e300", "\"4\"", "null",
+                          "true"})
     EXPECT_FALSE(completion(bad).has_value()) << bad;
   EXPECT_FALSE(parse_chunk(R"({"usage":{"prompt_tokens":-1}})").prompt_tokens.has_value());
 }
@@ -120,6 +130,14 @@ TEST(Sse, ServerTimingHeader) {
   EXPECT_EQ(parse_server_timing(R"(db;desc="x";dur=7 , cache;desc=hit, bad;dur=fast, inf;dur=inf,,  ;dur=1)"),
             (std::map<std::string, double>{{"db_ms", 7.0}}));
   EXPECT_TRUE(parse_server_timing("").empty());
+  // A name that is no HTTP token (a byte that is not text: the results file could not be written) and a
+  // duration that is not a plain number of ms in [0, 10^9] are dropped too.
+  EXPECT_EQ(parse_server_timing("q\xe9;dur=1, a b;dur=2, hex;dur=0x10, neg;dur=-5, big;dur=1e308, nan;dur=nan, "
+                                "ok;dur=2.5e1"),
+            (std::map<std::string, double>{{"ok_ms", 25.0}}));
+  // llmbench_timing, the streamed equivalent, by the same rule.
+  const StreamChunk c = parse_chunk(R"({"choices":[],"llmbench_timing":{"queue":1.5,"x y":2,"neg":-1,"big":1e300,"s":"3"}})");
+  EXPECT_EQ(c.timing, (std::map<std::string, double>{{"queue", 1.5}}));
 }
 
 TEST(Sse, ATokenEventCarriesTheTextFieldEvenEmpty) {

@@ -32,6 +32,7 @@ class SseParser {
   std::string data_;   // data of the unfinished event
   bool has_data_ = false;
   bool skip_lf_ = false;  // the last line ended with CR: a LF right after it belongs to that line end
+  bool first_line_ = true;  // a UTF-8 byte order mark before it is dropped, as the SSE standard says
 };
 
 // One OpenAI streaming chunk (the data of one SSE event) as the load client needs it.
@@ -53,8 +54,9 @@ struct StreamChunk {
 // Parses the data of one event; throws Error when it is neither "[DONE]" nor a JSON object.
 StreamChunk parse_chunk(std::string_view data);
 
-// A Server-Timing header ("queue;dur=1.5, prefill;dur=3.2;desc=x"): each entry with a finite dur, as
-// NAME_ms (the keys of llmbench_timing); entries without one are skipped, never an error.
+// A Server-Timing header ("queue;dur=1.5, prefill;dur=3.2;desc=x"): each entry whose name is an HTTP token
+// and whose dur is a decimal number of ms in [0, 10^9], as NAME_ms (the keys of llmbench_timing); other
+// entries are skipped, never an error. llmbench_timing entries are held to the same rule.
 std::map<std::string, double> parse_server_timing(const std::string& header);
 
 // SSE events of a synthetic completions stream that the client can parse per second on one core
