@@ -380,21 +380,20 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
   boost::system::error_code ec;
   const auto addresses = resolver.resolve(endpoint.host, endpoint.port, ec);
   if (ec) throw Error(cat("GET ", url, ": cannot resolve ", endpoint.host, ": ", ec.message()));
+  // 100 Continue, 102, 103: interim responses before the real one (RFC 9110) are skipped, as for the requests.
+  // Every handler runs inside the loop below, in this frame.
+  std::function<void()> read_response = [&] {
+    res = {};
+    http::async_read(stream, buffer, res, [&](auto ec, auto) {
+      if (!ec && res.result_int() >= 100 && res.result_int() < 200 && res.result_int() != 101) return read_response();
+      failure = ec;
+    });
+  };
   stream.async_connect(addresses, [&](auto ec, auto) {
     if (ec) return void(failure = ec);
     http::async_write(stream, req, [&](auto ec, auto) {
       if (ec) return void(failure = ec);
-      // 100 Continue, 102, 103: interim responses before the real one (RFC 9110), as for the requests.
-      auto read = std::make_shared<std::function<void()>>();
-      *read = [&, read] {
-        res = {};
-        http::async_read(stream, buffer, res, [&, read](auto ec, auto) {
-          if (!ec && res.result_int() >= 100 && res.result_int() < 200 && res.result_int() != 101) return (*read)();
-          failure = ec;
-          *read = nullptr;  // breaks the cycle
-        });
-      };
-      (*read)();
+      read_response();
     });
   });
   // A deadline for the whole exchange, however the server dribbles its bytes.

@@ -41,6 +41,7 @@ parser.add_argument("--empty-text", type=int, default=0, help="the first N conte
 parser.add_argument("--markers", action="store_true", help="chat role chunk first, a finish chunk last")
 parser.add_argument("--usage-completion", default=None, help="usage.completion_tokens as this JSON value (e.g. -5, 4.0)")
 parser.add_argument("--models-stall-s", type=float, default=0, help="GET /v1/models answers after this long")
+parser.add_argument("--models-continue", action="store_true", help="GET /v1/models: a 100 Continue before the answer")
 parser.add_argument("--capacity", type=int, default=0,
                     help="serve at most N requests at once, the others wait in arrival order (0: no limit)")
 args = parser.parse_args()
@@ -77,6 +78,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"status": "ok"})
         elif self.path == "/v1/models":
             time.sleep(args.models_stall_s)
+            if args.models_continue:
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             self.send_json(200, {"object": "list", "data": [{"id": args.model, "object": "model"}]})
         else:
             self.send_json(404, {"error": {"message": "not found"}})

@@ -341,6 +341,16 @@ TEST(ScriptedServer, AModelIdThatCannotNameThePointsIsRefused) {
   }
 }
 
+TEST(ScriptedServer, ModelLookupSkipsAnInterimResponse) {
+  Scripted server({"--models-continue"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 2;
+  o.output_len = 2;
+  const Results r = run_load(o);
+  EXPECT_EQ(only_point(r).params.model, "scripted");  // was "HTTP 100 (give --model)"
+  EXPECT_EQ(only_point(r).load->completed, 2);
+}
+
 TEST(ScriptedServer, StopDuringTheModelLookupEndsAtOnce) {
   Scripted server({"--models-stall-s", "20"});
   LoadOptions o = options_for(server.process.url());
