@@ -2,7 +2,8 @@
 // 75.5 MB of K and V) what its grid shape allows, or its own work? Qwen2.5-7B's serving step: 64 rows, 4 kv heads,
 // head dim 128, bf16, 576 valid columns in caches of 576 and 1,024 columns. Times, µs per call (20 calls in a CUDA
 // graph, K/V cycled through 4 copies so that L2 holds none, median of 5 replays):
-//   - llmbench's decode attention (linked from src/cuda/decode_attention*.cu; its own plan, the `column` bound on);
+//   - llmbench's decode attention (linked from src/cuda/decode_attention*.cu; its own plan, the `column` bound on),
+//     by default and with LLMBENCH_ATTN_EAGER_LOADS=1, alternated twice;
 //   - kernels that only read the same 576 columns of K and V of every (row, kv head) with 16-byte streaming loads
 //     and no math, by shape: threads per block (128, 256), splits of the columns per (row, kv head) (1, 2, 4),
 //     resident blocks per SM forced by shared memory (2, 4, 8), loads in flight per thread per array (1, 2, 4, 8),
@@ -266,14 +267,21 @@ int main() {
     a.heads_kv = kHkv;
     a.head_dim = kD;
     a.scale = 1.0f / std::sqrt(static_cast<float>(kD));
-    const double llm = time_us(st, [&](int i) {
-      a.k = k[i % kCopies];
-      a.v = v[i % kCopies];
-      llmbench::cuda::decode_attention(a, plan, ws, st);
-    });
-    std::printf("\nT_max %d: llmbench decode attention (%s, %d split(s) of %lld columns): %.2f us, %.0f GB/s\n", t_max,
-                plan.kernel == llmbench::cuda::DecodeAttnKernel::mma ? "mma" : "split", plan.splits,
-                static_cast<long long>(plan.chunk), llm, bytes / llm / 1e3);
+    // Default, then with LLMBENCH_ATTN_EAGER_LOADS=1 (the loop kernel's reads not waiting on flags or probs; read
+    // when the graph is captured), alternated twice.
+    for (int round = 0; round < 4; ++round) {
+      const bool eager = round % 2 == 1;
+      setenv("LLMBENCH_ATTN_EAGER_LOADS", eager ? "1" : "0", 1);
+      const double llm = time_us(st, [&](int i) {
+        a.k = k[i % kCopies];
+        a.v = v[i % kCopies];
+        llmbench::cuda::decode_attention(a, plan, ws, st);
+      });
+      std::printf("%sT_max %d: llmbench decode attention (%s, %d split(s) of %lld columns)%s: %.2f us, %.0f GB/s\n",
+                  round == 0 ? "\n" : "", t_max, plan.kernel == llmbench::cuda::DecodeAttnKernel::mma ? "mma" : "split",
+                  plan.splits, static_cast<long long>(plan.chunk), eager ? ", eager loads" : "", llm, bytes / llm / 1e3);
+    }
+    unsetenv("LLMBENCH_ATTN_EAGER_LOADS");
 
     // The reads alone, by shape.
     std::vector<Row> rows;

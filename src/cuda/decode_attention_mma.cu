@@ -129,10 +129,18 @@ __device__ __forceinline__ void merge_all(const float* m, const float* l, int n,
 // options: kBound (LLMBENCH_ATTN_BOUND, on unless 0; an A/B switch read at every launch): with a.column given,
 // row b attends no column past a.column[b] (the caller's contract: none is valid), so a block reads no tile
 // past it. The server's rows share one column bucket of its CUDA graphs but each stops at its own length.
-constexpr int kBound = 1;
-template <class T, class TKV, int NC, bool kPush>
-__global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttnArgs a, std::int64_t chunk,
+// kEager (the loop kernel only; LLMBENCH_ATTN_EAGER_LOADS=1, an A/B switch, off by default): no read waits on what
+// it reads for. A tile's K rows are loaded together with its valid flags (before, after them: flags, vote, then
+// K), its V rows before its probs and their liveness vote (before, after them), and the warp's first V tile before
+// the (max, Σexp) exchange between pass 1 and pass 2 (before, after it). The flags and probs still decide which
+// MMAs run and which columns reach them (a column that is not live is zeroed after its load, as before), so the
+// MMAs see the same operands in the same order: bit-identical. Reads of columns that turn out masked are extra
+// bytes (none where the bound by the written column holds and the rows have no left padding: the server).
+constexpr int kBound = 1, kEagerLoads = 2;
+template <class T, class TKV, int NC, bool kPush, bool kEager = false>
+__global__ void __launch_bounds__(kThreads, kPush || kEager ? 2 : 1) mma_kernel(DecodeAttnArgs a, std::int64_t chunk,
                                                                       int groups, int group_size, int options) {
+  static_assert(!(kPush && kEager), "the push kernel loads its first tile eagerly already");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (kPush) cluster_arrive_relaxed();  // waited for before the first store into another block
   const bool pre = kPush && a.column != nullptr;
@@ -223,18 +231,21 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
     const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
     const bool in_a = ca < t1, in_b = cb < t1;
     const bool first = kPush && it == warp;
+    Raw ka[NC], kc[NC];  // all loads issued before any math
+    if constexpr (kEager)  // before the flags, so that both are in flight at once
+      load_rows<false>(reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t),
+                       reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t), ka, kc);
     const bool ok_a = first ? f_ok_a : in_a && valid[ca] != 0;
     const bool ok_b = first ? f_ok_b : in_b && valid[cb] != 0;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (first ? f_any : __any_sync(kAll, ok_a || ok_b)) {
-      Raw ka[NC], kc[NC];  // all loads issued before any math
       if (first) {
 #pragma unroll
         for (int cc = 0; cc < NC; ++cc) {
           ka[cc] = k0a[cc];
           kc[cc] = k0b[cc];
         }
-      } else {
+      } else if constexpr (!kEager) {
         load_rows<false>(reinterpret_cast<const Raw*>(kb + (in_a ? ca : t0) * a.kv_stride_t),
                          reinterpret_cast<const Raw*>(kb + (in_b ? cb : t0) * a.kv_stride_t), ka, kc);
       }
@@ -260,6 +271,15 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
       push(m1, l1, s[3]);
     }
     scores[it * 32 + lane] = make_uint2(pack2<T>(s[0], s[1]), pack2<T>(s[2], s[3]));  // exact: s is in T
+  }
+
+  // kEager: the warp's first V tile in flight during the exchange below (pass 2 reads it first).
+  if constexpr (kEager) {
+    if (warp < ntiles) {
+      const std::int64_t ca = t0 + warp * kMmaTile + g, cb = ca + 8;
+      load_rows<false>(reinterpret_cast<const Raw*>(vb + (ca < t1 ? ca : t0) * a.kv_stride_t),
+                       reinterpret_cast<const Raw*>(vb + (cb < t1 ? cb : t0) * a.kv_stride_t), v0a, v0b);
+    }
   }
 
   // (max, Σexp) per head: the warp's 8 column lanes, the block's warps, then the cluster's blocks.
@@ -320,6 +340,13 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
   for (int it = warp; it < ntiles; it += kWarps) {
     const std::int64_t ca = t0 + it * kMmaTile + g, cb = ca + 8;
     const bool in_a = ca < t1, in_b = cb < t1;
+    // kEager: the V rows in v0a, v0b (the first tile's loaded before the exchange; no second pair of arrays).
+    Raw own_a[NC], own_c[NC];
+    Raw(&va)[NC] = kEager ? v0a : own_a;
+    Raw(&vc)[NC] = kEager ? v0b : own_c;
+    if (kEager && it != warp)  // before the probs and their vote: the loads do not wait on them
+      load_rows<false>(reinterpret_cast<const Raw*>(vb + (in_a ? ca : t0) * a.kv_stride_t),
+                       reinterpret_cast<const Raw*>(vb + (in_b ? cb : t0) * a.kv_stride_t), va, vc);
     const uint2 sp = scores[it * 32 + lane];
     const float2 sa = unpack2<T>(sp.x), sb = unpack2<T>(sp.y);
     const float p0 = in_a && head0 ? round_f<T>(expf(sa.x - mx0) / sum0) : 0.0f;
@@ -333,8 +360,9 @@ __global__ void __launch_bounds__(kThreads, kPush ? 2 : 1) mma_kernel(DecodeAttn
     live_b |= __shfl_xor_sync(kAll, live_b, 1);
     live_b |= __shfl_xor_sync(kAll, live_b, 2);
     if (!__any_sync(kAll, live_a || live_b)) continue;
-    Raw va[NC], vc[NC];
-    if (kPush && it == warp && f_any) {  // loaded with K, from the same columns
+    if constexpr (kEager) {
+      // loaded above
+    } else if (kPush && it == warp && f_any) {  // loaded with K, from the same columns
 #pragma unroll
       for (int cc = 0; cc < NC; ++cc) {
         va[cc] = v0a[cc];
@@ -412,12 +440,20 @@ bool use_push(int splits, std::int64_t chunk) {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
-// The kernel's options: kBound unless LLMBENCH_ATTN_BOUND=0 (see mma_kernel). Read at every launch.
+// A 0/1 switch from the environment: unset or empty gives `fallback`. Read at every launch.
+bool switch_on(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  if (std::strcmp(v, "1") == 0) return true;
+  if (std::strcmp(v, "0") == 0) return false;
+  throw UsageError(cat(name, " must be 0 or 1, got '", v, "'"));
+}
+
+// The kernel's options: kBound unless LLMBENCH_ATTN_BOUND=0, kEagerLoads if LLMBENCH_ATTN_EAGER_LOADS=1 (see
+// mma_kernel).
 int kernel_options() {
-  const char* v = std::getenv("LLMBENCH_ATTN_BOUND");
-  if (!v || !*v || std::strcmp(v, "1") == 0) return kBound;
-  if (std::strcmp(v, "0") == 0) return 0;
-  throw UsageError(cat("LLMBENCH_ATTN_BOUND must be 0 or 1, got '", v, "'"));
+  return (switch_on("LLMBENCH_ATTN_BOUND", true) ? kBound : 0) |
+         (switch_on("LLMBENCH_ATTN_EAGER_LOADS", false) ? kEagerLoads : 0);
 }
 
 template <class T, class TKV, int NC>
@@ -426,12 +462,16 @@ void launch(const DecodeAttnArgs& a, std::int64_t chunk, int splits, Stream stre
   const LaunchShape shape{dim3(static_cast<unsigned>(splits), static_cast<unsigned>(a.heads_kv * l.groups),
                                static_cast<unsigned>(a.batch)),
                           dim3(kThreads), smem_bytes(chunk, a.head_dim), static_cast<unsigned>(splits)};
+  const int options = kernel_options();
   if (use_push(splits, chunk))
     launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, true>, shape, stream, a, chunk, l.groups,
-                  l.group_size, kernel_options());
+                  l.group_size, options);
+  else if ((options & kEagerLoads) != 0)
+    launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, false, true>, shape, stream, a, chunk,
+                  l.groups, l.group_size, options);
   else
     launch_kernel("decode_attention mma kernel", mma_kernel<T, TKV, NC, false>, shape, stream, a, chunk, l.groups,
-                  l.group_size, kernel_options());
+                  l.group_size, options);
 }
 
 // Clusters of `splits` blocks of this instance that the device holds at once.
@@ -449,8 +489,9 @@ int max_clusters(std::int64_t chunk, int splits, int head_dim) {
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   int n = 0;
-  const cudaError_t e = use_push(splits, chunk)
-                            ? cudaOccupancyMaxActiveClusters(&n, mma_kernel<T, T, NC, true>, &cfg)
+  const cudaError_t e = use_push(splits, chunk) ? cudaOccupancyMaxActiveClusters(&n, mma_kernel<T, T, NC, true>, &cfg)
+                        : (kernel_options() & kEagerLoads) != 0
+                            ? cudaOccupancyMaxActiveClusters(&n, mma_kernel<T, T, NC, false, true>, &cfg)
                             : cudaOccupancyMaxActiveClusters(&n, mma_kernel<T, T, NC, false>, &cfg);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // clear it: a failed query only means "unknown"
@@ -465,12 +506,12 @@ int mma_max_active_clusters(DType dtype, int head_dim, std::int64_t chunk, int s
   if (!mma_decode_attention_supported(dtype, head_dim) || splits < 1 || splits > kMmaMaxSplits) return 0;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  const bool push = use_push(splits, chunk);
-  // The answer depends on the instance (dtype, D, push) and its shared memory (chunk) only: asked once.
-  using Key = std::tuple<int, int, int, bool, std::size_t, int>;
+  const bool push = use_push(splits, chunk), eager = !push && (kernel_options() & kEagerLoads) != 0;
+  // The answer depends on the instance (dtype, D, push, eager) and its shared memory (chunk) only: asked once.
+  using Key = std::tuple<int, int, int, bool, bool, std::size_t, int>;
   static std::mutex mutex;
   static std::map<Key, int> known;
-  const Key key{device, static_cast<int>(dtype), head_dim, push, smem_bytes(chunk, head_dim), splits};
+  const Key key{device, static_cast<int>(dtype), head_dim, push, eager, smem_bytes(chunk, head_dim), splits};
   std::lock_guard<std::mutex> lock(mutex);
   const auto it = known.find(key);
   if (it != known.end()) return it->second;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
 #include <tuple>
 #include <string>
@@ -160,6 +161,61 @@ TEST(GpuDecodeAttention, BoundByWrittenColumnChangesNoBit) {
                                        torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
                UsageError);
   ::unsetenv("LLMBENCH_ATTN_BOUND");
+}
+
+// LLMBENCH_ATTN_EAGER_LOADS=1 (the loop kernel's K and V reads issued before the flags and probs that decide
+// what they are used for): the same MMAs on the same operands, so the bits equal the default kernel's, which the
+// tests around this one hold to the eager formula. The loop kernel's shapes: batch 64 × 1,024 with the written
+// column (the server's step), 64 × 576 without, 16 × 2,048 (2 splits), 1 × 8,448 (5 splits), fp16 with D = 64,
+// Llama-3-8B's 8 heads per block; the push kernel (4 × 2,048), which the switch leaves alone. Left padding and
+// columns past the end hold NaN: masked columns still reach no output. Bad values: UsageError.
+TEST(GpuDecodeAttention, EagerLoadsChangeNoBit) {
+  REQUIRE_CUDA();
+  if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
+  torch::manual_seed(23);
+  ScopedKernel scoped("mma");
+  struct Case {
+    std::int64_t b, hq, hkv, t, last, d;
+    torch::ScalarType dtype;
+    bool column;
+  };
+  for (const Case& c : std::vector<Case>{{64, 28, 4, 1024, 640, kD, torch::kBFloat16, true},
+                                         {64, 28, 4, 576, 576, kD, torch::kBFloat16, false},
+                                         {16, 28, 4, 2048, 2000, kD, torch::kBFloat16, true},
+                                         {1, 28, 4, 8448, 5000, kD, torch::kBFloat16, false},
+                                         {8, 16, 4, 700, 690, 64, torch::kHalf, false},
+                                         {16, 32, 8, 600, 600, kD, torch::kBFloat16, true},
+                                         {4, 28, 4, 2048, 700, kD, torch::kBFloat16, true}}) {
+    const std::string what = cat("B=", c.b, " Hq=", c.hq, " Hkv=", c.hkv, " T=", c.t, " D=", c.d);
+    std::vector<std::int64_t> pads(c.b), ends(c.b), written(c.b);
+    for (std::int64_t i = 0; i < c.b; ++i) {
+      pads[i] = c.column ? 0 : (i * 29) % 40;  // the server's rows have no left padding
+      ends[i] = std::max<std::int64_t>(1, c.last - (i * 37) % 129);
+      written[i] = ends[i] - 1;
+    }
+    const torch::Tensor valid = rows_valid(pads, ends, c.t);  // [B, T] bool
+    torch::Tensor q = randn({c.b, c.hq, c.d}).to(c.dtype);    // [B, Hq, D]
+    torch::Tensor keys = randn({c.b, c.hkv, c.t, c.d}).to(c.dtype), values = randn({c.b, c.hkv, c.t, c.d}).to(c.dtype);
+    // NaN wherever a row has no valid column (padding, past the end): [B, 1, T, 1] over [B, Hkv, T, D].
+    const torch::Tensor hole = valid.logical_not().view({c.b, 1, c.t, 1});
+    keys.masked_fill_(hole, std::numeric_limits<float>::quiet_NaN());
+    values.masked_fill_(hole, std::numeric_limits<float>::quiet_NaN());
+    torch::Tensor column;
+    if (c.column) column = torch::tensor(written, torch::kInt64).to(torch::kCUDA);  // [B] int64
+    ::setenv("LLMBENCH_ATTN_EAGER_LOADS", "0", 1);
+    const torch::Tensor plain = fused::decode_attention(q, keys, values, valid, {}, {}, column);  // [B, Hq, D]
+    ::setenv("LLMBENCH_ATTN_EAGER_LOADS", "1", 1);
+    const torch::Tensor eager = fused::decode_attention(q, keys, values, valid, {}, {}, column);
+    ::unsetenv("LLMBENCH_ATTN_EAGER_LOADS");
+    EXPECT_FALSE(plain.isnan().any().item<bool>()) << what;
+    EXPECT_TRUE(torch::equal(plain, eager)) << what << ": max difference "
+                                            << (plain.to(torch::kFloat32) - eager.to(torch::kFloat32)).abs().max().item<double>();
+  }
+  ::setenv("LLMBENCH_ATTN_EAGER_LOADS", "yes", 1);
+  EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
+                                       torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
+               UsageError);
+  ::unsetenv("LLMBENCH_ATTN_EAGER_LOADS");
 }
 
 TEST(GpuDecodeAttention, LongAndOddCaches) {

@@ -186,6 +186,28 @@ TEST(KvFp8Gpu, DecodeAttentionKernelMatchesThePlainPath) {
   }
 }
 
+// LLMBENCH_ATTN_EAGER_LOADS=1 on an fp8 cache (the loop kernel, batch 64 × 1,024 with each row's written column,
+// as the server's step): bit-equal to the default kernel (GpuDecodeAttention.EagerLoadsChangeNoBit for bf16).
+TEST(KvFp8Gpu, DecodeAttentionEagerLoadsChangeNoBit) {
+  REQUIRE_KV_FP8();
+  torch::manual_seed(17);
+  const std::int64_t b = 64, hq = 28, hkv = 4, t = 1024, d = 128;
+  torch::Tensor q = torch::randn({b, hq, d}, kCuda).to(torch::kBFloat16);       // [B, Hq, D]
+  torch::Tensor k = torch::randn({b, hkv, t, d}, kCuda).to(torch::kBFloat16);   // [B, Hkv, T, D]
+  torch::Tensor v = torch::randn({b, hkv, t, d}, kCuda).to(torch::kBFloat16);
+  torch::Tensor ks = kv_scale_for(k), vs = kv_scale_for(v);                      // [B, Hkv] float32
+  torch::Tensor k8 = quantize_kv(k, ks), v8 = quantize_kv(v, vs);                // [B, Hkv, T, D] e4m3
+  torch::Tensor ends = 640 - torch::arange(b, kCuda.dtype(torch::kInt64)) * 37 % 129;             // [B]
+  torch::Tensor valid = torch::arange(t, kCuda.dtype(torch::kInt64)).view({1, t}) < ends.view({b, 1});  // [B, T]
+  torch::Tensor column = ends - 1;                                               // [B] int64
+  ::setenv("LLMBENCH_ATTN_EAGER_LOADS", "0", 1);
+  torch::Tensor plain = fused::decode_attention(q, k8, v8, valid, ks, vs, column);  // [B, Hq, D] bf16
+  ::setenv("LLMBENCH_ATTN_EAGER_LOADS", "1", 1);
+  torch::Tensor eager = fused::decode_attention(q, k8, v8, valid, ks, vs, column);
+  ::unsetenv("LLMBENCH_ATTN_EAGER_LOADS");
+  EXPECT_TRUE(torch::equal(plain, eager));
+}
+
 // Tolerances of the model test, from the roundings (L = 2 layers in the fixtures, u8 = 2^-4 e4m3's unit
 // roundoff, u = 2^-8 bf16's):
 // - fp8 vs bf16 cache: every K and V element read back carries a relative error uniform within half an
