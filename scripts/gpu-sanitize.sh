@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# GPU host: llmbench's CUDA kernels under NVIDIA compute-sanitizer, through the kernel-level GPU tests
+# (each test checks its kernel's numbers; the sanitizer checks every memory access and barrier on the way).
+#   memcheck:  out-of-bounds and misaligned global / shared / local accesses, device-side errors;
+#   racecheck: shared-memory hazards between the threads of a block (analysis report);
+#   synccheck: barriers and warp-synchronous primitives used where not every thread reaches them.
+# initcheck is not run by default: the decode attention reads cache columns nobody wrote on purpose (masked
+# columns are loaded and then zeroed, GpuDecodeAttention.MaskedColumnsIgnoreGarbage), which it reports.
+# torch's caching allocator is turned off (PYTORCH_NO_CUDA_MEMORY_CACHING=1), so that a read past a tensor
+# lands outside its allocation instead of inside a larger cached block; the tests that capture CUDA graphs
+# (which need that allocator) are left out of the default filter.
+# Usage: scripts/gpu-sanitize.sh [build-dir]          (build-dir default build-gpu; it needs tests/test_gpu:
+#          cmake --build build-gpu --target test_gpu)
+#   TOOLS    default "memcheck racecheck synccheck"
+#   FILTER   gtest filter (default: the kernel-level suites, below)
+#   LIMIT_S  seconds per tool (default 240; a tool that runs out is reported as "timed out", not as clean)
+#   OUT_DIR  default out/sanitize: one log per tool (<tool>.txt) and summary.txt
+#   BINARY   the gtest binary (default <build-dir>/tests/test_gpu; tests/cli/gpu_sanitize_script.sh uses another)
+# Exit status: 0 when every tool finished with no error and every selected test passed, 1 otherwise, 2 on bad use.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-gpu}
+bin=${BINARY:-$build/tests/test_gpu}
+out=${OUT_DIR:-out/sanitize}
+tools=${TOOLS:-memcheck racecheck synccheck}
+limit=${LIMIT_S:-240}
+default_filter='GpuDecodeAttention.*:FusedOps.*:Gemv.*:KvFp8Gpu.*:LtGemm.*:GpuPrefillAttention.*'
+default_filter+='-FusedOps.CudaGraphReplayFollowsDeviceState:Gemv.ReplaysInACudaGraph:LtGemm.CapturesInACudaGraph'
+default_filter+=':KvFp8Gpu.DecodePathsMatchTheBf16Cache'
+filter=${FILTER:-$default_filter}
+
+cs=$(command -v compute-sanitizer || true)
+[ -n "$cs" ] || [ ! -x /usr/local/cuda/bin/compute-sanitizer ] || cs=/usr/local/cuda/bin/compute-sanitizer
+[ -n "$cs" ] || { echo "gpu-sanitize.sh: compute-sanitizer not found (PATH, /usr/local/cuda/bin)" >&2; exit 2; }
+[ -x "$bin" ] || { echo "gpu-sanitize.sh: $bin not built (cmake --build $build --target test_gpu)" >&2; exit 2; }
+[[ "$limit" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-sanitize.sh: LIMIT_S must be a positive number of seconds, got '$limit'" >&2; exit 2; }
+for tool in $tools; do
+  case $tool in memcheck | racecheck | synccheck | initcheck) ;;
+    *) echo "gpu-sanitize.sh: unknown tool '$tool' (memcheck, racecheck, synccheck, initcheck)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+summary=$out/summary.txt
+{
+  echo "compute-sanitizer: $("$cs" --version 2>/dev/null | grep -i version | head -1)"
+  echo "binary: $bin   filter: $filter"
+  printf '%-10s %6s %7s %7s %7s %7s  %s\n' tool rc seconds passed failed skipped "sanitizer's summary"
+} > "$summary"
+status=0
+for tool in $tools; do
+  log=$out/$tool.txt
+  extra=()
+  [ "$tool" = racecheck ] && extra=(--racecheck-report analysis)
+  start=$(date +%s)
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$limit" "$cs" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+    "${extra[@]}" "$bin" --gtest_filter="$filter" > "$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  passed=$(grep -c '^\[       OK \]' "$log")
+  failed=$(grep -c '^\[  FAILED  \] [A-Za-z].*(' "$log")
+  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z].*(' "$log")
+  said=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1 | sed 's/^========= //')
+  [ "$rc" = 124 ] && said="timed out after ${limit} s; ${said:-no summary}"
+  printf '%-10s %6s %7s %7s %7s %7s  %s\n' "$tool" "$rc" "$secs" "$passed" "$failed" "$skipped" "${said:-none}" >> "$summary"
+  # Clean: the tool and the tests exited 0, the sanitizer said 0 errors (0 hazards), and some test ran.
+  if [ "$rc" != 0 ] || [ "$failed" != 0 ] || [ "$passed" = 0 ] || ! grep -Eq 'SUMMARY: 0 (errors|hazards)' <<< "$said"; then
+    status=1
+  fi
+done
+cat "$summary"
+[ "$status" = 0 ] && echo "gpu-sanitize.sh: clean" || echo "gpu-sanitize.sh: NOT clean (logs in $out)"
+exit "$status"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# scripts/gpu-sanitize.sh on the CPU: a stand-in compute-sanitizer (first on PATH) runs the gtest binary it is
+# given and prints the summary line the real tool prints, with as many errors as FAKE_ERRORS says. The script
+# must pass each tool its flags and PYTORCH_NO_CUDA_MEMORY_CACHING=1, count the tests, call a run clean only
+# when the sanitizer found nothing and some test passed, report a run that ran out of time, and refuse bad use.
+# The binary is test_base (torch-free, fast) instead of test_gpu, whose tests skip without CUDA.
+set -u
+bin=$(realpath "$1")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(dirname "$bin")
+gtest=$build/tests/test_base
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; cat "$tmp/out.txt" 2>/dev/null; exit 1; }
+[ -x "$gtest" ] || fail "no $gtest"
+
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/compute-sanitizer" <<'EOF'
+#!/usr/bin/env bash
+[ "$1" = --version ] && { echo "Compute Sanitizer stand-in Version 0.0"; exit 0; }
+echo "args: $* cache=${PYTORCH_NO_CUDA_MEMORY_CACHING:-unset}" >> "$FAKE_LOG"
+[ -n "${FAKE_SLEEP:-}" ] && sleep "$FAKE_SLEEP"
+tool=$2
+shift 2
+while [[ "$1" == --* ]]; do shift 2; done
+"$@"
+rc=$?
+n=${FAKE_ERRORS:-0}
+if [ "$tool" = racecheck ]; then
+  echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
+else
+  echo "========= ERROR SUMMARY: $n errors"
+fi
+[ "$n" != 0 ] && exit 99
+exit $rc
+EOF
+chmod +x "$tmp/bin/compute-sanitizer"
+export PATH="$tmp/bin:$PATH" FAKE_LOG="$tmp/calls.txt" BINARY="$gtest"
+run() { OUT_DIR="$tmp/o" timeout 120 bash "$root/scripts/gpu-sanitize.sh" "$build" > "$tmp/out.txt" 2>&1; echo $?; }
+
+# Clean: three tools, each given its flags, the allocator's cache off, the tests counted.
+rm -f "$FAKE_LOG"
+rc=$(FILTER='Gate.*' run)
+[ "$rc" = 0 ] || fail "clean run exited $rc"
+grep -q "gpu-sanitize.sh: clean" "$tmp/out.txt" || fail "clean run not called clean"
+n_gate=$("$gtest" --gtest_filter='Gate.*' | grep -c '^\[       OK \]')
+[ "$n_gate" -gt 0 ] || fail "no Gate tests in test_base"
+for tool in memcheck racecheck synccheck; do
+  line=$(grep -E "^$tool " "$tmp/o/summary.txt") || fail "no $tool row"
+  read -r _ trc _ passed failed skipped _ <<< "$line"
+  [ "$trc" = 0 ] && [ "$passed" = "$n_gate" ] && [ "$failed" = 0 ] && [ "$skipped" = 0 ] ||
+    fail "$tool row: '$line' (want rc 0, $n_gate passed)"
+  grep -q -- "--tool $tool --error-exitcode 99" "$FAKE_LOG" || fail "$tool: flags not passed"
+done
+grep -q -- "--tool racecheck .*--racecheck-report analysis" "$FAKE_LOG" || fail "racecheck without its analysis report"
+grep -q -- "--tool memcheck .*--racecheck-report" "$FAKE_LOG" && fail "memcheck given racecheck's flag"
+[ "$(grep -c 'cache=1' "$FAKE_LOG")" = 3 ] || fail "PYTORCH_NO_CUDA_MEMORY_CACHING=1 not set for every tool"
+grep -q -- "--gtest_filter=Gate.\*" "$FAKE_LOG" || fail "FILTER not passed"
+
+# Errors found: not clean, exit 1, the sanitizer's own summary in the table.
+rc=$(FAKE_ERRORS=3 TOOLS=memcheck FILTER='Gate.*' run)
+[ "$rc" = 1 ] || fail "3 errors: exit $rc, want 1"
+grep -q "NOT clean" "$tmp/out.txt" || fail "3 errors called clean"
+grep -q "ERROR SUMMARY: 3 errors" "$tmp/o/summary.txt" || fail "summary line not kept"
+
+# No test ran (a filter that matches nothing): not clean.
+rc=$(TOOLS=synccheck FILTER='NoSuchSuite.*' run)
+[ "$rc" = 1 ] || fail "nothing ran: exit $rc, want 1"
+
+# Out of time: reported as such, not clean.
+rc=$(FAKE_SLEEP=5 LIMIT_S=1 TOOLS=memcheck FILTER='Gate.*' run)
+[ "$rc" = 1 ] || fail "timed out: exit $rc, want 1"
+grep -q "timed out after 1 s" "$tmp/o/summary.txt" || fail "time-out not reported"
+
+# Bad use: exit 2 with one line.
+for bad in "TOOLS=valgrind" "LIMIT_S=soon" "BINARY=$tmp/none"; do
+  rc=$(env "$bad" bash -c "OUT_DIR='$tmp/o' bash '$root/scripts/gpu-sanitize.sh' '$build' > '$tmp/out.txt' 2>&1; echo \$?")
+  [ "$rc" = 2 ] || fail "$bad: exit $rc, want 2"
+  [ "$(wc -l < "$tmp/out.txt")" = 1 ] || fail "$bad: not one line"
+done
+rc=$(PATH=/usr/bin:/bin bash -c "OUT_DIR='$tmp/o' bash '$root/scripts/gpu-sanitize.sh' '$build' > '$tmp/out.txt' 2>&1; echo \$?")
+if [ ! -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  [ "$rc" = 2 ] || fail "no compute-sanitizer: exit $rc, want 2"
+  grep -q "compute-sanitizer not found" "$tmp/out.txt" || fail "no compute-sanitizer: message"
+fi
+echo "ok"
