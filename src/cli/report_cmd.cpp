@@ -9,6 +9,7 @@
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/base/log.h"
+#include "llmbench/gate/gate.h"
 #include "llmbench/report/html.h"
 
 namespace llmbench::cli {
@@ -40,6 +41,11 @@ nlohmann::json load_gate(const std::string& path) {
   constexpr std::size_t kMaxDepth = 32;  // a verdict file (llmbench gate --json) nests 5 levels
   if (const std::size_t depth = json_depth(j); depth > kMaxDepth)
     throw Error(cat(path, ": nested ", depth, " levels deep, not a gate verdict file (at most ", kMaxDepth, ")"));
+  try {
+    check_verdict_json(j);
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
+  }
   return j;
 }
 

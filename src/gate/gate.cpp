@@ -587,6 +587,69 @@ std::string gate_markdown(const GateReport& r) {
   return os.str();
 }
 
+namespace {
+
+const char* json_kind(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "array";
+  return "object";
+}
+
+// The member `key` of object `o` (at `path`), of the kind `want` says; Error naming the path otherwise.
+const json& member(const json& o, const std::string& path, const char* key, bool (json::*is)() const noexcept,
+                   const char* want) {
+  const auto it = o.find(key);
+  if (it == o.end()) throw Error(cat(path, path.empty() ? "" : ".", key, ": missing"));
+  if (!((*it).*is)()) throw Error(cat(path, path.empty() ? "" : ".", key, ": expected ", want, ", got ", json_kind(*it)));
+  return *it;
+}
+
+void check_verdict_name(const json& v, const std::string& path) {
+  for (Verdict known : {Verdict::improved, Verdict::unchanged, Verdict::regressed, Verdict::inconclusive, Verdict::missing})
+    if (v.get<std::string>() == to_string(known)) return;
+  throw Error(cat(path, ": unknown verdict '", v.get<std::string>(), "'"));
+}
+
+void check_strings(const json& o, const char* key) {
+  const auto it = o.find(key);
+  if (it == o.end()) return;
+  if (!it->is_array()) throw Error(cat(key, ": expected array, got ", json_kind(*it)));
+  for (std::size_t i = 0; i < it->size(); ++i)
+    if (!(*it)[i].is_string()) throw Error(cat(key, "[", i, "]: expected string, got ", json_kind((*it)[i])));
+}
+
+}  // namespace
+
+void check_verdict_json(const json& j) {
+  if (!j.is_object()) throw Error(cat("expected a gate verdict object (llmbench gate --json), got ", json_kind(j)));
+  member(j, "", "passed", &json::is_boolean, "boolean");
+  const json& points = member(j, "", "points", &json::is_array, "array");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::string at = cat("points[", i, "]");
+    if (!points[i].is_object()) throw Error(cat(at, ": expected object, got ", json_kind(points[i])));
+    member(points[i], at, "name", &json::is_string, "string");
+    check_verdict_name(member(points[i], at, "verdict", &json::is_string, "string"), at + ".verdict");
+    member(points[i], at, "reason", &json::is_string, "string");
+    const json& metrics = member(points[i], at, "metrics", &json::is_array, "array");
+    for (std::size_t k = 0; k < metrics.size(); ++k) {
+      const std::string mat = cat(at, ".metrics[", k, "]");
+      if (!metrics[k].is_object()) throw Error(cat(mat, ": expected object, got ", json_kind(metrics[k])));
+      member(metrics[k], mat, "metric", &json::is_string, "string");
+      check_verdict_name(member(metrics[k], mat, "verdict", &json::is_string, "string"), mat + ".verdict");
+      for (const char* key : {"baseline", "current", "ratio"}) {
+        const auto it = metrics[k].find(key);
+        if (it != metrics[k].end() && !it->is_number() && !it->is_null())
+          throw Error(cat(mat, ".", key, ": expected number, got ", json_kind(*it)));
+      }
+    }
+  }
+  check_strings(j, "notes");
+  check_strings(j, "env_differences");
+}
+
 json to_json(const GateReport& r) {
   json points = json::array();
   for (const auto& p : r.points) {

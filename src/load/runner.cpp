@@ -1,7 +1,10 @@
 #include "llmbench/load/runner.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <deque>
 #include <memory>
@@ -187,6 +190,13 @@ void validate(const LoadOptions& o) {
                          " tokens, more than ", kMaxTokens));
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
     throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.timeout_s));
+  // A dataset file that cannot be read fails here, before any work (compare checks every target so).
+  if (const DatasetSpec ds = parse_dataset(o.dataset); ds.kind != "synthetic") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(ds.path, ec)) throw UsageError(cat("--dataset: ", ds.path, " is a directory"));
+    if (::access(ds.path.c_str(), R_OK) != 0)
+      throw UsageError(cat("--dataset: ", ds.path, ": cannot open: ", std::strerror(errno)));
+  }
   if (parse_dataset(o.dataset).kind == "synthetic") {
     const long long prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
                                                    : o.num_requests > 0 ? o.num_requests

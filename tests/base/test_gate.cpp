@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
@@ -439,4 +440,38 @@ TEST(Gate, ConfigFile) {
   EXPECT_EQ(error_of("metrics: {}\n"),
             "g.yaml:1:10: metrics: expected a non-empty mapping of metric: threshold (e.g. ttft_ms: 5%)");
   EXPECT_EQ(GateConfig{}.metrics.size(), parse_gate_config("", "g.yaml").metrics.size());
+}
+
+// report --gate's check of a verdict file: what to_json writes passes (with a regression, a missing point and
+// NaN figures, which are null in JSON); each broken piece fails with its JSON path.
+TEST(Gate, VerdictJsonShapeIsChecked) {
+  const Results base = results({point(1, 100, 0.01), point(4, 200, 0.01)});
+  const Results cur = results({point(1, 150, 0.01)});
+  const nlohmann::json good = nlohmann::json::parse(to_json(run_gate(base, cur, GateConfig{})).dump());
+  ASSERT_EQ(good["points"].size(), 2u);
+  EXPECT_NO_THROW(check_verdict_json(good));
+  auto fails_with = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& want) {
+    nlohmann::json j = good;
+    edit(j);
+    try {
+      check_verdict_json(j);
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+  };
+  fails_with([](auto& j) { j = nlohmann::json::array({1, 2}); }, "expected a gate verdict object (llmbench gate --json), got array");
+  fails_with([](auto& j) { j = nlohmann::json::object(); }, "passed: missing");
+  fails_with([](auto& j) { j["passed"] = "yes"; }, "passed: expected boolean, got string");
+  fails_with([](auto& j) { j["points"] = "x"; }, "points: expected array, got string");
+  fails_with([](auto& j) { j["points"][1] = 3; }, "points[1]: expected object, got number");
+  fails_with([](auto& j) { j["points"][0].erase("name"); }, "points[0].name: missing");
+  fails_with([](auto& j) { j["points"][0]["verdict"] = "fine"; }, "points[0].verdict: unknown verdict 'fine'");
+  fails_with([](auto& j) { j["points"][0]["metrics"] = nlohmann::json::object(); },
+             "points[0].metrics: expected array, got object");
+  fails_with([](auto& j) { j["points"][0]["metrics"][0]["current"] = "fast"; },
+             "points[0].metrics[0].current: expected number, got string");
+  fails_with([](auto& j) { j["points"][0]["metrics"][0]["verdict"] = 1; },
+             "points[0].metrics[0].verdict: expected string, got number");
+  fails_with([](auto& j) { j["notes"] = nlohmann::json::array({"ok", 2}); }, "notes[1]: expected string, got number");
 }

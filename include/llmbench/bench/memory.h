@@ -66,7 +66,10 @@ std::uint64_t available_bytes(const torch::Device& device);
 // Throws OutOfMemoryError("<what> needs ~X GiB, Y GiB available") when `needed` exceeds what is available.
 void check_fits(const torch::Device& device, std::uint64_t needed, const std::string& what);
 
-// Peak statistics of the CUDA caching allocator since reset_peak_memory (0 on CPU).
+// Peak statistics of the CUDA caching allocator since reset_peak_memory (0 on CPU). It also resets the host's
+// peak resident set size (VmHWM) to the current one (Linux: "5" into /proc/self/clear_refs), so that
+// peak_rss_bytes() is the peak since then, not since the process started; where that file cannot be written
+// the host peak stays the process's.
 void reset_peak_memory(const torch::Device& device);
 std::uint64_t peak_allocated_bytes(const torch::Device& device);
 // Bytes the CUDA caching allocator has handed out now (0 on CPU).
@@ -76,7 +79,7 @@ std::uint64_t peak_reserved_bytes(const torch::Device& device);
 std::uint64_t device_in_use_bytes(const torch::Device& device);
 // Releases cached blocks back to the driver (after a failed point).
 void release_cached_memory(const torch::Device& device);
-// Host peak resident set size (VmHWM).
+// Host peak resident set size (VmHWM) since the last reset_peak_memory (see there).
 std::uint64_t peak_rss_bytes();
 
 std::string format_gib(std::uint64_t bytes);

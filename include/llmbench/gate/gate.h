@@ -80,5 +80,10 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
 // A Markdown summary fit for a CI log or a pull-request comment.
 std::string gate_markdown(const GateReport& report);
 nlohmann::json to_json(const GateReport& report);
+// Throws Error("<json path>: <what is wrong>") unless `j` has the shape to_json writes: an object with a boolean
+// `passed`, `points` an array of objects with string `name`, `verdict` (one of to_string's) and `reason`, and
+// `metrics` an array of objects with string `metric` and `verdict` and numbers (or null) for `baseline`,
+// `current` and `ratio`; `notes` and `env_differences`, where present, arrays of strings. (report --gate.)
+void check_verdict_json(const nlohmann::json& j);
 
 }  // namespace llmbench
