@@ -57,8 +57,11 @@ void add_load_command(CLI::App& root, Commands& out) {
   auto* duration = app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");
   app->add_option("--warmup-requests", o.warmup_requests, "Requests before each point, never recorded")->capture_default_str();
   app->add_option("--input-len", o.input_len, "Synthetic prompt tokens")->capture_default_str();
-  app->add_option("--output-len", o.output_len, "Output tokens per request (max_tokens = min_tokens, ignore_eos)")
-      ->capture_default_str();
+  auto* output_len = app->add_option("--output-len", o.output_len,
+                                     "Output tokens per request (max_tokens = min_tokens, ignore_eos); with a "
+                                     "--dataset, given: instead of the dataset's lengths")
+                         ->capture_default_str();
+  auto* max_concurrency = app->get_option("--max-concurrency");
   app->add_option("--range-ratio", o.range_ratio,
                   "Synthetic input and output lengths uniform in [L*(1-R), L*(1+R)] per request (vLLM's "
                   "--random-range-ratio); 0: every request exactly L")
@@ -81,19 +84,27 @@ void add_load_command(CLI::App& root, Commands& out) {
                   "'{\"top_k\": 20}' or '{\"min_tokens\": null}'");
   app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
-  out.push_back({app, [st, num_requests, duration, search_goodput, search_steps] {
+  out.push_back({app, [st, num_requests, duration, search_goodput, search_steps, output_len, max_concurrency] {
                    LoadOptions options = st->options;
+                   options.output_len_given = output_len->count() > 0;
                    // 0 inside LoadOptions means "not given": given as 0, it is a mistake.
                    if (num_requests->count() && options.num_requests < 1)
                      throw UsageError(cat("--num-requests must be at least 1, got ", options.num_requests));
                    if (duration->count() && !(options.duration_s > 0))
                      throw UsageError(cat("--duration must be a positive number of seconds, got ", options.duration_s));
+                   if (max_concurrency->count() && options.max_concurrency < 1)
+                     throw UsageError(cat("--max-concurrency must be at least 1, got ", options.max_concurrency));
                    if ((search_goodput->count() || search_steps->count()) && options.search.empty())
                      throw UsageError("--search-goodput and --search-steps only apply with --search");
                    parse_format(st->format);
-                   if (options.endpoint.empty())
+                   if (options.endpoint.empty()) {
                      options.serve_command = {self_exe(), "serve", "--model",
                                               options.model.empty() ? "tiny" : options.model};
+                     if (!options.tokenizer.empty()) {  // the server needs it too (a model without its own)
+                       options.serve_command.push_back("--tokenizer");
+                       options.serve_command.push_back(options.tokenizer);
+                     }
+                   }
                    validate(options);
                    if (!st->output.empty()) check_writable(st->output);
                    install_interrupt_handlers();

@@ -254,7 +254,10 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"duration", load_positive(&LoadOptions::duration_s, "a number of seconds")},
       {"warmup_requests", load_scalar(&LoadOptions::warmup_requests, "an integer")},
       {"input_len", load_scalar(&LoadOptions::input_len, "an integer")},
-      {"output_len", load_scalar(&LoadOptions::output_len, "an integer")},
+      {"output_len", [](LoadOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
+         o.output_len = scalar<int>(c, n, p, "an integer");
+         o.output_len_given = true;
+       }},
       {"range_ratio", load_scalar(&LoadOptions::range_ratio, "a number in [0, 1)")},
       {"prefix_len", load_scalar(&LoadOptions::prefix_len, "an integer")},
       {"dataset", load_scalar(&LoadOptions::dataset, "synthetic, sharegpt:FILE or jsonl:FILE")},

@@ -285,6 +285,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     finished = true;
     record.ok = true;
     record.e2e_ms = ms_between(start, Clock::now());
+    if (!client.options_.stream) record.ttft_ms = record.e2e_ms;  // a whole response's first token is its end
     std::string counted_by = "events";
     record.output_tokens = static_cast<int>(pieces.size());
     // The server's count, unless it is fewer than the content events: every content event is a token.
@@ -292,10 +293,14 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       record.output_tokens = *usage_completion;
       counted_by = "usage";
     } else if (client.options_.tokenizer) {
+      // The tokenizer's count of the text, again never fewer than the content events (their text may be "").
       std::string text;
       for (const auto& p : pieces) text += p;
-      record.output_tokens = static_cast<int>(client.options_.tokenizer->encode(text, false).size());
-      counted_by = "tokenizer";
+      const int counted = static_cast<int>(client.options_.tokenizer->encode(text, false).size());
+      if (counted >= record.output_tokens) {
+        record.output_tokens = counted;
+        counted_by = "tokenizer";
+      }
     }
     spread_itl();
     record.prompt_tokens = usage_prompt.value_or(0);

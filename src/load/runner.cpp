@@ -455,8 +455,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   }
   std::unique_ptr<Tokenizer> stand_in;
   if (!tokenizer) {
-    log::warn("no tokenizer for this model (give --tokenizer): prompt lengths are in tiny-tokenizer tokens, "
-              "output tokens come from the server's usage or the event count");
+    log::warn(cat("no tokenizer for this model (give --tokenizer): prompt lengths are in tiny-tokenizer tokens, ",
+                  o.no_stream ? "output tokens come from the server's usage, else the tiny tokenizer's count"
+                              : "output tokens come from the server's usage or the event count"));
     stand_in = load_tokenizer("tiny");
   }
   const Tokenizer& prompt_tokenizer = tokenizer ? *tokenizer : *stand_in;
@@ -464,8 +465,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   // Prompts: enough for the warm-ups and the largest point.
   const int wanted = o.warmup_requests + (num_requests > 0 ? num_requests : kPromptPoolForDuration);
   std::vector<PromptSpec> prompts;
-  if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, 0);
-  else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, 0);
+  const int dataset_output_len = o.output_len_given ? o.output_len : 0;  // 0: the dataset's own lengths
+  if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, dataset_output_len);
+  else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, dataset_output_len);
   else
     prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested, o.range_ratio,
                                 o.prefix_len);
@@ -559,7 +561,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     p.params.label = o.label.empty() ? model : o.label;
     p.params.batch = concurrency;
     p.params.prompt_len = dataset.kind == "synthetic" ? o.prefix_len + o.input_len : 0;
-    p.params.max_new_tokens = dataset.kind == "synthetic" ? o.output_len : 0;
+    p.params.max_new_tokens = dataset.kind == "synthetic" || o.output_len_given ? o.output_len : 0;
     p.params.seed = o.seed;
     p.params.attn = p.params.dtype = "";
     p.params.device = "endpoint";

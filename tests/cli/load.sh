@@ -65,6 +65,8 @@ says="a dataset brings its own" bad --endpoint "$url" --range-ratio 0.5 --datase
 # --max-concurrency: 12 arrivals at once (constant rate 1000/s) against 80 ms requests, at most 3 in flight:
 # no four requests overlap in the log (without the cap all twelve would), and the wait shows as send lag.
 says="caps an open loop" bad --endpoint "$url" --max-concurrency 2
+says="--max-concurrency must be at least 1, got 0" bad --endpoint "$url" --request-rate 5 --max-concurrency 0
+says="is a directory" bad --endpoint "$url" --dataset "jsonl:$out"
 url_ok="$url"
 start_server slow --ttft-ms 50 --itl-ms 10
 "$bin" load --endpoint "$url" --tokenizer tiny --request-rate 1000 --arrival constant --max-concurrency 3 \

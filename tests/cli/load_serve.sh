@@ -77,6 +77,18 @@ import json; r = json.load(open('$tmp/int.json'))
 assert r['interrupted'] is True
 assert all(p['load']['partial'] for p in r['points']), r['points']" || fail "interrupted results"
 
+# A model directory without a tokenizer of its own (a config only: random weights): the server that `load`
+# starts gets --tokenizer too, or it would refuse to start.
+mkdir -p "$tmp/m512"
+python3 -c "
+import json; c = json.load(open('$2/models/llama_bf16/config.json')); c['vocab_size'] = 512
+json.dump(c, open('$tmp/m512/config.json', 'w'))"
+timeout 240 "$bin" load --model "$tmp/m512" --tokenizer tiny --concurrency 1 --num-requests 2 --input-len 8 \
+  --output-len 3 -o "$tmp/own_tok.json" >>"$tmp/out.txt" 2>>"$tmp/err.txt" || fail "load --model DIR --tokenizer exited $?"
+python3 -c "
+import json; p = json.load(open('$tmp/own_tok.json'))['points'][0]
+assert p['status'] == 'ok' and p['requests']['completed'] == 2, p['requests']" || fail "load --model DIR --tokenizer results"
+
 sleep 0.5
 left=$(servers_started_in "$tmp")
 [ -z "$left" ] || fail "a server outlived the load command (pid $left)"

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "llmbench/base/error.h"
 #include "llmbench/load/runner.h"
@@ -212,13 +214,63 @@ TEST(ScriptedServer, WholeResponseOfEmptyTextCountsByUsage) {
       const LoadResult& l = *only_point(r).load;
       if (usage) {
         EXPECT_EQ(l.completed, 4) << api;
-        for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, 6) << api;
+        for (const auto& rec : l.requests) {
+          EXPECT_EQ(rec.output_tokens, 6) << api;
+          EXPECT_EQ(rec.ttft_ms, rec.e2e_ms) << api;  // a whole response's first token arrives with its last
+        }
       } else {
         EXPECT_EQ(l.failed, 4) << api;
         for (const auto& rec : l.requests) EXPECT_EQ(rec.error, "no_content") << api;
       }
     }
   }
+}
+
+TEST(ScriptedServer, WithoutUsageTheTokenizerNeverCountsFewerThanTheEvents) {
+  // 6 content events per request, all of text "", no usage: the tokenizer counts 0 tokens in "", but every
+  // content event is a token, so each request has 6 (counted by the events) and 5 inter-token gaps.
+  Scripted server({"--ttft-ms", "20", "--itl-ms", "5", "--empty-text", "100", "--no-usage"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.num_requests = 4;
+  o.output_len = 6;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_EQ(l.completed, 4);
+  EXPECT_EQ(l.token_count_source, "events");
+  for (const auto& rec : l.requests) {
+    EXPECT_EQ(rec.output_tokens, 6);
+    EXPECT_EQ(rec.itl_ms.size(), 5u);
+  }
+  EXPECT_GT(l.output_tokens_per_s, 0);
+}
+
+TEST(ScriptedServer, OutputLenGivenOverridesADatasetsLengths) {
+  // A JSONL dataset asks for 5 and 7 tokens; --output-len 3, given, asks for 3 in every request (and names the
+  // point's max_new_tokens); not given, each line's own length, and max_new_tokens 0 (they differ).
+  const std::string path = (std::filesystem::temp_directory_path() / "llmbench_output_len.jsonl").string();
+  {
+    std::ofstream f(path);
+    f << "{\"prompt\": \"one two three\", \"output_len\": 5}\n{\"prompt\": \"four five\", \"output_len\": 7}\n";
+  }
+  Scripted server({"--ttft-ms", "10", "--itl-ms", "2"});
+  for (bool given : {true, false}) {
+    LoadOptions o = options_for(server.process.url());
+    o.dataset = "jsonl:" + path;
+    o.concurrency = {1};
+    o.num_requests = 4;
+    o.output_len = 3;
+    o.output_len_given = given;
+    const Results r = run_load(o);
+    const PointResult& p = only_point(r);
+    ASSERT_EQ(p.load->completed, 4) << given;
+    std::vector<int> lengths;
+    for (const auto& rec : p.load->requests) lengths.push_back(rec.output_tokens);
+    std::sort(lengths.begin(), lengths.end());
+    EXPECT_EQ(lengths, given ? std::vector<int>({3, 3, 3, 3}) : std::vector<int>({5, 5, 7, 7})) << given;
+    EXPECT_EQ(p.params.max_new_tokens, given ? 3 : 0);
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(ScriptedServer, StartsItsOwnServerAndStopsIt) {

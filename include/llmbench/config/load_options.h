@@ -24,6 +24,7 @@ struct LoadOptions {
   int warmup_requests = 0;
   int input_len = 128;
   int output_len = 64;
+  bool output_len_given = false;       // --output-len given: it also sets a dataset's output lengths
   double range_ratio = 0;              // synthetic lengths uniform in [L·(1−R), L·(1+R)]; 0: exact
   int prefix_len = 0;                  // synthetic prompts share their first P tokens (prefix caching)
   std::string dataset = "synthetic";   // synthetic | sharegpt:FILE | jsonl:FILE
