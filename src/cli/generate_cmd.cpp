@@ -134,7 +134,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                      probe.preset = r.preset;
                      probe.checkpoint_dir = r.checkpoint_dir.value_or("");
                      if (!load_model_tokenizer(probe))
-                       throw UsageError(cat("model '", opt->model, "' has no tokenizer (random weights without a checkpoint): use --prompt-ids"));
+                       throw UsageError(cat("model '", opt->model, "' has no tokenizer (none found with its weights): use --prompt-ids"));
                    }
                    const dist::TpSession tp = dist::start_tensor_parallel(
                        opt->tp, opt->device, std::chrono::milliseconds(static_cast<std::int64_t>(opt->dist_timeout_s * 1000)));

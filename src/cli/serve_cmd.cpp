@@ -105,7 +105,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
                      probe.preset = resolved.preset;
                      probe.checkpoint_dir = resolved.checkpoint_dir.value_or("");
                      if (!load_model_tokenizer(probe))
-                       throw UsageError(cat("model '", e.model, "' has no tokenizer (random weights without a checkpoint): ",
+                       throw UsageError(cat("model '", e.model, "' has no tokenizer (none found with its weights): ",
                                             "give --tokenizer PATH (tokenizer.json, tokenizer.model or a model directory)"));
                    }
                    install_interrupt_handlers();    // every rank: Ctrl-C reaches the whole group, rank 0 stops the rest

@@ -240,7 +240,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     std::unique_ptr<Tokenizer> tokenizer;
     if (model) tokenizer = load_model_tokenizer(model->info());
     if (options.prompt && !tokenizer)
-      throw UsageError(cat("model '", options.model, "' has no tokenizer (random weights without a checkpoint): drop --prompt to use synthetic ids"));
+      throw UsageError(cat("model '", options.model, "' has no tokenizer (none found with its weights): drop --prompt to use synthetic ids"));
 
     for (; i < end && !interrupted(); ++i) {
       PointResult pr;
