@@ -143,6 +143,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(model->info());
                    if (opt->prompt) {
                      const ChatFormat format = opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format);
+                     if (opt->chat) tokenizer->warn_if_no_chat_format(format);
                      std::vector<TokenId> ids = opt->chat ? tokenizer->encode_chat({{"user", *opt->prompt}}, true, format)
                                                           : tokenizer->encode(*opt->prompt, true);
                      if (ids.empty()) throw UsageError("the prompt tokenizes to no tokens");

@@ -93,11 +93,8 @@ void add_tokenize_command(CLI::App& root, Commands& out) {
                    std::string input = file->count() ? read_file(opt->text_file) : opt->text;
                    std::vector<TokenId> ids;
                    if (opt->chat || !opt->chat_format.empty()) {
-                     ChatFormat format = opt->chat_format.empty() ? tokenizer->chat_format()
-                                                                  : parse_chat_format(opt->chat_format);
-                     if (format == ChatFormat::none)
-                       throw UsageError(cat("tokenizer ", tokenizer->info().source,
-                                            " has no known chat format; pass --chat-format"));
+                     const ChatFormat format = tokenizer->chat_format_for(
+                         opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format));
                      ids = tokenizer->encode_chat({{"user", input}}, true, format);
                    } else {
                      ids = tokenizer->encode(input, !opt->no_special);

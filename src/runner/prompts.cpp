@@ -20,6 +20,7 @@ PromptIds synthetic_prompts(const PromptSpec& spec) {
 
 PromptIds text_prompts(const PromptSpec& spec, const Tokenizer& tokenizer) {
   if (!spec.text || spec.text->empty()) throw UsageError("the prompt is empty");
+  if (spec.chat) tokenizer.warn_if_no_chat_format(spec.chat_format);
   std::vector<TokenId> ids = spec.chat
                                  ? tokenizer.encode_chat({{"user", *spec.text}}, true, spec.chat_format)
                                  : tokenizer.encode(*spec.text, true);

@@ -69,4 +69,13 @@ out=$("$bin" generate --model tiny --device cpu --prompt "Hello there" --max-new
   || { echo "FAIL: generate --prompt"; exit 1; }
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d["token_ids"][0])==5 and isinstance(d["text"][0], str)' "$out" \
   || { echo "FAIL: generate --prompt JSON: $out"; exit 1; }
+# --chat with a tokenizer without a chat format (tiny): the message's text alone, as `serve` renders it, and a
+# warning that says so; with a format named, the prompt is wrapped (more prompt tokens).
+kv() { "$bin" generate --model tiny --device cpu --prompt "Hello there" --max-new-tokens 1 --json "$@" 2>>"$tmp/warn.txt" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["kv_cache_bytes"])'; }
+plain=$(kv) && bare=$(kv --chat) || fail "generate --chat on tiny"
+grep -q "has no known chat format: --chat gives the message's text alone" "$tmp/warn.txt" || fail "no warning: $(cat "$tmp/warn.txt")"
+chat=$(kv --chat --chat-format chatml) || fail "generate --chat --chat-format chatml"
+[ "$bare" -lt "$plain" ] || fail "--chat on tiny should drop the BOS ($bare vs $plain KV bytes)"
+[ "$chat" -gt "$plain" ] || fail "--chat --chat-format chatml did not wrap the prompt ($chat vs $plain KV bytes)"
 echo "generate: all checks passed"

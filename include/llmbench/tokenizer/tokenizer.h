@@ -42,6 +42,12 @@ class Tokenizer {
   std::optional<TokenId> bos_id() const { return info_.bos_id; }
   std::optional<TokenId> eos_id() const { return info_.eos_id; }
   ChatFormat chat_format() const { return info_.chat_format; }
+  // `requested`, or (ChatFormat::none) this tokenizer's own format; UsageError when that is none too (a
+  // prompt wrapped as a chat message needs a format: --chat-format). `tokenize --chat` asks this.
+  ChatFormat chat_format_for(ChatFormat requested) const;
+  // For `generate --chat` and `run --chat`: a warning when neither names a format, so that the message is
+  // rendered as its content alone (no BOS), as `serve` renders chat requests for such a tokenizer.
+  void warn_if_no_chat_format(ChatFormat requested) const;
 
   // The prompt text of `messages` in `format` (ChatFormat::none: this tokenizer's own format).
   std::string apply_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
