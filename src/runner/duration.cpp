@@ -1,5 +1,6 @@
 #include "llmbench/runner/duration.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -101,7 +102,7 @@ std::optional<std::string> duration_refusal(const DurationEstimate& e, const Cei
              format_duration(e.decode_seconds), "; from copy ", rate(c.copy_gb_s * 1e9, "B/s"), " and ",
              c.matmul_dtype.empty() ? "" : c.matmul_dtype + " ", "matmul ", rate(c.matmul_tflop_s * 1e12, "FLOP/s"),
              c.device.empty() ? "" : " measured on " + c.device, "), more than --max-minutes ",
-             fixed(max_minutes, max_minutes == std::floor(max_minutes) ? 0 : 2), ": pass --max-minutes ", enough,
+             max_minutes, ": pass --max-minutes ", enough,
              " to run anyway, or reduce --runs/--warmup/--max-new-tokens/--batch/--prompt-len");
 }
 
@@ -112,7 +113,10 @@ void check_duration(const ModelConfig& config, const std::vector<PointParams>& p
   std::optional<Ceilings> ceilings = measured;
   if (!ceilings) {
     if (options.max_minutes <= 0) return;
-    if (estimate_duration(shape, runnable, options.warmup, options.runs, kSlowCeilings).seconds < kLongSeconds) return;
+    // Short even on a slow machine, and under the limit: nothing to say, nothing to refuse.
+    if (estimate_duration(shape, runnable, options.warmup, options.runs, kSlowCeilings).seconds <
+        std::min(kLongSeconds, options.max_minutes * 60))
+      return;
     ceilings = measure_ceilings(device, 3);
   }
   const DurationEstimate e = estimate_duration(shape, runnable, options.warmup, options.runs, *ceilings);
@@ -131,7 +135,7 @@ void check_compare_duration(const std::vector<RunOptions>& models, double max_mi
     plans.emplace_back(shape, feasible(shape, expand(o), resolve_device(o.device)));
     slow += estimate_duration(plans.back().first, plans.back().second, o.warmup, o.runs, kSlowCeilings);
   }
-  if (slow.seconds < kLongSeconds) return;
+  if (slow.seconds < std::min(kLongSeconds, max_minutes * 60)) return;
   std::map<std::string, Ceilings> ceilings;  // one quick measurement per device
   for (std::size_t i = 0; i < models.size(); ++i) {
     const std::string device = resolve_device(models[i].device);

@@ -47,6 +47,21 @@ grep -qF -- "20000000 generates" "$tmp/err" || fail "compare's estimate is not t
 grep -qF -- "more than --max-minutes 5" "$tmp/err" || fail "compare refusal: $(cat "$tmp/err")"
 grep -q 'weights: random' "$tmp/err" && fail "compare loaded a model before refusing"
 
+# A limit under a minute holds too (the quick estimate on slow ceilings must not wave the run through), in run
+# with and without the roofline and in compare.
+for roofline in "" --no-roofline; do
+  "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 64 --warmup 0 --runs 200 --trim 0 \
+    $roofline --max-minutes 0.001 --output "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] && grep -qF -- "more than --max-minutes 0.001:" "$tmp/err" ||
+    fail "run $roofline --max-minutes 0.001: rc $rc, $(cat "$tmp/err")"
+  [ -e "$tmp/r.json" ] && fail "a refused run wrote results"
+done
+sed 's/runs: 10000000/runs: 200/' "$tmp/long.yaml" >"$tmp/short.yaml"
+"$bin" compare "$tmp/short.yaml" --no-roofline --max-minutes 0.001 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -qF -- "more than --max-minutes 0.001:" "$tmp/err" ||
+  fail "compare --max-minutes 0.001: rc $rc, $(cat "$tmp/err")"
+grep -q 'weights: random' "$tmp/err" && fail "compare loaded a model before refusing a sub-minute limit"
+
 # A short run says nothing about its duration; at debug level the drawing of random weights is reported.
 "$bin" --log-level debug run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 \
   --runs 3 --trim 0 --no-roofline >"$tmp/out" 2>"$tmp/err" || fail "short run: $(cat "$tmp/err")"
