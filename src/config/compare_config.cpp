@@ -319,8 +319,18 @@ void for_each_key(const Context& ctx, const YAML::Node& n, const std::string& pa
 bool is_run_key(const std::string& k) { return option_setters().count(k) > 0; }
 bool is_load_key(const std::string& k) { return load_setters().count(k) > 0; }
 
+// Keys that exclude each other: an entry that sets one of a group replaces what `defaults:` set for the whole
+// group (two of one group in the same mapping are still refused, by validate()).
+bool sets_any(const YAML::Node& entry, std::initializer_list<const char*> keys) {
+  if (!entry.IsMap()) return false;
+  for (const char* k : keys)
+    if (entry[k]) return true;
+  return false;
+}
+
 // A model entry (`model:` and run options).
 RunOptions run_entry(const Context& ctx, const YAML::Node& entry, const std::string& path, RunOptions o) {
+  if (sets_any(entry, {"prompt", "prompt_file"})) o.prompt.reset(), o.prompt_file.reset();
   bool has_model = false;
   if (entry.IsScalar()) {
     o.model = scalar<std::string>(ctx, entry, path, "a model");
@@ -348,6 +358,8 @@ RunOptions run_entry(const Context& ctx, const YAML::Node& entry, const std::str
 
 // An `endpoint:` entry (a load target: endpoint, model, label and load options).
 LoadOptions load_entry(const Context& ctx, const YAML::Node& entry, const std::string& path, LoadOptions o) {
+  if (sets_any(entry, {"num_requests", "duration"})) o.num_requests = 0, o.duration_s = 0;
+  if (sets_any(entry, {"concurrency", "request_rate"})) o.concurrency.clear(), o.request_rate.clear();
   for_each_key(ctx, entry, path,
                [&](const YAML::Node& k, const std::string& key, const YAML::Node& v, const std::string& p) {
                  if (key == "endpoint") o.endpoint = scalar<std::string>(ctx, v, p, "a URL (http://HOST:PORT)");

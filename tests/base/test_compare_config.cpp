@@ -360,3 +360,35 @@ TEST(CompareConfig, OneYamlDocument) {
                              "2.5-6]\n  max_\x8anew_tokens: [51\nbaseline: llama-3-8b\n";
   EXPECT_THROW(parse_compare_config(fuzzed, "f.yaml"), UsageError);
 }
+
+// Keys that exclude each other: an entry's own key replaces the other one set by `defaults:`; both in one mapping
+// are still refused.
+TEST(CompareConfig, AnEntrysKeyReplacesTheExclusiveKeyOfDefaults) {
+  const ComparePlan run = parse_compare_config(
+      "defaults: {prompt_file: p.txt}\nmodels:\n  - {model: tiny, prompt: hello}\n  - {model: tiny, label: b}\n", "c.yaml");
+  ASSERT_EQ(run.models.size(), 2u);
+  EXPECT_EQ(run.models[0].prompt.value_or(""), "hello");
+  EXPECT_FALSE(run.models[0].prompt_file.has_value());
+  EXPECT_FALSE(run.models[1].prompt.has_value());
+  EXPECT_EQ(run.models[1].prompt_file.value_or(""), "p.txt");  // (resolved against the YAML's folder: none here)
+  EXPECT_NE(error_of("models:\n  - {model: tiny, prompt: a, prompt_file: p.txt}\n").find("give only one"), std::string::npos);
+
+  const ComparePlan load = parse_compare_config(
+      "defaults: {num_requests: 50, concurrency: 4}\nmodels:\n"
+      "  - {endpoint: 'http://h:1', duration: 10, request_rate: 2}\n  - {endpoint: 'http://h:2'}\n",
+      "c.yaml");
+  ASSERT_EQ(load.loads.size(), 2u);
+  const LoadOptions& a = load.loads[0].options;
+  EXPECT_EQ(a.num_requests, 0);
+  EXPECT_EQ(a.duration_s, 10);
+  EXPECT_TRUE(a.concurrency.empty());
+  EXPECT_EQ(a.request_rate, std::vector<double>{2});
+  const LoadOptions& b = load.loads[1].options;
+  EXPECT_EQ(b.num_requests, 50);
+  EXPECT_EQ(b.concurrency, std::vector<int>{4});
+  // Both in one entry: both kept, for `compare`'s check of every target (load's validate()) to refuse.
+  const LoadOptions both =
+      parse_compare_config("models:\n  - {endpoint: 'http://h:1', duration: 10, num_requests: 5}\n", "c.yaml").loads[0].options;
+  EXPECT_EQ(both.num_requests, 5);
+  EXPECT_EQ(both.duration_s, 10);
+}
