@@ -125,6 +125,10 @@ void parse_rope(const json& j, const Reader& r, ModelConfig& c) {
   c.rope.theta = theta;
   const bool params = r.has("rope_parameters"), scaling = r.has("rope_scaling");
   if (params) c.rope = parse_rope_object(j, r, "rope_parameters", theta);
+  // A top-level rope_theta beside rope_parameters' own must agree with it (legacy readers take the top-level one).
+  if (params && r.has("rope_theta") && c.rope.theta != theta)
+    throw Error(cat(r.source_, ": fields 'rope_theta' (", theta, ") and 'rope_parameters.rope_theta' (", c.rope.theta,
+                    ") disagree: remove one or make them agree"));
   if (!scaling) return;
   // rope_scaling rarely carries rope_theta: without one it takes rope_parameters' value.
   const RopeConfig legacy = parse_rope_object(j, r, "rope_scaling", c.rope.theta);

@@ -113,6 +113,11 @@ TEST(ModelConfig, RopeParametersAndRopeScalingMustAgree) {
   // takes rope_parameters' theta.
   json j = base();
   j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}};
+  // A top-level rope_theta beside rope_parameters' must agree with it too (legacy readers take the top-level one).
+  expect_error(j, {"'rope_theta' (10000)", "'rope_parameters.rope_theta' (1e+06)", "disagree"});
+  j["rope_theta"] = 1e6;
+  EXPECT_DOUBLE_EQ(parse_model_config(j).rope.theta, 1e6);
+  j.erase("rope_theta");
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
   ModelConfig c = parse_model_config(j);
   EXPECT_EQ(c.rope.type, RopeType::linear);
