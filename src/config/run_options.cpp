@@ -43,6 +43,10 @@ void validate(const RunOptions& o) {
   require_nonempty(o.temperature, "temperature");
   for (double t : o.temperature)
     if (!(t >= 0)) throw UsageError(cat("--temperature: ", t, " is not allowed (must be >= 0)"));
+  const bool device_ok = o.device == "auto" || o.device == "cpu" || o.device == "cuda" ||
+                         (o.device.rfind("cuda:", 0) == 0 && o.device.size() > 5 && o.device.size() <= 8 &&
+                          o.device.find_first_not_of("0123456789", 5) == std::string::npos);
+  if (!device_ok) throw UsageError(cat("--device: invalid device '", o.device, "' (use auto, cpu, cuda or cuda:N)"));
   require_one_of(o.attn, "attn", {"eager", "sdpa"});
   require_one_of(o.dtype, "dtype", {"bfloat16", "float16", "float32"});
   require_one_of(o.weights, "weights", {"bf16", "int8", "fp8"});

@@ -258,6 +258,16 @@ TEST(RunOptions, ValidateNamesTheOption) {
   o.prompt = "hi";
   o.prompt_file = "f.txt";
   expect_usage(o, "--prompt-file");
+  for (const char* bad : {"tpu", "cuda:", "cuda:x", "cuda:-1", "CPU", ""}) {
+    o = {};
+    o.device = bad;
+    expect_usage(o, "--device: invalid device");
+  }
+  for (const char* good : {"auto", "cpu", "cuda", "cuda:0", "cuda:12"}) {
+    o = {};
+    o.device = good;
+    EXPECT_NO_THROW(validate(o)) << good;  // whether it exists is resolve_device's question, at run time
+  }
 }
 
 TEST(RunOptions, ExpandIsTheFactorialProductInFixedOrder) {
