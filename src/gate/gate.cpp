@@ -93,12 +93,18 @@ bool applies(const PointResult& p, const std::string& metric) {
   return std::find(m.begin(), m.end(), metric) != m.end();
 }
 
-// `load` names what stands for the batch: an open loop's rate, a search's answer ("" = "b<batch>").
+// `load` names what stands for the batch: an open loop's rate, a search's answer ("" = "b<batch>"). Quantized
+// weights and an fp8 cache are named (bf16, the default, is not); empty fields (a load point's) leave no gap.
 std::string describe(const PointParams& p, const std::string& load = "") {
-  std::ostringstream os;
-  os << (p.label.empty() ? p.model : p.label) << " " << (load.empty() ? cat("b", p.batch) : load) << " p"
-     << p.prompt_len << " n" << p.max_new_tokens << " t" << p.temperature << " " << p.attn << " " << p.dtype;
-  return os.str();
+  std::ostringstream t;
+  t << p.temperature;
+  std::string out;
+  for (const std::string& part : {p.label.empty() ? p.model : p.label, load.empty() ? cat("b", p.batch) : load,
+                                  cat("p", p.prompt_len), cat("n", p.max_new_tokens), "t" + t.str(), p.attn, p.dtype,
+                                  p.weights == "bf16" || p.weights.empty() ? std::string() : p.weights,
+                                  p.kv_dtype == "bf16" || p.kv_dtype.empty() ? std::string() : "kv " + p.kv_dtype})
+    if (!part.empty()) out += (out.empty() ? "" : " ") + part;
+  return out;
 }
 
 // A load point by its load too: "… rate 20.00/s poisson …", "… search max_request_rate …", "… no-stream".
@@ -549,10 +555,16 @@ std::string name_of(const PointVerdict& p) { return p.name.empty() ? describe(p.
 std::string gate_markdown(const GateReport& r) {
   std::ostringstream os;
   std::map<Verdict, int> count;
-  for (const auto& p : r.points) ++count[p.verdict];
+  int allowed_missing = 0;  // missing points that --allow-missing lets through (not among the regressions)
+  for (const auto& p : r.points) {
+    ++count[p.verdict];
+    if (p.verdict == Verdict::missing && p.reason.size() >= 9 && p.reason.compare(p.reason.size() - 9, 9, "(allowed)") == 0)
+      ++allowed_missing;
+  }
   os << "## llmbench gate: " << (r.passed() ? "PASS" : "FAIL") << "\n\n";
   os << "Baseline `" << r.baseline_name << "`, current `" << r.current_name << "`: " << r.points.size()
-     << " points; " << r.regressions << " regressed or missing";
+     << (r.points.size() == 1 ? " point; " : " points; ") << r.regressions << " regressed or missing";
+  if (allowed_missing) os << ", " << allowed_missing << " missing (allowed)";
   for (Verdict v : {Verdict::improved, Verdict::inconclusive, Verdict::unchanged})
     if (count[v]) os << ", " << count[v] << " " << to_string(v);
   os << ".\n\n";

@@ -158,7 +158,12 @@ TEST(Gate, MissingPointIsARegressionUnlessAllowed) {
   EXPECT_NE(r.notes[0].find("new point"), std::string::npos);
   GateConfig allow;
   allow.allow_missing = true;
-  EXPECT_EQ(run_gate(base, cur, allow).exit_code(), 0);
+  const GateReport allowed = run_gate(base, cur, allow);
+  EXPECT_EQ(allowed.exit_code(), 0);
+  // The summary line counts the allowed missing point, not among the regressions.
+  EXPECT_NE(gate_markdown(allowed).find(": 2 points; 0 regressed or missing, 1 missing (allowed), 1 unchanged."),
+            std::string::npos)
+      << gate_markdown(allowed);
   // A point that failed in the current run counts as missing too.
   cur = results({point(1, 100, 0.01), point(4, 300, 0.01)});
   cur.points[1].status = "failed";
@@ -474,4 +479,19 @@ TEST(Gate, VerdictJsonShapeIsChecked) {
   fails_with([](auto& j) { j["points"][0]["metrics"][0]["verdict"] = 1; },
              "points[0].metrics[0].verdict: expected string, got number");
   fails_with([](auto& j) { j["notes"] = nlohmann::json::array({"ok", 2}); }, "notes[1]: expected string, got number");
+}
+
+// Row names: quantized weights and an fp8 cache are named (two otherwise equal points of a --weights bf16,int8
+// sweep are told apart); one point is "1 point".
+TEST(Gate, QuantizedPointsAreNamedByTheirWeights) {
+  PointResult bf16 = point(1, 100, 0.01), int8 = point(1, 60, 0.01);
+  int8.params.weights = "int8";
+  int8.params.kv_dtype = "fp8";
+  const GateReport r = run_gate(results({bf16, int8}), results({bf16, int8}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].name.find("int8"), std::string::npos) << r.points[0].name;
+  EXPECT_EQ(r.points[1].name.substr(r.points[1].name.size() - 12), " int8 kv fp8") << r.points[1].name;
+  EXPECT_NE(r.points[0].name, r.points[1].name);
+  const std::string one = gate_markdown(run_gate(results({bf16}), results({bf16}), GateConfig{}));
+  EXPECT_NE(one.find(": 1 point; 0 regressed"), std::string::npos) << one;
 }
