@@ -54,7 +54,7 @@ std::vector<T> parse_list(const std::string& s, const std::string& flag) {
 
 void add_run_flags(CLI::App& app, RunFlags& f) {
   RunOptions& o = f.options;
-  app.add_option("--model,-m", o.model, "Preset (tiny, deepseek-r1-7b, llama-3-8b, qwen2.5-7b), directory or org/name")
+  app.add_option("--model,-m", o.model, "Preset (tiny, deepseek-r1-7b, llama-3-8b, qwen2.5-7b, llama-3-70b, qwen2.5-72b), directory or org/name")
       ->capture_default_str();
   app.add_option("--label", o.label, "Name shown for this model in tables (default: --model)");
   app.add_option("--batch,-b", f.batch, "Prompts per batch; comma list sweeps")->capture_default_str();
