@@ -116,10 +116,13 @@ std::string shortest(double v) {
 const Cell kMissing{"-", nullptr};
 
 // Trimmed median of a summary metric.
+// An interrupted point's finished runs are summarised too: its figures are shown, its status says it.
+bool has_figures(const PointResult& p) { return p.status == "ok" || p.status == "interrupted"; }
+
 std::function<Cell(const PointResult&)> median_of(const std::string& metric, int decimals) {
   return [metric, decimals](const PointResult& p) {
     auto it = p.summary.find(metric);
-    if (p.status != "ok" || it == p.summary.end()) return kMissing;
+    if (!has_figures(p) || it == p.summary.end()) return kMissing;
     return Cell{fixed(it->second.trimmed_median, decimals), it->second.trimmed_median};
   };
 }
@@ -165,13 +168,13 @@ std::vector<Column> result_columns() {
   c.push_back({"ttft_ms", "TTFT ms", true, median_of("ttft_ms", 2)});
   c.push_back({"output_tok_s", "out tok/s", true, median_of("output_tok_s", 1)});
   c.push_back({"peak_memory_bytes", "peak mem", true, [](const PointResult& p) {
-                 if (p.status != "ok") return kMissing;
+                 if (!has_figures(p) || p.runs.empty()) return kMissing;
                  return Cell{format_bytes(peak_memory(p)), peak_memory(p)};
                }});
   c.push_back({"tpot_ms", "TPOT ms", true, median_of("tpot_ms", 2)});
   c.push_back({"e2e_ms", "e2e ms", true, median_of("e2e_ms", 2)});
   c.push_back({"max_cv", "CV", true, [](const PointResult& p) {
-                 if (p.status != "ok" || p.summary.empty()) return kMissing;
+                 if (!has_figures(p) || p.summary.empty()) return kMissing;
                  return Cell{fixed(100 * max_cv(p), 1) + "%", max_cv(p)};
                }});
   c.push_back({"verified", "verified", false, [](const PointResult& p) {

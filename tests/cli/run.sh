@@ -93,7 +93,7 @@ grep -q 'out of memory: .*needs ~' <<<"$err" || fail "impossible size message: $
 # would be refused by the duration estimate).
 "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
   --max-minutes 0 \
-  --no-roofline --output "$tmp/int.json" >/dev/null 2>&1 &
+  --no-roofline --output "$tmp/int.json" >"$tmp/int_out.txt" 2>/dev/null &
 pid=$!
 wait_for_handler $pid 2 3  # load + a few timed runs
 kill -INT $pid
@@ -106,6 +106,9 @@ assert d["interrupted"] is True
 p=d["points"][0]
 assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
 ' "$tmp/int.json" || fail "interrupted file"
+# Its console row shows the finished runs' figures (TTFT, TPOT, e2e with two decimals), not dashes.
+grep 'interrupted after' "$tmp/int_out.txt" | grep -Eq '([0-9]+\.[0-9]{2} +.*){3}' \
+  || fail "the interrupted point's row has no figures: $(cat "$tmp/int_out.txt")"
 # The readers take what the writer wrote: report shows the interrupted point, gate does not judge it.
 "$bin" report "$tmp/int.json" --format md >"$tmp/int.md" 2>"$tmp/err.txt" || fail "report of an interrupted file: $(cat "$tmp/err.txt")"
 grep -q 'interrupted' "$tmp/int.md" || fail "report does not show the interrupted point"
