@@ -37,7 +37,14 @@ int run_bench(const Tokenizer& tokenizer, const TokenizeOptions& opt) {
     text = read_file(opt.text_file);
     what = opt.text_file;
   } else {
-    auto corpus = nlohmann::json::parse(read_file(opt.corpus), nullptr, false);
+    std::string corpus_text;
+    try {
+      corpus_text = read_file(opt.corpus);
+    } catch (const Error& e) {  // the default is relative to the repository root
+      throw UsageError(cat(e.what(), " (--bench reads its corpus relative to the working directory: run it from the "
+                           "repository root, or give --corpus FILE or --text-file FILE)"));
+    }
+    auto corpus = nlohmann::json::parse(corpus_text, nullptr, false);
     if (!corpus.is_array()) throw Error(cat(opt.corpus, ": not a JSON list of strings"));
     text = bench_text(corpus.get<std::vector<std::string>>(), std::size_t(opt.bench_mb * (1 << 20)));
     what = cat("bench_text(", opt.corpus, ")");

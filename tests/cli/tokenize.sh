@@ -72,4 +72,6 @@ printf 'ab\xffcd' >"$out/bad.txt"
 expect_exit 1 --tokenizer tiny --text-file "$out/bad.txt"
 grep -q "byte offset 2" "$out/stderr" || fail "invalid UTF-8: $(cat "$out/stderr")"
 expect_exit 2 --tokenizer tiny --text a --chat
+(cd "$out" && expect_exit 2 --tokenizer tiny --bench)  # the default corpus is relative to the repository root
+grep -q "give --corpus FILE" "$out/stderr" || fail "--bench outside the repository: $(cat "$out/stderr")"
 echo "tokenize: ok"
