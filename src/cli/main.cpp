@@ -1,6 +1,7 @@
 #include <c10/util/Exception.h>
 
 #include <csignal>
+#include <string>
 #include <iostream>
 #include <new>
 
@@ -61,6 +62,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // The first argument that is no option and no subcommand: an unknown command, said as such.
+    if (argc > 1 && argv[1][0] != '-') {
+      std::string names;
+      bool known = false;
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+        known = known || sub->get_name() == argv[1];
+      }
+      if (!known) return fail(kExitUsage, cat("unknown command '", argv[1], "' (commands: ", names, ")"));
+    }
     return fail(kExitUsage, e.what());
   }
 

@@ -24,4 +24,7 @@ err=$("$bin" info --device tpu 2>&1 >/dev/null); rc=$?
 grep -q '^llmbench: error: ' <<<"$err" || fail "error prefix: $err"
 
 "$bin" 2>/dev/null; [ $? -eq 2 ] || fail "no subcommand should exit 2"
+err=$("$bin" frobnicate 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && [ "$err" = "llmbench: error: unknown command 'frobnicate' (commands: info, generate, gate, tokenize, report, run, compare, load, serve, profile)" ] \
+  || fail "an unknown command: rc $rc, $err"
 echo "info: all checks passed"
