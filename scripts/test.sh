@@ -6,6 +6,11 @@
 # LLMBENCH_BUILD_DIR overrides the build directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "" | --sanitize) [ $# -le 1 ] || { echo "scripts/test.sh: one argument at most (--sanitize), got: $*" >&2; exit 2; } ;;
+  -h | --help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "scripts/test.sh: unknown argument '$1' (usage: scripts/test.sh [--sanitize])" >&2; exit 2 ;;
+esac
 scripts/deps.sh
 scripts/fetch-tokenizers.sh
 scripts/fetch-web-assets.sh

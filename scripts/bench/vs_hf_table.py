@@ -111,7 +111,13 @@ def read_llmbench(paths, column, cells, paths_seen, envs, verify):
         envs.append(doc.get("env", {}))
         for p in doc.get("points", []):
             q = p["params"]
+            if "load" in p:
+                sys.exit(f"vs_hf_table.py: {path}: a `llmbench load` results file; give `llmbench run` results")
             key = (q["model"], q["batch"], q["prompt_len"], q["max_new_tokens"])
+            if (key, column) in cells:  # a table cell holds one point: a second one would hide the first
+                sys.exit(f"vs_hf_table.py: {path}: two {LABELS[column]} points for {q['model']} batch {q['batch']}, "
+                         f"prompt {q['prompt_len']} + {q['max_new_tokens']} new (other temperature, tp, weights, …); "
+                         "give each column one point per shape")
             paths_seen.setdefault(column, set()).add(
                 ", ".join(f"{k}={'on' if v else 'off'}" for k, v in sorted(p.get("paths", {}).items())))
             if p.get("status") != "ok":

@@ -84,7 +84,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
   };
   auto opt = std::make_shared<Options>();
   auto* app = root.add_subcommand("generate", "Generate tokens with the model core (greedy unless --temperature > 0)");
-  app->add_option("--model", opt->model, "Preset (tiny, qwen2.5-7b, llama-3-8b, deepseek-r1-7b), directory or org/name")
+  app->add_option("--model", opt->model, "Preset (tiny, deepseek-r1-7b, llama-3-8b, qwen2.5-7b, llama-3-70b, qwen2.5-72b), directory or org/name")
       ->capture_default_str();
   app->add_option("--prompt", opt->prompt, "Prompt text, tokenized by the model's tokenizer (one prompt)");
   app->add_option("--prompt-file", opt->prompt_file, "File whose text is the prompt");

@@ -19,6 +19,8 @@ namespace {
 // other ranks name themselves.
 int fail(int code, const std::string& message, bool ours = true) {
   if (auto child = llmbench::dist::child_failure()) {
+    // A rank that refused its input (exit 2) printed that one line itself: the command's error, not the death.
+    if (llmbench::dist::child_failure_was_usage()) return llmbench::kExitUsage;
     std::cerr << "llmbench: error: " << *child << std::endl;
     return llmbench::kExitFailure;
   }

@@ -29,7 +29,7 @@ void add_profile_command(CLI::App& root, Commands& out) {
   app->add_option("--weights", o.weights, "Matmul weights: bf16 (the --dtype), int8 or fp8")->capture_default_str();
   app->add_option("--attn", o.attn, "Prefill attention: eager or sdpa (decode on CUDA uses the fused decode kernel)")
       ->capture_default_str();
-  app->add_option("--device", o.device, "cuda or cuda:N")->capture_default_str();
+  app->add_option("--device", o.device, "cuda or cuda:N (auto: cuda where there is one)")->capture_default_str();
   app->add_option("--steps", o.steps, "Decode steps recorded per mode")->capture_default_str();
   app->add_option("--warmup", o.warmup, "Untimed calls before each mode's timing")->capture_default_str();
   app->add_option("--seed", o.seed, "Seed of the prompt ids and random weights")->capture_default_str()->check(not_negative());

@@ -43,6 +43,7 @@ struct Launch {
   std::mutex mutex;
   std::vector<Child> children;
   std::optional<std::string> failure;
+  bool failure_is_usage = false;  // that rank exited with kExitUsage: it printed its own one-line error
   std::atomic<bool> joining{false};
   std::atomic<bool> reported{false};
 };
@@ -59,20 +60,22 @@ std::string describe(const Child& c) {
 }
 
 bool failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+bool usage_exit(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == kExitUsage; }
 
 // Reaps what has exited; returns the first failure seen now.
 std::optional<std::string> reap(Launch& l) {
   std::lock_guard<std::mutex> lock(l.mutex);
   std::optional<std::string> failure;
+  bool usage = false;
   for (auto& c : l.children) {
     if (c.done) continue;
     int status = 0;
     if (::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
     c.done = true;
     c.status = status;
-    if (failed(status) && !failure) failure = describe(c);
+    if (failed(status) && !failure) failure = describe(c), usage = usage_exit(status);
   }
-  if (failure && !l.failure) l.failure = failure;
+  if (failure && !l.failure) l.failure = failure, l.failure_is_usage = usage;
   return failure;
 }
 
@@ -95,6 +98,12 @@ void watch(Launch* l) {
     kill_all(*l);
     std::this_thread::sleep_for(kGrace);
     if (l->joining || l->reported.exchange(true)) return;
+    bool usage = false;
+    {
+      std::lock_guard<std::mutex> lock(l->mutex);
+      usage = l->failure_is_usage;
+    }
+    if (usage) ::_exit(kExitUsage);  // the rank said what was wrong with the input, in its one line
     std::fprintf(stderr, "llmbench: error: %s\n", failure->c_str());
     std::fflush(stderr);
     ::_exit(kExitFailure);
@@ -249,6 +258,12 @@ std::optional<std::string> child_failure() {
   std::lock_guard<std::mutex> lock(g_launch->mutex);
   if (!g_launch->failure || g_launch->reported.exchange(true)) return std::nullopt;
   return g_launch->failure;
+}
+
+bool child_failure_was_usage() {
+  if (!g_launch) return false;
+  std::lock_guard<std::mutex> lock(g_launch->mutex);
+  return g_launch->failure && g_launch->failure_is_usage;
 }
 
 }  // namespace llmbench::dist

@@ -93,4 +93,10 @@ grep -q "does not divide the model's 2 key/value heads" <<<"$out" || fail "--tp 
 out=$(timeout 30 "$bin" generate --model tiny --device cpu --prompt-ids 1,2 --tp 3 2>&1); rc=$?
 [ "$rc" -eq 2 ] && grep -q "does not divide" <<<"$out" || fail "generate --tp 3: exit $rc: $out"
 [ "$(grep -c . <<<"$out")" -eq 1 ] || fail "--tp 3: more than one line: $out"
+# Bad input that the ranks find after they start (the prompt, the context): one line, exit 2, as without --tp.
+for args in "generate --prompt-ids 1,2,999" "run -b 1 -p 5000 -n 4 --runs 1 --warmup 0 --trim 0 --no-roofline"; do
+  out=$(timeout 60 "$bin" $args --model tiny --device cpu --tp 2 2>&1 >/dev/null); rc=$?
+  [ "$rc" -eq 2 ] || fail "$args --tp 2: exit $rc (want 2): $out"
+  [ "$(grep -c 'llmbench: error:' <<<"$out")" -eq 1 ] || fail "$args --tp 2: not one error line: $out"
+done
 echo "tp: ok"

@@ -89,4 +89,14 @@ grep -qF "old.json: schema llmbench-hf-baseline/1 is the old HF method" "$out/st
 printf '{"schema": "llmbench-hf-diagnose/1", "points": []}\n' >"$out/diag.json"
 python3 "$script" --hf "$out/diag.json" >"$out/stdout" 2>"$out/stderr" && fail "accepted a --diagnose file"
 grep -qF "diag.json: not an hf_baseline.py file (schema 'llmbench-hf-diagnose/1')" "$out/stderr" || fail "no message for a diagnose file"
+# One cell holds one point: a second point of the same shape in a column (another temperature, tp, …) is
+# refused, not hidden; a load results file is refused too.
+python3 "$script" --llmbench "$data/llmbench_qwen.json" "$data/llmbench_qwen.json" >"$out/stdout" 2>"$out/stderr" \
+  && fail "accepted two points of one shape in a column"
+grep -qF "two llmbench points for qwen2.5-7b batch 1, prompt 512 + 64 new" "$out/stderr" || fail "no message for two points"
+python3 -c "
+import json; d = json.load(open('$data/llmbench_qwen.json')); d['points'][0]['load'] = {}
+json.dump(d, open('$out/load.json', 'w'))"
+python3 "$script" --llmbench "$out/load.json" >"$out/stdout" 2>"$out/stderr" && fail "accepted a load results file"
+grep -qF "a \`llmbench load\` results file" "$out/stderr" || fail "no message for a load file"
 echo PASS
