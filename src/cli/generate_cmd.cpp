@@ -138,6 +138,19 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    }
                    const dist::TpSession tp = dist::start_tensor_parallel(
                        opt->tp, opt->device, std::chrono::milliseconds(static_cast<std::int64_t>(opt->dist_timeout_s * 1000)));
+                   {  // as `run`: a model that cannot fit is refused before its weights are read (a text prompt's
+                      // length is not known yet: its new tokens are counted)
+                     std::int64_t longest = 0;
+                     for (const auto& ids : prompts) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(ids.size()));
+                     const ModelConfig rank_config = dist::shard_config(resolve_model(opt->model).config, std::max(1, opt->tp));
+                     const std::int64_t batch = prompts.empty() ? 1 : static_cast<std::int64_t>(prompts.size());
+                     check_fits(torch::Device(tp.device),
+                                estimate_memory(shape_of(rank_config), batch, longest, opt->max_new_tokens,
+                                                static_cast<int>(c10::elementSize(parse_dtype(dtype))), 0,
+                                                kv_elem_bytes(opt->kv_dtype))
+                                    .total(),
+                                cat(opt->model, " at batch ", batch, " x ", longest + opt->max_new_tokens, " positions"));
+                   }
                    auto model = Model::load({opt->model, dtype, tp.device, opt->attn, opt->seed, "bf16", tp.group});
                    model->set_kv_format(kv_format);
                    std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(model->info());

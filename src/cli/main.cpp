@@ -19,8 +19,8 @@ namespace {
 // other ranks name themselves.
 int fail(int code, const std::string& message, bool ours = true) {
   if (auto child = llmbench::dist::child_failure()) {
-    // A rank that refused its input (exit 2) printed that one line itself: the command's error, not the death.
-    if (llmbench::dist::child_failure_was_usage()) return llmbench::kExitUsage;
+    // A rank that exited by itself printed its one line (bad input: 2, a failure: 1): the command's error.
+    if (const int code = llmbench::dist::child_failure_exit()) return code;
     std::cerr << "llmbench: error: " << *child << std::endl;
     return llmbench::kExitFailure;
   }

@@ -43,7 +43,7 @@ struct Launch {
   std::mutex mutex;
   std::vector<Child> children;
   std::optional<std::string> failure;
-  bool failure_is_usage = false;  // that rank exited with kExitUsage: it printed its own one-line error
+  int failure_exit = 0;  // that rank exited by itself with this code (not 0): it printed its own one-line error
   std::atomic<bool> joining{false};
   std::atomic<bool> reported{false};
 };
@@ -60,22 +60,24 @@ std::string describe(const Child& c) {
 }
 
 bool failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
-bool usage_exit(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == kExitUsage; }
+// A rank that exited by itself with a failure code said why in its own `llmbench: error:` line (main's fail());
+// one killed by a signal said nothing.
+int own_exit(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 0; }
 
 // Reaps what has exited; returns the first failure seen now.
 std::optional<std::string> reap(Launch& l) {
   std::lock_guard<std::mutex> lock(l.mutex);
   std::optional<std::string> failure;
-  bool usage = false;
+  int code = 0;
   for (auto& c : l.children) {
     if (c.done) continue;
     int status = 0;
     if (::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
     c.done = true;
     c.status = status;
-    if (failed(status) && !failure) failure = describe(c), usage = usage_exit(status);
+    if (failed(status) && !failure) failure = describe(c), code = own_exit(status);
   }
-  if (failure && !l.failure) l.failure = failure, l.failure_is_usage = usage;
+  if (failure && !l.failure) l.failure = failure, l.failure_exit = code;
   return failure;
 }
 
@@ -98,12 +100,12 @@ void watch(Launch* l) {
     kill_all(*l);
     std::this_thread::sleep_for(kGrace);
     if (l->joining || l->reported.exchange(true)) return;
-    bool usage = false;
+    int code = 0;
     {
       std::lock_guard<std::mutex> lock(l->mutex);
-      usage = l->failure_is_usage;
+      code = l->failure_exit;
     }
-    if (usage) ::_exit(kExitUsage);  // the rank said what was wrong with the input, in its one line
+    if (code != 0) ::_exit(code);  // the rank said what went wrong, in its one line
     std::fprintf(stderr, "llmbench: error: %s\n", failure->c_str());
     std::fflush(stderr);
     ::_exit(kExitFailure);
@@ -260,10 +262,10 @@ std::optional<std::string> child_failure() {
   return g_launch->failure;
 }
 
-bool child_failure_was_usage() {
-  if (!g_launch) return false;
+int child_failure_exit() {
+  if (!g_launch) return 0;
   std::lock_guard<std::mutex> lock(g_launch->mutex);
-  return g_launch->failure && g_launch->failure_is_usage;
+  return g_launch->failure ? g_launch->failure_exit : 0;
 }
 
 }  // namespace llmbench::dist

@@ -63,6 +63,8 @@ expect_error 1 --device cpu --prompt-ids "1" --model "$tmp/bad"
 expect_error 2 --device cpu --prompt-ids "1" --prompt "both"
 expect_error 2 --device cpu --model qwen2.5-7b --prompt "no tokenizer without a checkpoint"
 expect_error 2 --device cpu --prompt ""
+expect_error 1 --device cpu --prompt-ids "1,2" --model qwen2.5-72b --dtype float32  # ~280 GiB: refused before loading
+grep -q "out of memory: qwen2.5-72b at batch 1 x 34 positions needs" <<<"$err" || fail "generate memory refusal: $err"
 
 # --prompt goes through the tiny model's tokenizer; the JSON carries the decoded text.
 out=$("$bin" generate --model tiny --device cpu --prompt "Hello there" --max-new-tokens 5 --ignore-eos --json 2>/dev/null) \

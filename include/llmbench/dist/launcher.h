@@ -24,8 +24,8 @@ std::optional<std::string> wait_for_ranks(std::chrono::milliseconds timeout);
 // The failure of a child rank seen by the watcher (nullopt: none). main() prints it instead of the
 // secondary error (a reset connection) that rank 0's collective then reports.
 std::optional<std::string> child_failure();
-// Whether that failed rank exited with kExitUsage (bad input: it printed its own one-line error, so the
-// command exits 2 without a second line).
-bool child_failure_was_usage();
+// The exit code of that failed rank when it exited by itself (it printed its own one-line error, so the
+// command exits with its code and no second line); 0 when it was killed by a signal (or none failed).
+int child_failure_exit();
 
 }  // namespace llmbench::dist
