@@ -33,8 +33,9 @@ for a in "\$@"; do [ "\$prev" = --output ] && out=\$a; prev=\$a; done
 case "\$out" in
   "") ;;
   *llmbench-sdpa_*long*) cp "$data/llmbench-sdpa_qwen_long.json" "\$out" ;;
-  *llmbench-sdpa_*) cp "$data/llmbench_qwen.json" "\$out" ;;
   *long*) cp "$data/llmbench_qwen_long.json" "\$out" ;;
+  *llama*) cp "$data/llmbench_llama.json" "\$out" ;;  # (a column holds one point per shape: no Qwen copies)
+  *llmbench-sdpa_*) cp "$data/llmbench_qwen.json" "\$out" ;;
   *llmbench-plain_*) cp "$data/llmbench-plain_qwen.json" "\$out" ;;
   *) cp "$data/llmbench_qwen.json" "\$out" ;;
 esac
