@@ -1,9 +1,9 @@
 #include <c10/util/Exception.h>
 
 #include <csignal>
-#include <string>
 #include <iostream>
 #include <new>
+#include <string>
 
 #include "command.h"
 #include "llmbench/base/error.h"
@@ -20,7 +20,7 @@ namespace {
 int fail(int code, const std::string& message, bool ours = true) {
   if (auto child = llmbench::dist::child_failure()) {
     // A rank that exited by itself printed its one line (bad input: 2, a failure: 1): the command's error.
-    if (const int code = llmbench::dist::child_failure_exit()) return code;
+    if (const int child_code = llmbench::dist::child_failure_exit()) return child_code;
     std::cerr << "llmbench: error: " << *child << std::endl;
     return llmbench::kExitFailure;
   }
