@@ -2,6 +2,13 @@
 
 namespace llmbench {
 
+std::string shown(double v) {
+  std::ostringstream os;
+  os.precision(12);
+  os << v;
+  return os.str();
+}
+
 std::string first_line(const std::string& message) {
   auto end = message.find('\n');
   std::string line = end == std::string::npos ? message : message.substr(0, end);

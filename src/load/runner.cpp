@@ -97,7 +97,7 @@ std::optional<SearchSpec> parse_search(const LoadOptions& o) {
   s.max = number(o.search.substr(b + 1));
   if (s.axis == "request_rate") {
     if (!(s.min >= kMinRate && s.max <= kMaxRate && s.min < s.max))
-      throw UsageError(cat("--search: rates must satisfy ", kMinRate, " <= MIN < MAX <= ", kMaxRate, ", got ", s.min, " and ", s.max));
+      throw UsageError(cat("--search: rates must satisfy ", shown(kMinRate), " <= MIN < MAX <= ", shown(kMaxRate), ", got ", shown(s.min), " and ", shown(s.max)));
   } else if (!(s.min >= 1 && s.max <= kMaxRequests && s.min < s.max && s.min == std::floor(s.min) && s.max == std::floor(s.max))) {
     throw UsageError(cat("--search: concurrencies must be integers with 1 <= MIN < MAX <= ", kMaxRequests, ", got ", s.min,
                          " and ", s.max));
@@ -155,12 +155,12 @@ void validate(const LoadOptions& o) {
     throw UsageError("--max-concurrency caps an open loop (--request-rate); a closed loop is --concurrency");
   for (double r : o.request_rate)
     if (!(r >= kMinRate && r <= kMaxRate))
-      throw UsageError(cat("--request-rate must be in [", kMinRate, ", ", kMaxRate, "] requests per second, got ", r));
+      throw UsageError(cat("--request-rate must be in [", shown(kMinRate), ", ", shown(kMaxRate), "] requests per second, got ", shown(r)));
   parse_arrival(o.arrival);
   if (o.num_requests < 0 || o.num_requests > kMaxRequests)
     throw UsageError(cat("--num-requests must be in [1, ", kMaxRequests, "], got ", o.num_requests));
   if (!(o.duration_s >= 0 && o.duration_s <= kMaxSeconds))
-    throw UsageError(cat("--duration must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.duration_s));
+    throw UsageError(cat("--duration must be a positive number of seconds up to ", shown(kMaxSeconds), ", got ", shown(o.duration_s)));
   if (o.num_requests > 0 && o.duration_s > 0) throw UsageError("--num-requests and --duration exclude each other");
   for (double r : o.request_rate)
     if (r * o.duration_s > kMaxRequests)
@@ -189,7 +189,7 @@ void validate(const LoadOptions& o) {
                          o.prefix_len + static_cast<long long>(length_range(o.input_len, o.range_ratio).second),
                          " tokens, more than ", kMaxTokens));
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
-    throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", kMaxSeconds, ", got ", o.timeout_s));
+    throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", shown(kMaxSeconds), ", got ", shown(o.timeout_s)));
   // A dataset file that cannot be read fails here, before any work (compare checks every target so).
   if (const DatasetSpec ds = parse_dataset(o.dataset); ds.kind != "synthetic") {
     std::error_code ec;

@@ -104,11 +104,11 @@ RopeConfig parse_rope_object(const json& j, const Reader& r, const std::string& 
 }
 
 std::string describe(const RopeConfig& c) {
-  std::string s = cat("type ", to_string(c.type), ", rope_theta ", c.theta);
-  if (c.type != RopeType::none) s += cat(", factor ", c.factor);
+  std::string s = cat("type ", to_string(c.type), ", rope_theta ", shown(c.theta));
+  if (c.type != RopeType::none) s += cat(", factor ", shown(c.factor));
   if (c.original_max_position_embeddings) s += cat(", original_max_position_embeddings ", c.original_max_position_embeddings);
   if (c.type == RopeType::llama3)
-    s += cat(", low_freq_factor ", c.low_freq_factor, ", high_freq_factor ", c.high_freq_factor);
+    s += cat(", low_freq_factor ", shown(c.low_freq_factor), ", high_freq_factor ", shown(c.high_freq_factor));
   return s;
 }
 
@@ -127,7 +127,7 @@ void parse_rope(const json& j, const Reader& r, ModelConfig& c) {
   if (params) c.rope = parse_rope_object(j, r, "rope_parameters", theta);
   // A top-level rope_theta beside rope_parameters' own must agree with it (legacy readers take the top-level one).
   if (params && r.has("rope_theta") && c.rope.theta != theta)
-    throw Error(cat(r.source_, ": fields 'rope_theta' (", theta, ") and 'rope_parameters.rope_theta' (", c.rope.theta,
+    throw Error(cat(r.source_, ": fields 'rope_theta' (", shown(theta), ") and 'rope_parameters.rope_theta' (", shown(c.rope.theta),
                     ") disagree: remove one or make them agree"));
   if (!scaling) return;
   // rope_scaling rarely carries rope_theta: without one it takes rope_parameters' value.

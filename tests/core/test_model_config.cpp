@@ -114,7 +114,7 @@ TEST(ModelConfig, RopeParametersAndRopeScalingMustAgree) {
   json j = base();
   j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}};
   // A top-level rope_theta beside rope_parameters' must agree with it too (legacy readers take the top-level one).
-  expect_error(j, {"'rope_theta' (10000)", "'rope_parameters.rope_theta' (1e+06)", "disagree"});
+  expect_error(j, {"'rope_theta' (10000)", "'rope_parameters.rope_theta' (1000000)", "disagree"});
   j["rope_theta"] = 1e6;
   EXPECT_DOUBLE_EQ(parse_model_config(j).rope.theta, 1e6);
   j.erase("rope_theta");

@@ -36,6 +36,9 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
+// A number in a message as a user would write it: 1000000 and 0.001, not 1e+06 (12 significant digits).
+std::string shown(double v);
+
 // First line of an exception message (c10::Error carries a backtrace after it).
 std::string first_line(const std::string& message);
 
