@@ -3,7 +3,7 @@
 // head dim 128, bf16, 576 valid columns in caches of 576 and 1,024 columns. Times, µs per call (20 calls in a CUDA
 // graph, K/V cycled through 4 copies so that L2 holds none, median of 5 replays):
 //   - llmbench's decode attention (linked from src/cuda/decode_attention*.cu; its own plan, the `column` bound on),
-//     by default and with LLMBENCH_ATTN_EAGER_LOADS=1, alternated twice;
+//     with LLMBENCH_ATTN_EAGER_LOADS=0 and =1 (the default since session 37), alternated twice;
 //   - kernels that only read the same 576 columns of K and V of every (row, kv head) with 16-byte streaming loads
 //     and no math, by shape: threads per block (128, 256), splits of the columns per (row, kv head) (1, 2, 4),
 //     resident blocks per SM forced by shared memory (2, 4, 8), loads in flight per thread per array (1, 2, 4, 8),
@@ -267,8 +267,8 @@ int main() {
     a.heads_kv = kHkv;
     a.head_dim = kD;
     a.scale = 1.0f / std::sqrt(static_cast<float>(kD));
-    // Default, then with LLMBENCH_ATTN_EAGER_LOADS=1 (the loop kernel's reads not waiting on flags or probs; read
-    // when the graph is captured), alternated twice.
+    // LLMBENCH_ATTN_EAGER_LOADS=0, then 1 (the default since session 37: the loop kernel's reads not waiting on flags
+    // or probs; read when the graph is captured), alternated twice.
     for (int round = 0; round < 4; ++round) {
       const bool eager = round % 2 == 1;
       setenv("LLMBENCH_ATTN_EAGER_LOADS", eager ? "1" : "0", 1);

@@ -126,6 +126,8 @@ try:  # batched prefill over the whole sweep (warm-ups included), from the serve
 except Exception as e:  # noqa: BLE001
     print(f"prefill metrics: {e}")
 try:
+    if not os.path.exists(os.path.join(out, "run_b16.json")):
+        raise SystemExit(0)  # SKIP_RUN=1, or the run failed (said above)
     run = json.load(open(os.path.join(out, "run_b16.json")))["points"][0]
     v = run.get("verification") or {}
     print(f"llmbench run --batch 16: TPOT {run['summary']['tpot_ms']['trimmed_median']:.3f} ms, TTFT "
