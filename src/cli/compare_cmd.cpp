@@ -71,14 +71,18 @@ void add_compare_command(CLI::App& root, Commands& out) {
                        throw UsageError(cat("compare: every model entry must use the same tp (", plan.models.front().tp, " and ", m.tp, ")"));
                    const bool tp = !plan.models.empty() && plan.models.front().tp > 1;
                    if (tp && !plan.loads.empty()) throw UsageError("compare: tp > 1 cannot be mixed with endpoint entries");
+                   std::optional<Ceilings> ceilings;
                    for (RunOptions model : plan.models) {
                      model.max_minutes = 0;  // checked above, for the whole plan
                      if (interrupted()) break;
                      log::info(cat("compare: ", model.label.empty() ? model.model : model.label));
                      RunHooks hooks;
-                     // Ceilings once per device, not once per model.
-                     hooks.measure_ceilings = !st->no_roofline && first;
-                     add(run_benchmark(model, hooks));  // one model in memory at a time
+                     // Ceilings once per device, not once per model: later models on the same device reuse them.
+                     hooks.measure_ceilings = !st->no_roofline;
+                     hooks.ceilings = ceilings;
+                     Results r = run_benchmark(model, hooks);  // one model in memory at a time
+                     if (r.env.ceilings) ceilings = r.env.ceilings;
+                     add(std::move(r));
                    }
                    if (dist::process_rank() != 0) return kExitOk;  // rank 0 prints and writes
                    if (auto failure = dist::finish_tensor_parallel(std::chrono::seconds(30))) throw Error(*failure);

@@ -349,7 +349,8 @@ const PointResult* baseline_for(const PointResult& p, const std::vector<const Po
       continue;
     const int score = (x.attn == y.attn) + (x.dtype == y.dtype) + (x.top_k == y.top_k) + (x.top_p == y.top_p) +
                       (x.seed == y.seed) + (x.device == y.device) + (x.cuda_graph == y.cuda_graph) +
-                      (x.fused == y.fused);
+                      (x.fused == y.fused) + (x.weights == y.weights) + (x.kv_dtype == y.kv_dtype) +
+                      (x.gemv == y.gemv) + (x.fp8_gemm == y.fp8_gemm) + (x.tp == y.tp);
     if (score > best_score) best = b, best_score = score;
   }
   return best;
@@ -406,6 +407,14 @@ std::string format_results(const Results& results, Format format) {
   return render_by_mode(result_columns(), load_columns(), results.points, format);
 }
 
+std::string point_text(const PointParams& p) {
+  std::string s = cat(label_of(p), " batch ", p.batch, " prompt ", p.prompt_len, " new ", p.max_new_tokens, " temp ",
+                      shortest(p.temperature), " ", p.attn, " ", p.dtype);
+  if (p.weights != "bf16") s += cat(" weights ", p.weights);
+  if (p.kv_dtype != "bf16") s += cat(" kv ", p.kv_dtype);
+  return s;
+}
+
 std::vector<std::string> cv_warnings(const Results& results) {
   std::vector<std::string> out;
   for (const auto& p : results.points) {
@@ -415,9 +424,7 @@ std::vector<std::string> cv_warnings(const Results& results) {
     for (const char* m : kCvMetrics) {
       auto it = p.summary.find(m);
       if (it == p.summary.end() || it->second.cv <= kCvWarning) continue;
-      out.push_back(cat(label_of(p.params), " batch ", p.params.batch, " prompt ", p.params.prompt_len, " new ",
-                        p.params.max_new_tokens, " temp ", shortest(p.params.temperature), " ", p.params.attn, " ",
-                        p.params.dtype, ": ", m, " CV ", fixed(100 * it->second.cv, 1), "% > ",
+      out.push_back(cat(point_text(p.params), ": ", m, " CV ", fixed(100 * it->second.cv, 1), "% > ",
                         fixed(100 * kCvWarning, 0), "% (noisy: more --runs, a quieter machine)"));
     }
   }

@@ -15,6 +15,12 @@ struct Sums {
   std::int64_t agree = 0, positions = 0;
 
   void add(const torch::Tensor& logits, const torch::Tensor& ref) {  // [M, V] float32 each
+    // NaN compares false and log_softmax of NaN sums to NaN (clamped to 0 below): refuse rather than report
+    // a perfect score for a model that computes nothing.
+    for (const auto& [t, whose] : {std::pair{&logits, "model's"}, std::pair{&ref, "unquantized reference's"}})
+      if (!torch::isfinite(*t).all().item<bool>())
+        throw Error(cat("quality: the ", whose, " logits are NaN or infinite: the weights or the config make the model ",
+                        "compute nothing to compare"));
     diff_sq += (logits - ref).pow(2).sum().item<double>();
     ref_sq += ref.pow(2).sum().item<double>();
     agree += logits.argmax(1).eq(ref.argmax(1)).sum().item<std::int64_t>();

@@ -20,6 +20,7 @@
 #include "llmbench/model/presets.h"
 #include "llmbench/model/quantize.h"
 #include "llmbench/model/sampler.h"
+#include "llmbench/report/format.h"
 #include "llmbench/runner/duration.h"
 #include "llmbench/runner/model_tokenizer.h"
 #include "llmbench/runner/prompts.h"
@@ -188,7 +189,8 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   Results results;
   results.created_at = now_iso8601();
   results.env = collect_env();
-  if (hooks.measure_ceilings) results.env.ceilings = measure_ceilings(device_name, 5);
+  if (hooks.ceilings && hooks.ceilings->device == device_name) results.env.ceilings = hooks.ceilings;
+  else if (hooks.measure_ceilings) results.env.ceilings = measure_ceilings(device_name, 5);
 
   std::vector<PointParams> points = expand(options);
   for (auto& p : points) p.device = device_name;
@@ -394,6 +396,15 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
           // The matmul ceiling holds for one dtype only.
           if (results.env.ceilings && results.env.ceilings->matmul_dtype == pp.dtype)
             pr.roofline.mfu = mfu(pr.roofline.prefill_flops, pr.summary.at("prefill_ms").trimmed_median, results.env.ceilings);
+          // Above 100 %: the point went faster than the ceiling measured, so the ceiling is what is off.
+          if (pr.roofline.mfu && *pr.roofline.mfu > 1)
+            log::warn(cat(point_text(pp), ": MFU ", fixed_percent(*pr.roofline.mfu), " is above 100 %: the matmul ceiling ",
+                          "measured lower than this prefill ran (a busy or throttled device); `llmbench info --measure` "
+                          "measures it again"));
+          if (pr.roofline.mbu && *pr.roofline.mbu > 1)
+            log::warn(cat(point_text(pp), ": MBU ", fixed_percent(*pr.roofline.mbu), " is above 100 %: a step read its ",
+                          "bytes faster than the copy ceiling (weights small enough to stay in a cache, or a busy device ",
+                          "when the ceiling was measured)"));
         }
       } catch (const std::exception& e) {
         if (tp.group) throw;  // the ranks would fall out of step: the whole run fails, on every rank

@@ -19,9 +19,11 @@ Verification verify_greedy(Model& model, const torch::Tensor& prompts, const tor
   const bool was_fused = model.fused_active(), was_gemv = model.gemv_enabled();
   const torch::Tensor fast = fast_host.to(model.device());                     // [B, N] int64
   std::vector<torch::Tensor> gaps, equal;
+  std::int64_t nonfinite = 0;  // reference rows with a NaN or infinite logit: no gap can be measured there
   // logits [c, V] float32 of the reference against the fast path's tokens [c]: each token's gap below the
   // reference's best, as a fraction of that row's logit range.
   auto add = [&](const torch::Tensor& logits, const torch::Tensor& tokens) {
+    nonfinite += torch::isfinite(logits).all(1).logical_not().sum().item<std::int64_t>();
     auto [top, arg] = logits.max(1);                                                                 // [c] each
     torch::Tensor low = std::get<0>(logits.min(1));                                                  // [c]
     torch::Tensor tok = logits.gather(1, tokens.unsqueeze(1)).squeeze(1);                            // [c]
@@ -62,6 +64,10 @@ Verification verify_greedy(Model& model, const torch::Tensor& prompts, const tor
   }
   model.set_fused(was_fused);
   model.set_gemv(was_gemv);
+  // NaN compares false with everything: without this a model that computes NaN would pass as "ok".
+  if (nonfinite > 0)
+    throw Error(cat("verification: the reference path's logits are NaN or infinite at ", nonfinite, " of ", b * n,
+                    " positions: the weights or the config make the model compute nothing to compare"));
   const torch::Tensor gap = torch::cat(gaps);  // [B·N] float32
   Verification v;
   v.reference = reference;

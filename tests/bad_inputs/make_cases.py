@@ -96,6 +96,13 @@ def wrong_shape(h, d):
     h["model.layers.0.self_attn.q_proj.weight"]["shape"] = [32, 128]
     return h, d
 st_case("st_wrong_shape", wrong_shape)
+# A well-formed file whose final norm is NaN (bf16 0x7fc0): every logit is NaN, which compares false with
+# everything; verification and the quality figures must refuse it, not call it a perfect match.
+def nan_norm(h, d):
+    s, e = h["model.norm.weight"]["data_offsets"]
+    return h, d[:s] + b"\xc0\x7f" * ((e - s) // 2) + d[e:]
+st_case("st_nan_norm", nan_norm)
+st_case("st_nan_norm_int8", nan_norm)
 os.makedirs(os.path.join(out, "st_tiny_file"))
 shutil.copy(os.path.join(models, "llama_bf16", "config.json"), os.path.join(out, "st_tiny_file"))
 raw_file("st_tiny_file/model.safetensors", b"\x05\x00\x00")

@@ -92,6 +92,9 @@ run_dir st_tiny_file "st_tiny_file/model.safetensors: file of 3 bytes"
 gen_dir st_empty_file "st_empty_file/model.safetensors: file of 0 bytes"
 run_dir st_missing_tensor "'model.layers.1.self_attn.v_proj.weight'"
 gen_dir st_wrong_shape "'model.layers.0.self_attn.q_proj.weight' has shape [32, 128]"
+run_dir st_nan_norm "the reference path's logits are NaN or infinite"
+expect st_nan_norm_int8 "quality: the model's logits are NaN or infinite" \
+  run --model "$in/st_nan_norm_int8" "${small[@]}" --weights int8 --no-verify --output @OUT@
 
 # ---- shards and the index
 run_dir shard_missing "shard 'model-00002-of-00002.safetensors'"

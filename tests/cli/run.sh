@@ -142,6 +142,27 @@ grep -q 'tiny-bf16' "$tmp/cmp.txt" || fail "compare table lacks the second model
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["points"])==8, len(d["points"])' "$tmp/cmp.json" \
   || fail "compare points"
 "$bin" gate --baseline "$tmp/cmp.json" --current "$tmp/cmp.json" >/dev/null || fail "gate of a file against itself"
+# The ceilings are measured once and serve every model on the device: MBU for the second model's points too.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(p["roofline"]["mbu"] is not None for p in d["points"]), [p["roofline"] for p in d["points"]]' \
+  "$tmp/cmp.json" || fail "compare: a model without MBU"
+
+# compare's ratios: each point against the baseline's point agreeing on the most parameters, weights included
+# (the baseline's own int8 rows are 1.00x, not divided by its bf16 rows).
+mkdir -p "$tmp/cw"
+cat >"$tmp/cw/w.yaml" <<'EOF'
+defaults: {device: cpu, warmup: 0, runs: 3, trim: 0}
+matrix: {batch: 1, prompt_len: 8, max_new_tokens: 4, weights: [bf16, int8]}
+models: [{model: tiny, label: a}, {model: tiny, label: b}]
+baseline: a
+EOF
+"$bin" compare "$tmp/cw/w.yaml" --no-roofline --format json >"$tmp/cw/out.json" 2>"$tmp/err.txt" || fail "compare weights: $(cat "$tmp/err.txt")"
+python3 - "$tmp/cw/out.json" <<'PY' || fail "compare: ratios against the wrong baseline point"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [(r["model"], r["weights"]) for r in rows] == [("a", "bf16"), ("a", "int8"), ("b", "bf16"), ("b", "int8")], rows
+for r in rows[:2]:
+    assert r["ttft_ms_vs_baseline"] == 1.0 and r["tpot_ms_vs_baseline"] == 1.0, r
+PY
 
 # compare: a model entry's prompt_file (relative to the YAML) is the prompt, as --prompt-file is for run.
 mkdir -p "$tmp/pf"

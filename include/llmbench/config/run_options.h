@@ -32,8 +32,8 @@ struct RunOptions {
   std::string chat_format;              // empty: from tokenizer_config
   bool cuda_graph = true;               // decode step replayed from a CUDA graph (GPU only)
   bool fused = true;                    // fused kernels (GPU only)
-  std::optional<bool> gemv;             // GEMV kernel for the decode step's matmuls (GPU only). Unset: on (bf16
-                                        // weights take it only for one row of gate_up / lm_head), docs/quantization.md
+  std::optional<bool> gemv;             // GEMV kernels for the decode step's matmuls (GPU only). Unset: on (bf16
+                                        // weights take them only at one row), docs/quantization.md
   std::string fp8_gemm = "dequant";     // fp8 weights in the prefill: dequant | scaled-mm
   bool verify = true;                   // check greedy points' tokens against the reference path
   double max_minutes = 30;              // refuse a run estimated longer than this (0: no limit)

@@ -22,6 +22,10 @@ std::string format_results(const Results& results, Format format);
 
 // One line per (ok run point, metric) whose CV exceeds kCvWarning, for ttft_ms, tpot_ms and e2e_ms. Load
 // points are left out: their spread is across requests, not noise between repeated runs.
+// A point in words for warnings: "tiny batch 1 prompt 32 new 8 temp 0 eager bfloat16", plus its weights and KV
+// cache when quantized ("weights int8", "kv fp8").
+std::string point_text(const PointParams& p);
+
 std::vector<std::string> cv_warnings(const Results& results);
 
 // Whether a point failed, which makes the command fail (exit 1). A --search probe whose every request

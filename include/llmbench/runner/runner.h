@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "llmbench/config/run_options.h"
@@ -21,6 +22,9 @@ struct RunHooks {
   std::function<void(const Progress&)> on_progress;
   // Measure copy bandwidth and matmul rate in the same process for MBU/MFU.
   bool measure_ceilings = true;
+  // Ceilings this process measured before (compare: the first model's), used instead of measuring again
+  // when they were taken on this run's device.
+  std::optional<Ceilings> ceilings;
   // Tests only: edits the first timed run's ids [rows, cols] (row-major) before they are verified.
   std::function<void(std::int64_t* ids, std::int64_t rows, std::int64_t cols)> tamper_outputs;
 };
