@@ -45,11 +45,17 @@ bool is_special(const std::string& path) {
 }
 
 // Where an atomic write goes: a symbolic link's target (the link stays a link), else the path.
+// A dangling link is followed too (its target is created); a chain of links is followed to its end.
 std::string link_target(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return path;
-  const auto target = std::filesystem::weakly_canonical(path, ec);
-  return ec ? path : target.string();
+  fs::path p = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path t = fs::read_symlink(p, ec);
+    if (ec) return path;
+    p = (t.is_absolute() ? t : p.parent_path() / t).lexically_normal();
+  }
+  return p.string();
 }
 }  // namespace
 

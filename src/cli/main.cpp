@@ -1,6 +1,9 @@
 #include <c10/util/Exception.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <new>
 #include <string>
@@ -89,7 +92,13 @@ int main(int argc, char** argv) {
     if (dist::process_rank() != 0 && log::level() == log::Level::info) log::set_level(log::Level::warn);
     for (auto& c : commands)
       if (c.app->parsed()) {
-        const int code = c.run();
+        int code = c.run();
+        // What a command prints on stdout is its result (a table, tokens, a report): a write that failed there
+        // (a full disk, a closed pipe) fails the command instead of passing for an empty result.
+        errno = 0;
+        std::cout.flush();
+        if (code == 0 && (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)))
+          code = fail(kExitFailure, cat("stdout: write failed", errno ? cat(": ", std::strerror(errno)) : std::string()));
         end_tp.ok = code == 0;
         return code;
       }

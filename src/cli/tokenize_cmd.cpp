@@ -10,6 +10,7 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/tokenizer/bench_text.h"
 #include "llmbench/tokenizer/tokenizer.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench::cli {
 namespace {
@@ -28,25 +29,63 @@ struct TokenizeOptions {
   int repetitions = 5;
 };
 
+constexpr double kMaxBenchMb = 1024;  // --bench-mb: 1 GiB of text, far beyond what the figure needs
+
+// The text of --text-file (or --text): a file that cannot be read or is not UTF-8 is bad input, named by its flag.
+std::string input_text(const std::string& flag, const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {
+    throw UsageError(cat(flag, ": ", e.what()));
+  }
+  const std::size_t bad = utf8::first_invalid(text);
+  if (bad != text.size()) throw UsageError(cat(flag, ": ", path, " is not valid UTF-8 at byte offset ", bad));
+  return text;
+}
+
+void check_utf8(const std::string& flag, const std::string& text) {
+  const std::size_t bad = utf8::first_invalid(text);
+  if (bad != text.size()) throw UsageError(cat(flag, ": not valid UTF-8 at byte offset ", bad));
+}
+
+// --bench's corpus: a JSON list of strings.
+std::vector<std::string> read_corpus(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {  // the default is relative to the repository root
+    throw UsageError(cat(e.what(), " (--bench reads its corpus relative to the working directory: run it from the "
+                         "repository root, or give --corpus FILE or --text-file FILE)"));
+  }
+  nlohmann::json corpus;
+  try {
+    corpus = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(cat("--corpus: ", path, ": malformed JSON (", e.what(), ")"));
+  }
+  if (!corpus.is_array() || corpus.empty())
+    throw UsageError(cat("--corpus: ", path, ": not a non-empty JSON list of strings"));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < corpus.size(); ++i) {
+    if (!corpus[i].is_string())
+      throw UsageError(cat("--corpus: ", path, ": item ", i, " is ", corpus[i].type_name(), ", not a string"));
+    out.push_back(corpus[i].get<std::string>());
+  }
+  return out;
+}
+
 // Encode throughput, one thread, best of `repetitions` (the first run also fills the word cache,
 // as it does for HF tokenizers).
 int run_bench(const Tokenizer& tokenizer, const TokenizeOptions& opt) {
   std::string text;
   std::string what;
   if (!opt.text_file.empty()) {
-    text = read_file(opt.text_file);
+    text = input_text("--text-file", opt.text_file);
     what = opt.text_file;
+    if (text.empty()) throw UsageError(cat("--text-file: ", opt.text_file, " is empty: nothing to measure"));
   } else {
-    std::string corpus_text;
-    try {
-      corpus_text = read_file(opt.corpus);
-    } catch (const Error& e) {  // the default is relative to the repository root
-      throw UsageError(cat(e.what(), " (--bench reads its corpus relative to the working directory: run it from the "
-                           "repository root, or give --corpus FILE or --text-file FILE)"));
-    }
-    auto corpus = nlohmann::json::parse(corpus_text, nullptr, false);
-    if (!corpus.is_array()) throw Error(cat(opt.corpus, ": not a JSON list of strings"));
-    text = bench_text(corpus.get<std::vector<std::string>>(), std::size_t(opt.bench_mb * (1 << 20)));
+    text = bench_text(read_corpus(opt.corpus), static_cast<std::size_t>(opt.bench_mb * (1 << 20)));
     what = cat("bench_text(", opt.corpus, ")");
   }
   std::size_t tokens = 0;
@@ -86,18 +125,28 @@ void add_tokenize_command(CLI::App& root, Commands& out) {
   app->add_flag("--json", opt->json, R"(Print {"ids": [...], "count": N, "decoded": "..."})");
   app->add_flag("--chat", opt->chat, "Wrap the text as one user message in the chat format");
   app->add_option("--chat-format", opt->chat_format, "llama3, chatml, deepseek-r1 (default: from tokenizer_config)");
-  app->add_flag("--bench", opt->bench, "Measure encode throughput (MB/s, one thread) instead");
-  app->add_option("--corpus", opt->corpus, "--bench: corpus the benchmark text is made from")->capture_default_str();
-  app->add_option("--bench-mb", opt->bench_mb, "--bench: MiB of benchmark text")->capture_default_str();
+  auto* bench = app->add_flag("--bench", opt->bench, "Measure encode throughput (MB/s, one thread) instead");
+  app->add_option("--corpus", opt->corpus, "--bench: corpus the benchmark text is made from")
+      ->capture_default_str()
+      ->needs(bench);
+  app->add_option("--bench-mb", opt->bench_mb, "--bench: MiB of benchmark text (at most 1024)")
+      ->capture_default_str()
+      ->needs(bench);
   app->add_option("--repetitions", opt->repetitions, "--bench: timed repetitions")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->needs(bench);
+  text->excludes(bench);
   out.push_back({app, [opt, text, file] {
                    if (!opt->bench && text->count() == 0 && file->count() == 0)
                      throw UsageError("tokenize needs --text or --text-file");
+                   if (!(opt->bench_mb > 0 && opt->bench_mb <= kMaxBenchMb))
+                     throw UsageError(cat("--bench-mb must be in (0, ", kMaxBenchMb, "] MiB, got ", shown(opt->bench_mb)));
+                   if (text->count()) check_utf8("--text", opt->text);
+                   // Inputs before the tokenizer: a bad file is named before anything is loaded.
+                   const std::string input = file->count() && !opt->bench ? input_text("--text-file", opt->text_file) : opt->text;
                    auto tokenizer = load_tokenizer(opt->tokenizer);
                    if (opt->bench) return run_bench(*tokenizer, *opt);
-                   std::string input = file->count() ? read_file(opt->text_file) : opt->text;
                    std::vector<TokenId> ids;
                    if (opt->chat || !opt->chat_format.empty()) {
                      const ChatFormat format = tokenizer->chat_format_for(

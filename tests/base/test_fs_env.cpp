@@ -37,6 +37,29 @@ TEST(Fs, UnwritablePathIsAnErrorAndOldFileSurvives) {
   EXPECT_THROW(read_file("/nonexistent-dir/x.json"), Error);
 }
 
+// A symbolic link as the output path: its target is written and the link stays, also when the target does
+// not exist yet (a dangling link) or is reached through a chain of relative links; a link into a missing
+// directory is refused before any work.
+TEST(Fs, LinksAreFollowedEvenWhenDangling) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "llmbench_fs_links";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  fs::create_symlink("sub/target.json", dir / "dangling.json");
+  check_writable((dir / "dangling.json").string());
+  write_file_atomic((dir / "dangling.json").string(), "through the link");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "dangling.json")));
+  EXPECT_EQ(read_file((dir / "sub" / "target.json").string()), "through the link");
+  fs::create_symlink("dangling.json", dir / "chain.json");
+  write_file_atomic((dir / "chain.json").string(), "twice");
+  EXPECT_EQ(read_file((dir / "sub" / "target.json").string()), "twice");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "chain.json")));
+  fs::create_symlink((dir / "missing" / "t.json").string(), dir / "nowhere.json");
+  EXPECT_THROW(check_writable((dir / "nowhere.json").string()), UsageError);
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "nowhere.json")));
+  fs::remove_all(dir);
+}
+
 TEST(Env, HostFactsAreFilledAndRoundTripThroughJson) {
   EnvInfo e = collect_host_env();
   EXPECT_GT(e.cpu_cores, 0);

@@ -69,8 +69,30 @@ printf '{"model": {"type": "BPE", "vocab": {' >"$out/truncated.json"
 expect_exit 1 --tokenizer "$out/truncated.json" --text a
 grep -q "malformed JSON" "$out/stderr" || fail "truncated json: $(cat "$out/stderr")"
 printf 'ab\xffcd' >"$out/bad.txt"
-expect_exit 1 --tokenizer tiny --text-file "$out/bad.txt"
-grep -q "byte offset 2" "$out/stderr" || fail "invalid UTF-8: $(cat "$out/stderr")"
+expect_exit 2 --tokenizer tiny --text-file "$out/bad.txt"  # bad input, named by its flag, as run --prompt-file
+grep -q -- "--text-file: .*bad.txt is not valid UTF-8 at byte offset 2" "$out/stderr" || fail "invalid UTF-8: $(cat "$out/stderr")"
+expect_exit 2 --tokenizer tiny --text $'ab\xffcd'
+grep -q -- "--text: not valid UTF-8 at byte offset 2" "$out/stderr" || fail "invalid UTF-8 --text: $(cat "$out/stderr")"
+expect_exit 2 --tokenizer tiny --text-file "$out/missing.txt"
+grep -q -- "--text-file: .*missing.txt: cannot open" "$out/stderr" || fail "missing --text-file: $(cat "$out/stderr")"
+# --bench's own options: sizes it can make, a corpus of strings, no flag that it would ignore.
+corpus="$(cd "$2/../.." && pwd)/tests/data/tokenizer/corpus.json"
+for mb in -1 nan 0 4096; do
+  expect_exit 2 --tokenizer tiny --bench --bench-mb "$mb" --corpus "$corpus"
+  grep -q -- "--bench-mb must be in (0, 1024\] MiB" "$out/stderr" || fail "--bench-mb $mb: $(cat "$out/stderr")"
+done
+echo '["a", 2]' >"$out/numbers.json"
+expect_exit 2 --tokenizer tiny --bench --corpus "$out/numbers.json"
+grep -q "item 1 is number, not a string" "$out/stderr" || fail "corpus of numbers: $(cat "$out/stderr")"
+: >"$out/empty.txt"
+expect_exit 2 --tokenizer tiny --bench --text-file "$out/empty.txt"
+expect_exit 2 --tokenizer tiny --bench --text a
+expect_exit 2 --tokenizer tiny --text a --bench-mb 2
+expect_exit 0 --tokenizer tiny --bench --bench-mb 0.01 --repetitions 1 --corpus "$corpus"
+grep -q "encode 10487 bytes" "$out/stdout" || fail "--bench-mb 0.01: $(cat "$out/stdout")"
+# stdout is the result: a write that fails there fails the command (exit 1, one line).
+"$bin" tokenize --tokenizer tiny --text hi >/dev/full 2>"$out/stderr" && fail "a write to /dev/full passed"
+grep -q "llmbench: error: stdout: write failed" "$out/stderr" || fail "/dev/full: $(cat "$out/stderr")"
 expect_exit 2 --tokenizer tiny --text a --chat
 (cd "$out" && expect_exit 2 --tokenizer tiny --bench)  # the default corpus is relative to the repository root
 grep -q "give --corpus FILE" "$out/stderr" || fail "--bench outside the repository: $(cat "$out/stderr")"
