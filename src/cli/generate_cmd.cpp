@@ -129,11 +129,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    SamplingParams sampling{opt->temperature, opt->top_k, opt->top_p, opt->seed};
                    Sampler validated(sampling, torch::kCPU);  // throws on bad sampling flags before loading
                    if (opt->prompt) {  // refuse before loading gigabytes of weights
-                     const ResolvedModel r = resolve_model(opt->model);
-                     ModelInfo probe;
-                     probe.preset = r.preset;
-                     probe.checkpoint_dir = r.checkpoint_dir.value_or("");
-                     if (!load_model_tokenizer(probe))
+                     if (!load_model_tokenizer(resolve_model(opt->model)))
                        throw UsageError(cat("model '", opt->model, "' has no tokenizer (none found with its weights): use --prompt-ids"));
                    }
                    const dist::TpSession tp = dist::start_tensor_parallel(

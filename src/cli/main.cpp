@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_flag("-v,--verbose", verbose, "Log debug messages (same as --log-level debug)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  // -v and --log-level also after the subcommand (`llmbench report r.json --log-level warn`): an option the
+  // subcommand does not know falls through to these.
+  app.fallthrough();
 
   cli::Commands commands;
   cli::add_info_command(app, commands);

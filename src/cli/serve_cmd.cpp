@@ -101,10 +101,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
                    if (!opt->tokenizer.empty()) {
                      tokenizer = load_tokenizer(opt->tokenizer);
                    } else {
-                     ModelInfo probe;
-                     probe.preset = resolved.preset;
-                     probe.checkpoint_dir = resolved.checkpoint_dir.value_or("");
-                     if (!load_model_tokenizer(probe))
+                     if (!load_model_tokenizer(resolved))
                        throw UsageError(cat("model '", e.model, "' has no tokenizer (none found with its weights): ",
                                             "give --tokenizer PATH (tokenizer.json, tokenizer.model or a model directory)"));
                    }

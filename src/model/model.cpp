@@ -29,16 +29,23 @@ std::string dtype_name(torch::Dtype dtype) {
   return "float32";
 }
 
+void check_dtype_supported(const std::string& dtype, const torch::Device& device) {
+#if TORCH_VERSION_MAJOR < 2
+  if (parse_dtype(dtype) == torch::kFloat16 && device.is_cpu())
+    throw UsageError("--dtype float16: libtorch 1.x has no float16 matrix multiply on the CPU; use float32 or bfloat16");
+#else
+  (void)dtype;
+  (void)device;
+#endif
+}
+
 std::unique_ptr<Model> Model::load(const ModelLoadOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Model> m(new Model());
   m->dtype_ = parse_dtype(o.dtype);
   const AttnImpl attn = parse_attn(o.attn);
   m->device_ = torch::Device(resolve_device(o.device));
-#if TORCH_VERSION_MAJOR < 2
-  if (m->dtype_ == torch::kFloat16 && m->device_.is_cpu())  // found before the weights load, not by the first matmul
-    throw UsageError("--dtype float16: libtorch 1.x has no float16 matrix multiply on the CPU; use float32 or bfloat16");
-#endif
+  check_dtype_supported(o.dtype, m->device_);  // found before the weights load, not by the first matmul
   const WeightFormat quant = parse_weight_format(o.quant);
   if (quant == WeightFormat::fp8) check_fp8_supported(m->device_);
   ResolvedModel r = resolve_model(o.model);

@@ -60,6 +60,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw Error(cat(path, ": cannot stat: ", std::strerror(errno)));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(cat(path, ": not a regular file (a directory or a device), expected a safetensors file"));
+  }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ < 8) {
     ::close(fd);
@@ -144,14 +148,23 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, size_);
 }
 
+namespace {
+// The directory entry, a dangling link included (a partial download in the HF cache): loading it then names
+// the missing file, instead of the model falling back to random weights.
+bool entry_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+}  // namespace
+
 bool has_safetensors(const std::string& dir) {
-  return fs::exists(fs::path(dir) / "model.safetensors") || fs::exists(fs::path(dir) / "model.safetensors.index.json");
+  return entry_exists(fs::path(dir) / "model.safetensors") || entry_exists(fs::path(dir) / "model.safetensors.index.json");
 }
 
 SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir) {
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   const fs::path single = fs::path(dir) / "model.safetensors";
-  if (fs::exists(index_path)) {
+  if (entry_exists(index_path)) {
     json j = json::parse(read_file(index_path.string()), nullptr, false);
     if (j.is_discarded()) throw Error(cat(index_path.string(), ": malformed JSON"));
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())

@@ -489,23 +489,32 @@ std::string cell_text(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Pass/fail colouring from any verdict-like value of a row.
+// Pass/fail colouring from the verdict-like values of a row. A flattened row also holds its outer row's verdict
+// (a gate point's "regressed"); its own is the innermost ("metrics.verdict"), so only the most deeply nested
+// verdict-like values colour it.
 std::string verdict_class(const json& row) {
-  std::string cls;
-  for (auto it = row.begin(); it != row.end(); ++it) {
-    const std::string key = it.key();
-    if (it->is_string()) {
-      std::string v = it->get<std::string>();
+  enum Kind { kNone, kNeutral, kGood, kWarn, kBad };  // kNeutral: a verdict that asks for no colour
+  auto kind = [](const std::string& key, const json& value) {
+    if (value.is_string()) {
+      std::string v = value.get<std::string>();
       std::transform(v.begin(), v.end(), v.begin(), ::tolower);
-      if (v == "fail" || v == "failed" || v == "regression" || v == "regressed") return "bad";
-      if (v == "inconclusive" || v == "missing") cls = "warn";
-      if (cls.empty() && (v == "pass" || v == "passed" || v == "improved" || v == "improvement")) cls = "good";
-    } else if (it->is_boolean() && (key == "pass" || key == "passed" || key == "ok")) {
-      if (!it->get<bool>()) return "bad";
-      if (cls.empty()) cls = "good";
+      if (v == "fail" || v == "failed" || v == "regression" || v == "regressed") return kBad;
+      if (v == "inconclusive" || v == "missing") return kWarn;
+      if (v == "pass" || v == "passed" || v == "improved" || v == "improvement") return kGood;
+      if (v == "unchanged") return kNeutral;
+    } else if (value.is_boolean() && (key == "pass" || key == "passed" || key == "ok")) {
+      return value.get<bool>() ? kGood : kBad;
     }
-  }
-  return cls;
+    return kNone;
+  };
+  auto depth = [](const std::string& key) { return std::count(key.begin(), key.end(), '.'); };
+  long deepest = -1;
+  for (auto it = row.begin(); it != row.end(); ++it)
+    if (kind(it.key(), *it) != kNone) deepest = std::max<long>(deepest, depth(it.key()));
+  int worst = kNone;
+  for (auto it = row.begin(); it != row.end(); ++it)
+    if (depth(it.key()) == deepest) worst = std::max<int>(worst, kind(it.key(), *it));
+  return worst == kBad ? "bad" : worst == kWarn ? "warn" : worst == kGood ? "good" : "";
 }
 
 bool is_object_array(const json& j) {

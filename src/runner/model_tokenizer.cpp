@@ -14,4 +14,11 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const ModelInfo& info) {
   return nullptr;
 }
 
+std::unique_ptr<Tokenizer> load_model_tokenizer(const ResolvedModel& resolved) {
+  ModelInfo probe;
+  probe.preset = resolved.preset;
+  probe.checkpoint_dir = resolved.checkpoint_dir.value_or("");
+  return load_model_tokenizer(probe);
+}
+
 }  // namespace llmbench

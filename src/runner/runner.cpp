@@ -189,8 +189,6 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   Results results;
   results.created_at = now_iso8601();
   results.env = collect_env();
-  if (hooks.ceilings && hooks.ceilings->device == device_name) results.env.ceilings = hooks.ceilings;
-  else if (hooks.measure_ceilings) results.env.ceilings = measure_ceilings(device_name, 5);
 
   std::vector<PointParams> points = expand(options);
   for (auto& p : points) p.device = device_name;
@@ -202,6 +200,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   const ModelConfig planned_rank = dist::shard_config(planned, options.tp);  // what each device holds
   for (const auto& p : points) {
     check_context(planned, p.prompt_len + p.max_new_tokens);
+    check_dtype_supported(p.dtype, device);  // a sweep refused at once, not after its first dtype's points
     parse_attn(p.attn);
     if (p.weights == "fp8") check_fp8_supported(device);
     if (p.kv_dtype == "fp8") check_kv_fp8_supported(device);
@@ -210,6 +209,8 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
     const std::size_t bad = utf8::first_invalid(*options.prompt);
     if (bad != options.prompt->size()) throw UsageError(cat("--prompt: not valid UTF-8 at byte offset ", bad));
+    if (!load_model_tokenizer(resolve_model(options.model)))  // before drawing gigabytes of random weights
+      throw UsageError(cat("model '", options.model, "' has no tokenizer (none found with its weights): drop --prompt to use synthetic ids"));
   }
   if (points.size() == 1) {
     const auto& p = points[0];
@@ -220,6 +221,9 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
                    .total(),
                cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
   }
+  // The ceilings after every refusal above (seconds of measuring are not spent on a run that cannot start).
+  if (hooks.ceilings && hooks.ceilings->device == device_name) results.env.ceilings = hooks.ceilings;
+  else if (hooks.measure_ceilings) results.env.ceilings = measure_ceilings(device_name, 5);
   check_duration(planned_rank, points, options, results.env.ceilings, device_name);
 
   bool first_generate = true;

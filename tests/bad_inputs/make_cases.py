@@ -103,6 +103,12 @@ def nan_norm(h, d):
     return h, d[:s] + b"\xc0\x7f" * ((e - s) // 2) + d[e:]
 st_case("st_nan_norm", nan_norm)
 st_case("st_nan_norm_int8", nan_norm)
+# A link to nowhere (a partial download): an error naming the file, not a model with random weights.
+os.makedirs(os.path.join(out, "st_dangling_link"))
+shutil.copy(os.path.join(models, "llama_bf16", "config.json"), os.path.join(out, "st_dangling_link"))
+os.symlink("blobs/0123abcd", os.path.join(out, "st_dangling_link", "model.safetensors"))
+os.makedirs(os.path.join(out, "st_is_directory", "model.safetensors"))
+shutil.copy(os.path.join(models, "llama_bf16", "config.json"), os.path.join(out, "st_is_directory"))
 os.makedirs(os.path.join(out, "st_tiny_file"))
 shutil.copy(os.path.join(models, "llama_bf16", "config.json"), os.path.join(out, "st_tiny_file"))
 raw_file("st_tiny_file/model.safetensors", b"\x05\x00\x00")

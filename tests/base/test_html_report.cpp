@@ -428,6 +428,13 @@ TEST(HtmlReport, NestedGateRowsAreFlattened) {
   EXPECT_NE(md.find("| batch=4 model=tiny | 1.125; 1.250 | ttft_ms | regressed | regressed |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| batch=4 model=tiny | – | tpot_ms | inconclusive | regressed |"), std::string::npos) << md;
+  // Each flattened row takes its colour from its own metric's verdict, not from its point's: the tpot row of a
+  // regressed point is yellow (inconclusive), an unchanged metric of it plain.
+  gate["points"][0]["metrics"].push_back({{"metric", "peak_memory"}, {"ci95", nullptr}, {"verdict", "unchanged"}});
+  const std::string html = render_html(in, {std::nullopt, gate});
+  EXPECT_NE(html.find("<tr class=\"bad\"><td>batch=4 model=tiny</td><td class=\"num\">1.125; 1.250</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"warn\"><td>batch=4 model=tiny</td><td>–</td><td>tpot_ms</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>batch=4 model=tiny</td><td>–</td><td>peak_memory</td>"), std::string::npos);
 }
 
 TEST(HtmlReport, ChartsOfTheSampleSweep) {

@@ -157,6 +157,21 @@ TEST(Results, RoundTripThroughAFile) {
   EXPECT_EQ(to_json(back).at("points")[0]["summary"], to_json(Results{{}, {}, {}, {}, {recomputed}})["points"][0]["summary"]);
 }
 
+// A point with runs and no summary (written by hand, like tests/data/gate/baseline.json): its summary is computed
+// from the runs on reading, equal to the one llmbench would have written.
+TEST(Results, MissingSummaryIsComputedFromTheRuns) {
+  Results r = sample_results();
+  json j = to_json(r);
+  const json written = j["points"][0]["summary"];
+  j["points"][0].erase("summary");
+  auto path = (std::filesystem::temp_directory_path() / "llmbench_results_nosummary.json").string();
+  write_file_atomic(path, j.dump());
+  Results back = load_results(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(to_json(back)["points"][0]["summary"], written);
+  EXPECT_EQ(to_json(back)["points"][0]["stages"], j["points"][0]["stages"]);  // the stored stages are kept
+}
+
 TEST(Results, OutputsAndVerificationRoundTrip) {
   Results r = sample_results();
   r.points[0].outputs.first_run_ids = {{5, 6, 7}, {8, 9, 10}};

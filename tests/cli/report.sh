@@ -94,6 +94,16 @@ ln -s target.md "$tmp/link.md"
 "$bin" report "$sample" --format md -o "$tmp/link.md" || fail "report -o a symbolic link exited non-zero"
 [ -L "$tmp/link.md" ] || fail "the symbolic link was replaced by a file"
 grep -q '| TTFT' "$tmp/target.md" || fail "the link's target was not written: $(head -3 "$tmp/target.md")"
+# A dangling link (its target not there yet) is followed too: the target is created, the link stays.
+ln -s new/target.md "$tmp/dangling.md"
+mkdir "$tmp/new"
+"$bin" report "$sample" --format md -o "$tmp/dangling.md" || fail "report -o a dangling link exited non-zero"
+[ -L "$tmp/dangling.md" ] && grep -q '| TTFT' "$tmp/new/target.md" || fail "a dangling link was not followed"
+# The global options work after the subcommand too.
+"$bin" report "$sample" --format md -o "$tmp/g.md" --log-level warn 2>"$tmp/err" || fail "--log-level after report: $(cat "$tmp/err")"
+# Files with runs but no summary (tests/data/gate): the summary is computed from the runs, not shown as "–".
+"$bin" report "$data/gate/baseline.json" --format md 2>/dev/null | grep -q '| tiny b=1 p=16 n=8 | ok | 10 | 20.04 |' \
+  || fail "a file without summaries reports no figures"
 mkfifo "$tmp/fifo"
 timeout 20 cat "$tmp/fifo" >"$tmp/from_fifo" &
 reader=$!

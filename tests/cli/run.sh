@@ -60,6 +60,14 @@ grep -q ' off ' "$tmp/nv.txt" || fail "--no-verify: table does not say off"
 "$bin" run "${small[@]}" --batch 1 --prompt "The quick brown fox" --output "$tmp/t.json" >/dev/null 2>&1 || fail "--prompt"
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; assert p["prompt_source"]=="text-repeated", p["prompt_source"]' "$tmp/t.json" \
   || fail "prompt_source"
+# A 7B preset has no tokenizer without a checkpoint: --prompt is refused in seconds, before the ceilings are
+# measured or 15 GB of random weights are drawn.
+start=$(date +%s)
+"$bin" run --model qwen2.5-7b --prompt hello --batch 1 --prompt-len 16 --max-new-tokens 4 -o "$tmp/q.json" \
+  >/dev/null 2>"$tmp/err.txt" && fail "run --prompt on a preset without a tokenizer passed"
+grep -q "has no tokenizer (none found with its weights): drop --prompt" "$tmp/err.txt" || fail "--prompt on qwen: $(cat "$tmp/err.txt")"
+[ $(( $(date +%s) - start )) -le 20 ] || fail "--prompt on qwen refused only after $(( $(date +%s) - start )) s"
+[ ! -e "$tmp/q.json" ] || fail "--prompt on qwen left a results file"
 # results.command is the command line, quoted where a shell needs it.
 want="llmbench run ${small[*]} --batch 1 --prompt 'The quick brown fox' --output $tmp/t.json"
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["command"]; assert c == sys.argv[2], c' "$tmp/t.json" "$want" \

@@ -35,6 +35,8 @@ namespace llmbench {
 // "float32|fp32", "bfloat16|bf16", "float16|fp16|half" → dtype; UsageError otherwise.
 torch::Dtype parse_dtype(const std::string& name);
 std::string dtype_name(torch::Dtype dtype);
+// UsageError for a dtype this build cannot compute in on `device` (float16 on the CPU with libtorch 1.x).
+void check_dtype_supported(const std::string& dtype, const torch::Device& device);
 
 struct ModelLoadOptions {
   std::string model = "tiny";   // preset, directory or org/name
