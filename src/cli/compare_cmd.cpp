@@ -64,6 +64,8 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      if (first) all = std::move(r), first = false;
                      else append_results(all, std::move(r));
                    };
+                   // Every model's own refusals before the first one runs (not minutes into the file).
+                   for (const RunOptions& m : plan.models) check_runnable(m);
                    check_compare_duration(plan.models, st->max_minutes);
                    // Tensor parallelism: one group for the whole file (docs/distributed.md).
                    for (const RunOptions& m : plan.models)

@@ -196,7 +196,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir) {
     for (const auto& [name, f] : wanted)
       if (!index_.count(name) || fs::path(index_.at(name)->file).filename() != f)
         throw Error(cat(index_path.string(), ": tensor '", name, "' is not in its shard '", f, "'"));
-  } else if (fs::exists(single)) {
+  } else if (entry_exists(single)) {
     files_.push_back(std::make_unique<SafetensorsFile>(single.string()));
     file_names_.push_back(single.string());
     for (const auto& [name, view] : files_.back()->tensors()) index_[name] = &view;

@@ -176,6 +176,37 @@ void append_results(Results& into, Results&& more) {
   into.interrupted = into.interrupted || more.interrupted;
 }
 
+namespace {
+
+// Every refusal that needs no weights: contexts beyond the model's positions, a dtype, attention, weight or KV
+// format the device cannot run (the whole sweep at once, not after its first dtype's points), and a prompt
+// that is empty, not UTF-8 or has no tokenizer to encode it (before gigabytes of random weights are drawn).
+void check_points(const RunOptions& options, const std::vector<PointParams>& points, const torch::Device& device) {
+  const ResolvedModel resolved = resolve_model(options.model);
+  for (const auto& p : points) {
+    check_context(resolved.config, p.prompt_len + p.max_new_tokens);
+    check_dtype_supported(p.dtype, device);
+    parse_attn(p.attn);
+    if (p.weights == "fp8") check_fp8_supported(device);
+    if (p.kv_dtype == "fp8") check_kv_fp8_supported(device);
+  }
+  if (options.prompt) {
+    if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
+    const std::size_t bad = utf8::first_invalid(*options.prompt);
+    if (bad != options.prompt->size()) throw UsageError(cat("--prompt: not valid UTF-8 at byte offset ", bad));
+    if (!load_model_tokenizer(resolved))
+      throw UsageError(cat("model '", options.model, "' has no tokenizer (none found with its weights): drop --prompt to use synthetic ids"));
+  }
+}
+
+}  // namespace
+
+void check_runnable(const RunOptions& options) {
+  validate(options);
+  if (options.tp > 1) dist::check_tp(resolve_model(options.model).config, options.tp);
+  check_points(options, expand(options), torch::Device(resolve_device(options.device)));
+}
+
 Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   validate(options);
   torch::NoGradGuard no_grad;
@@ -194,24 +225,11 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   for (auto& p : points) p.device = device_name;
   const std::string label = options.label.empty() ? options.model : options.label;
 
-  // Refuse what can be refused before loading anything: contexts beyond the model's positions, and
-  // (for a single point) a configuration whose estimate does not fit.
+  // Refuse what can be refused before loading anything (check_points), and (for a single point) a
+  // configuration whose estimate does not fit.
   const ModelConfig planned = resolve_model(options.model).config;
   const ModelConfig planned_rank = dist::shard_config(planned, options.tp);  // what each device holds
-  for (const auto& p : points) {
-    check_context(planned, p.prompt_len + p.max_new_tokens);
-    check_dtype_supported(p.dtype, device);  // a sweep refused at once, not after its first dtype's points
-    parse_attn(p.attn);
-    if (p.weights == "fp8") check_fp8_supported(device);
-    if (p.kv_dtype == "fp8") check_kv_fp8_supported(device);
-  }
-  if (options.prompt) {
-    if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
-    const std::size_t bad = utf8::first_invalid(*options.prompt);
-    if (bad != options.prompt->size()) throw UsageError(cat("--prompt: not valid UTF-8 at byte offset ", bad));
-    if (!load_model_tokenizer(resolve_model(options.model)))  // before drawing gigabytes of random weights
-      throw UsageError(cat("model '", options.model, "' has no tokenizer (none found with its weights): drop --prompt to use synthetic ids"));
-  }
+  check_points(options, points, device);
   if (points.size() == 1) {
     const auto& p = points[0];
     const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));

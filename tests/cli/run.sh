@@ -89,6 +89,10 @@ check_usage "unknown model" run --model no-such-model-xyz --device cpu --output 
 check_usage "prompt too long" run "${small[@]}" --prompt-len 5000 --output "$tmp/bad.json"
 check_usage "unwritable output" run "${small[@]}" --output /nonexistent-dir/x.json
 check_usage "unknown dtype" run "${small[@]}" --dtype int3 --output "$tmp/bad.json"
+if [ "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["torch_version"].split(".")[0])' < <("$bin" info --json))" = 1 ]; then
+  # libtorch 1.x has no float16 matmul on the CPU: the sweep is refused before its float32 points run.
+  check_usage "float16 second" run "${small[@]}" --dtype float32,float16 --output "$tmp/bad.json"
+fi
 
 # Impossible size: refused by the estimate before allocating, exit 1, no file.
 rm -f "$tmp/bad.json"
@@ -153,6 +157,15 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["point
 # The ceilings are measured once and serve every model on the device: MBU for the second model's points too.
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(p["roofline"]["mbu"] is not None for p in d["points"]), [p["roofline"] for p in d["points"]]' \
   "$tmp/cmp.json" || fail "compare: a model without MBU"
+
+# compare checks every model before the first runs: a later entry that cannot run is refused at once.
+cat >"$tmp/late.yaml" <<'EOF'
+defaults: {device: cpu, warmup: 0, runs: 3, trim: 0}
+matrix: {batch: 1, prompt_len: 8, max_new_tokens: 4}
+models: [{model: tiny, label: fine, runs: 200}, {model: tiny, label: too-long, prompt_len: 99999}]
+EOF
+check_usage "compare: a later entry beyond the model's positions" compare "$tmp/late.yaml" --no-roofline --output "$tmp/bad.json"
+grep -q "max_position_embeddings" <<<"$err" || fail "compare late entry: $err"
 
 # compare's ratios: each point against the baseline's point agreeing on the most parameters, weights included
 # (the baseline's own int8 rows are 1.00x, not divided by its bf16 rows).

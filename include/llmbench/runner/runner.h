@@ -36,6 +36,11 @@ struct RunHooks {
 // the finished points are returned with `interrupted` set.
 Results run_benchmark(const RunOptions& options, const RunHooks& hooks = {});
 
+// The refusals run_benchmark makes before loading anything (bad options, an unknown model, a context too long,
+// a dtype / attention / format the device cannot run, a --prompt without a tokenizer), without running:
+// compare checks every model with it before the first one runs. Throws UsageError.
+void check_runnable(const RunOptions& options);
+
 // Appends the points of another run (compare: one model after another) to `into`.
 void append_results(Results& into, Results&& more);
 
