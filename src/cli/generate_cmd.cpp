@@ -19,6 +19,7 @@
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/runner/model_tokenizer.h"
+#include "llmbench/runner/prompts.h"
 #include "llmbench/tokenizer/chat.h"
 
 namespace llmbench::cli {
@@ -89,7 +90,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
   app->add_option("--prompt", opt->prompt, "Prompt text, tokenized by the model's tokenizer (one prompt)");
   app->add_option("--prompt-file", opt->prompt_file, "File whose text is the prompt");
   app->add_flag("--chat", opt->chat, "Wrap the prompt as a user message in the model's chat format");
-  app->add_option("--chat-format", opt->chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
+  app->add_option("--chat-format", opt->chat_format, "With --chat: llama3, chatml, deepseek-r1 or none (no template; default: from tokenizer_config)");
   app->add_option("--prompt-ids", opt->prompt_ids, "Token ids: \"1,2,3;4,5,6\" (';' separates the prompts of a batch)");
   app->add_option("--max-new-tokens", opt->max_new_tokens, "New tokens per prompt")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app->add_option("--temperature", opt->temperature, "0: greedy")->capture_default_str()->check(CLI::Range(0.0, 1e6));
@@ -119,6 +120,10 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    std::vector<std::vector<std::int64_t>> prompts;
                    if (!opt->prompt) prompts = parse_prompt_ids(opt->prompt_ids);
                    if (opt->prompt && opt->prompt->empty()) throw UsageError("the prompt is empty");
+                   if (!opt->chat_format.empty()) {
+                     if (!opt->chat) throw UsageError("--chat-format needs --chat");
+                     parse_chat_format(opt->chat_format);
+                   }
                    if (!opt->dump_logits.empty() && dist::process_rank() == 0) check_writable(opt->dump_logits);
                    if (opt->tp > 1) dist::check_tp(resolve_model(opt->model).config, opt->tp);
                    const std::string device = resolve_device(opt->device);
@@ -151,9 +156,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    model->set_kv_format(kv_format);
                    std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(model->info());
                    if (opt->prompt) {
-                     const ChatFormat format = opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format);
-                     if (opt->chat) tokenizer->warn_if_no_chat_format(format);
-                     std::vector<TokenId> ids = opt->chat ? tokenizer->encode_chat({{"user", *opt->prompt}}, true, format)
+                     std::vector<TokenId> ids = opt->chat ? encode_chat_prompt(*tokenizer, *opt->prompt, opt->chat_format)
                                                           : tokenizer->encode(*opt->prompt, true);
                      if (ids.empty()) throw UsageError("the prompt tokenizes to no tokens");
                      prompts.push_back(std::vector<std::int64_t>(ids.begin(), ids.end()));

@@ -82,7 +82,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--prompt", o.prompt, "Prompt text, tokenized then cut or repeated to --prompt-len");
   app.add_option("--prompt-file", f.prompt_file, "File whose text is the prompt");
   app.add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat format");
-  app.add_option("--chat-format", o.chat_format, "llama3, chatml or deepseek-r1 (default: from tokenizer_config)");
+  app.add_option("--chat-format", o.chat_format, "With --chat: llama3, chatml, deepseek-r1 or none (no template; default: from tokenizer_config)");
   app.add_flag("--no-cuda-graph", f.no_cuda_graph, "Run the decode step eagerly instead of replaying a CUDA graph");
   app.add_flag("--no-fused", f.no_fused, "Use the plain (unfused) ops instead of fused kernels");
   app.add_flag_function(

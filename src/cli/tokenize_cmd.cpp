@@ -124,7 +124,7 @@ void add_tokenize_command(CLI::App& root, Commands& out) {
   app->add_flag("--no-special", opt->no_special, "Do not add special tokens (HF add_special_tokens=False)");
   app->add_flag("--json", opt->json, R"(Print {"ids": [...], "count": N, "decoded": "..."})");
   app->add_flag("--chat", opt->chat, "Wrap the text as one user message in the chat format");
-  app->add_option("--chat-format", opt->chat_format, "llama3, chatml, deepseek-r1 (default: from tokenizer_config)");
+  app->add_option("--chat-format", opt->chat_format, "With --chat: llama3, chatml, deepseek-r1 or none (no template; default: from tokenizer_config)");
   auto* bench = app->add_flag("--bench", opt->bench, "Measure encode throughput (MB/s, one thread) instead");
   app->add_option("--corpus", opt->corpus, "--bench: corpus the benchmark text is made from")
       ->capture_default_str()
@@ -142,13 +142,19 @@ void add_tokenize_command(CLI::App& root, Commands& out) {
                      throw UsageError("tokenize needs --text or --text-file");
                    if (!(opt->bench_mb > 0 && opt->bench_mb <= kMaxBenchMb))
                      throw UsageError(cat("--bench-mb must be in (0, ", kMaxBenchMb, "] MiB, got ", shown(opt->bench_mb)));
+                   if (!opt->chat_format.empty()) {
+                     if (!opt->chat) throw UsageError("--chat-format needs --chat");
+                     parse_chat_format(opt->chat_format);
+                   }
                    if (text->count()) check_utf8("--text", opt->text);
                    // Inputs before the tokenizer: a bad file is named before anything is loaded.
                    const std::string input = file->count() && !opt->bench ? input_text("--text-file", opt->text_file) : opt->text;
                    auto tokenizer = load_tokenizer(opt->tokenizer);
                    if (opt->bench) return run_bench(*tokenizer, *opt);
                    std::vector<TokenId> ids;
-                   if (opt->chat || !opt->chat_format.empty()) {
+                   if (opt->chat_format == "none") {
+                     ids = tokenizer->encode(input, false);  // no template: the message's text alone
+                   } else if (opt->chat) {
                      const ChatFormat format = tokenizer->chat_format_for(
                          opt->chat_format.empty() ? ChatFormat::none : parse_chat_format(opt->chat_format));
                      ids = tokenizer->encode_chat({{"user", input}}, true, format);

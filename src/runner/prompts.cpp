@@ -18,12 +18,17 @@ PromptIds synthetic_prompts(const PromptSpec& spec) {
   return p;
 }
 
+std::vector<TokenId> encode_chat_prompt(const Tokenizer& tokenizer, const std::string& text, const std::string& format) {
+  if (format == "none") return tokenizer.encode(text, false);
+  const ChatFormat f = format.empty() ? ChatFormat::none : parse_chat_format(format);
+  tokenizer.warn_if_no_chat_format(f);
+  return tokenizer.encode_chat({{"user", text}}, true, f);
+}
+
 PromptIds text_prompts(const PromptSpec& spec, const Tokenizer& tokenizer) {
   if (!spec.text || spec.text->empty()) throw UsageError("the prompt is empty");
-  if (spec.chat) tokenizer.warn_if_no_chat_format(spec.chat_format);
-  std::vector<TokenId> ids = spec.chat
-                                 ? tokenizer.encode_chat({{"user", *spec.text}}, true, spec.chat_format)
-                                 : tokenizer.encode(*spec.text, true);
+  std::vector<TokenId> ids = spec.chat ? encode_chat_prompt(tokenizer, *spec.text, spec.chat_format)
+                                       : tokenizer.encode(*spec.text, true);
   if (ids.empty()) throw UsageError("the prompt tokenizes to no tokens");
   const std::size_t want = static_cast<std::size_t>(spec.prompt_len);
   PromptIds p;

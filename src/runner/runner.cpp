@@ -309,7 +309,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         spec.seed = pp.seed;
         spec.text = options.prompt;
         spec.chat = options.chat;
-        if (!options.chat_format.empty()) spec.chat_format = parse_chat_format(options.chat_format);
+        spec.chat_format = options.chat_format;
         PromptIds synthetic = spec.text ? PromptIds{} : synthetic_prompts(spec);
         pr.prompt_source = spec.text ? text_prompts(spec, *tokenizer).source : synthetic.source;
 

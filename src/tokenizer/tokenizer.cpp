@@ -7,8 +7,11 @@ namespace llmbench {
 
 std::string Tokenizer::apply_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                   ChatFormat format) const {
-  return format_chat(format == ChatFormat::none ? info_.chat_format : format, messages, add_generation_prompt,
-                     info_.bos_token);
+  const ChatFormat f = format == ChatFormat::none ? info_.chat_format : format;
+  if ((f == ChatFormat::llama3 || f == ChatFormat::deepseek_r1) && info_.bos_token.empty())
+    throw UsageError(cat("chat format ", to_string(f), " starts with a BOS token, but tokenizer ", info_.source,
+                         " has none (no bos_token in its tokenizer_config.json)"));
+  return format_chat(f, messages, add_generation_prompt, info_.bos_token);
 }
 
 ChatFormat Tokenizer::chat_format_for(ChatFormat requested) const {

@@ -159,6 +159,7 @@ expect temperature_negative "--temperature" run --model tiny "${small[@]}" --tem
 expect top_p_above_one "--top-p" run --model tiny "${small[@]}" --top-p 2 --output @OUT@
 expect dtype_unknown "int3" run --model tiny "${small[@]}" --dtype int3 --output @OUT@
 expect format_unknown "xml" run --model tiny "${small[@]}" --format xml --output @OUT@
+expect chat_format_no_chat "--chat-format needs --chat" run --model tiny "${small[@]}" --prompt hi --chat-format chatml --output @OUT@
 expect model_unknown "no-such-model-xyz" run --model no-such-model-xyz "${small[@]}" --output @OUT@
 # Hours by the duration estimate: refused before loading anything.
 expect too_long "more than --max-minutes 30" run --model tiny --device cpu --prompt-len 4 --max-new-tokens 64 \

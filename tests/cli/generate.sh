@@ -78,6 +78,11 @@ kv() { "$bin" generate --model tiny --device cpu --prompt "Hello there" --max-ne
 plain=$(kv) && bare=$(kv --chat) || fail "generate --chat on tiny"
 grep -q "has no known chat format: --chat gives the message's text alone" "$tmp/warn.txt" || fail "no warning: $(cat "$tmp/warn.txt")"
 chat=$(kv --chat --chat-format chatml) || fail "generate --chat --chat-format chatml"
+: >"$tmp/warn.txt"
+none=$(kv --chat --chat-format none) || fail "generate --chat --chat-format none"
+[ "$none" = "$bare" ] && ! grep -q "chat format" "$tmp/warn.txt" || fail "--chat-format none: $none vs $bare KV bytes, $(cat "$tmp/warn.txt")"
+expect_error 2 --device cpu --prompt "hi" --chat-format chatml   # --chat-format needs --chat
+grep -q -- "--chat-format needs --chat" <<<"$err" || fail "--chat-format without --chat: $err"
 [ "$bare" -lt "$plain" ] || fail "--chat on tiny should drop the BOS ($bare vs $plain KV bytes)"
 [ "$chat" -gt "$plain" ] || fail "--chat --chat-format chatml did not wrap the prompt ($chat vs $plain KV bytes)"
 echo "generate: all checks passed"

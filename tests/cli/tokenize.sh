@@ -94,6 +94,19 @@ grep -q "encode 10487 bytes" "$out/stdout" || fail "--bench-mb 0.01: $(cat "$out
 "$bin" tokenize --tokenizer tiny --text hi >/dev/full 2>"$out/stderr" && fail "a write to /dev/full passed"
 grep -q "llmbench: error: stdout: write failed" "$out/stderr" || fail "/dev/full: $(cat "$out/stderr")"
 expect_exit 2 --tokenizer tiny --text a --chat
+# --chat-format only names the format --chat wraps in; "none" is no template: the text alone, no special tokens.
+expect_exit 2 --tokenizer tiny --text a --chat-format chatml
+grep -q -- "--chat-format needs --chat" "$out/stderr" || fail "--chat-format without --chat: $(cat "$out/stderr")"
+expect_exit 2 --tokenizer tiny --text a --chat --chat-format vicuna
+expect_exit 0 --tokenizer tiny --text "Hello there" --chat --chat-format none
+[ "$(cat "$out/stdout")" = "$("$bin" tokenize --tokenizer tiny --text "Hello there" --no-special)" ] \
+  || fail "--chat-format none is not the bare text: $(cat "$out/stdout")"
+# A format that starts with BOS, on a tokenizer without a bos_token: refused, not a prompt silently without BOS.
+mkdir -p "$out/nobos" && cp "$(cd "$2/../.." && pwd)/assets/tiny/tokenizer.json" "$out/nobos/" && echo '{}' >"$out/nobos/tokenizer_config.json"
+expect_exit 2 --tokenizer "$out/nobos" --text a --chat --chat-format llama3
+grep -q "chat format llama3 starts with a BOS token, but tokenizer .*nobos/tokenizer.json has none" "$out/stderr" \
+  || fail "llama3 without a BOS: $(cat "$out/stderr")"
+expect_exit 0 --tokenizer "$out/nobos" --text a --chat --chat-format chatml
 (cd "$out" && expect_exit 2 --tokenizer tiny --bench)  # the default corpus is relative to the repository root
 grep -q "give --corpus FILE" "$out/stderr" || fail "--bench outside the repository: $(cat "$out/stderr")"
 echo "tokenize: ok"

@@ -16,7 +16,7 @@ struct PromptSpec {
   std::uint64_t seed = 0;
   std::optional<std::string> text;  // --prompt / --prompt-file content; empty: synthetic ids
   bool chat = false;
-  ChatFormat chat_format = ChatFormat::none;
+  std::string chat_format;  // with chat: empty is the tokenizer's own, "none" no template
 };
 
 // Ids for one timed run, [batch][prompt_len].
@@ -27,6 +27,10 @@ struct PromptIds {
 
 // Synthetic ids: uniform over [3, 0.95 * vocab) from a seeded generator, so no special token is drawn.
 PromptIds synthetic_prompts(const PromptSpec& spec);
+
+// The text as one user message in the named chat format, encoded without adding special tokens: an empty
+// name is the tokenizer's own format (the text alone, with a warning, when it has none), "none" the text alone.
+std::vector<TokenId> encode_chat_prompt(const Tokenizer& tokenizer, const std::string& text, const std::string& format);
 
 // Tokenizes the text (the work the timed TTFT includes), then cuts it or repeats it to exactly
 // prompt_len ids; every row of the batch gets the same ids. Throws Error when the text is empty.
