@@ -15,7 +15,8 @@ namespace {
 
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("LLMBENCH_SPM_MODULE")) out.push_back(env);
+  const char* env = std::getenv("LLMBENCH_SPM_MODULE");
+  if (env && *env) out.push_back(env);  // set but empty is unset, as for the other variables
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

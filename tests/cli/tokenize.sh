@@ -107,6 +107,8 @@ expect_exit 2 --tokenizer "$out/nobos" --text a --chat --chat-format llama3
 grep -q "chat format llama3 starts with a BOS token, but tokenizer .*nobos/tokenizer.json has none" "$out/stderr" \
   || fail "llama3 without a BOS: $(cat "$out/stderr")"
 expect_exit 0 --tokenizer "$out/nobos" --text a --chat --chat-format chatml
+# An empty LLMBENCH_SPM_MODULE is unset: the module is found where it would be without it.
+LLMBENCH_SPM_MODULE= expect_exit 0 --tokenizer "$data/spm/tiny_spm.model" --text hi
 (cd "$out" && expect_exit 2 --tokenizer tiny --bench)  # the default corpus is relative to the repository root
 grep -q "give --corpus FILE" "$out/stderr" || fail "--bench outside the repository: $(cat "$out/stderr")"
 echo "tokenize: ok"
