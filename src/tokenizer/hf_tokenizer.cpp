@@ -187,7 +187,7 @@ std::string HfTokenizer::decode_impl(const std::vector<TokenId>& ids, bool skip_
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view tokenizer_json, std::string_view config_json,
                                                const std::string& source) {
-  tok::TokenizerConfig config = tok::parse_tokenizer_config(config_json, source + " (tokenizer_config.json)");
+  tok::TokenizerConfig config = tok::parse_tokenizer_config(config_json, tok::config_source(source));
   json j;
   try {
     j = json::parse(tokenizer_json);

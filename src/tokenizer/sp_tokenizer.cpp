@@ -131,7 +131,7 @@ class SpTokenizer : public Tokenizer {
 std::unique_ptr<Tokenizer> sentencepiece_tokenizer(const std::string& model_bytes, std::string_view config_json,
                                                    const std::string& source) {
   return std::make_unique<SpTokenizer>(model_bytes,
-                                       tok::parse_tokenizer_config(config_json, source + " (tokenizer_config.json)"),
+                                       tok::parse_tokenizer_config(config_json, tok::config_source(source)),
                                        source);
 }
 

@@ -1,5 +1,7 @@
 #include "tokenizer_config.h"
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "llmbench/base/error.h"
@@ -17,6 +19,12 @@ std::optional<std::string> token_text(const nlohmann::json& j, const char* key) 
 }
 
 }  // namespace
+
+std::string config_source(const std::string& tokenizer_source) {
+  const std::filesystem::path p(tokenizer_source);
+  if (p.extension() != ".json" && p.extension() != ".model") return tokenizer_source + " tokenizer_config.json";
+  return (p.parent_path() / "tokenizer_config.json").string();
+}
 
 TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string& source) {
   TokenizerConfig c;

@@ -20,4 +20,7 @@ struct TokenizerConfig {
 // Parses tokenizer_config.json text ("" → defaults); `source` names the file in errors.
 TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string& source);
 
+// The tokenizer_config.json beside the tokenizer file `tokenizer_source` names, for errors.
+std::string config_source(const std::string& tokenizer_source);
+
 }  // namespace llmbench::tok

@@ -178,6 +178,10 @@ tok_case("tok_bad_regex", lambda t: t["pre_tokenizer"]["pretokenizers"][0]["patt
 tok_case("tok_merge_unknown", lambda t: t["model"]["merges"].insert(0, "zzqx\u0100 \u0101yy"))
 tok_case("tok_vocab_not_object", lambda t: t["model"].__setitem__("vocab", [1, 2, 3]))
 tok_case("tok_added_bad_id", lambda t: t["added_tokens"][0].__setitem__("id", "seven"))
+tok_case("tok_config_malformed", lambda t: None)
+raw_file("tok_config_malformed/tokenizer_config.json", b'{"bos_token": ')
+tok_case("tok_config_bad_bos", lambda t: None)
+raw_file("tok_config_bad_bos/tokenizer_config.json", b'{"bos_token": 5}')
 
 # ---- text files
 raw_file("bad_utf8.txt", b"The quick \xc3\x28 brown \xff fox")

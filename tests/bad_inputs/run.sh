@@ -134,6 +134,9 @@ tok tok_bad_regex "tok_bad_regex/tokenizer.json"
 tok tok_merge_unknown "tok_merge_unknown/tokenizer.json"
 tok tok_vocab_not_object "vocab"
 tok tok_added_bad_id "tok_added_bad_id/tokenizer.json"
+# tokenizer_config.json beside a good tokenizer.json: the config file is the one named.
+tok tok_config_malformed "tok_config_malformed/tokenizer_config.json: malformed JSON"
+tok tok_config_bad_bos "tok_config_bad_bos/tokenizer_config.json: bos_token"
 expect tok_absent "no-such-tokenizer.json" tokenize --tokenizer "$in/no-such-tokenizer.json" --text hi
 
 # ---- prompts
