@@ -123,9 +123,13 @@ std::optional<std::string> find_in_hf_cache(const std::string& repo) {
     const fs::path base = fs::path(root) / folder;
     std::error_code ec;
     if (!fs::is_directory(base / "snapshots", ec)) continue;
-    if (fs::exists(base / "refs" / "main")) {
-      const fs::path snap = base / "snapshots" / trim(read_file((base / "refs" / "main").string()));
-      if (fs::exists(snap / "config.json")) return snap.string();
+    const fs::path ref = base / "refs" / "main";
+    if (fs::exists(ref, ec)) {  // the revision the cache says is current, or an error: never another one silently
+      const std::string rev = trim(read_file(ref.string()));
+      const fs::path snap = base / "snapshots" / rev;
+      if (rev.empty() || !fs::exists(snap / "config.json", ec))
+        throw Error(cat(ref.string(), " names snapshot '", rev, "', but ", snap.string(), " has no config.json"));
+      return snap.string();
     }
     std::optional<fs::path> newest;
     fs::file_time_type newest_time{};

@@ -85,4 +85,11 @@ expect_error 2 --device cpu --prompt "hi" --chat-format chatml   # --chat-format
 grep -q -- "--chat-format needs --chat" <<<"$err" || fail "--chat-format without --chat: $err"
 [ "$bare" -lt "$plain" ] || fail "--chat on tiny should drop the BOS ($bare vs $plain KV bytes)"
 [ "$chat" -gt "$plain" ] || fail "--chat --chat-format chatml did not wrap the prompt ($chat vs $plain KV bytes)"
+# A HF cache whose refs/main names a missing snapshot: an error naming both, not another snapshot silently.
+hf=$tmp/hf/models--meta-llama--Meta-Llama-3-70B-Instruct
+mkdir -p "$hf/snapshots/old" "$hf/refs" && echo '{}' >"$hf/snapshots/old/config.json" && printf 'new\n' >"$hf/refs/main"
+err=$(HF_HUB_CACHE=$tmp/hf HF_HOME=$tmp/hf "$bin" --log-level off generate --model llama-3-70b --device cpu --dtype float32 \
+  --prompt-ids 1,2 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && grep -q "refs/main names snapshot 'new', but .*snapshots/new has no config.json" <<<"$err" \
+  || fail "refs/main to a missing snapshot: rc $rc, $err"
 echo "generate: all checks passed"
