@@ -134,6 +134,15 @@ std::uint64_t peak_memory(const PointResult& p) {
 
 const char* const kCvMetrics[] = {"ttft_ms", "tpot_ms", "e2e_ms"};
 
+// One value has no spread: its CV is undefined (shown n/a), not 0 %.
+bool has_cv(const PointResult& p) {
+  for (const char* m : kCvMetrics) {
+    auto it = p.summary.find(m);
+    if (it != p.summary.end() && it->second.n >= 2) return true;
+  }
+  return false;
+}
+
 double max_cv(const PointResult& p) {
   double cv = 0;
   for (const char* m : kCvMetrics) {
@@ -175,6 +184,7 @@ std::vector<Column> result_columns() {
   c.push_back({"e2e_ms", "e2e ms", true, median_of("e2e_ms", 2)});
   c.push_back({"max_cv", "CV", true, [](const PointResult& p) {
                  if (!has_figures(p) || p.summary.empty()) return kMissing;
+                 if (!has_cv(p)) return Cell{"n/a", nullptr};
                  return Cell{fixed(100 * max_cv(p), 1) + "%", max_cv(p)};
                }});
   c.push_back({"verified", "verified", false, [](const PointResult& p) {

@@ -194,6 +194,7 @@ std::string bytes_or_dash(std::uint64_t b) { return b > 0 ? fmt_bytes(b) : "–"
 std::string cv_cell(const PointResult& p, const std::string& metric) {
   const Summary* s = find_summary(p, metric);
   if (!s) return "–";
+  if (s->n < 2) return "n/a";  // one value has no spread: undefined, not 0 %
   return pct(s->cv) + (s->cv > kCvWarning && !p.load ? " (high)" : "");
 }
 

@@ -112,6 +112,22 @@ TEST(Format, TableHasOneAlignedRowPerPoint) {
   EXPECT_NE(out[6].find("failed: out of memory, needs 80 GiB"), std::string::npos);
 }
 
+TEST(Format, OneRunHasNoCv) {
+  // One value has no spread: the CV is undefined, shown n/a (empty in csv), not 0.0 %.
+  Results r;
+  r.points = {point("one", 1, 10, 5, 50, 1ULL << 30)};
+  r.points[0].runs.resize(1);
+  r.points[0].trim = 0;
+  summarize_point(r.points[0]);
+  auto out = lines(format_results(r, Format::table));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_NE(out[2].find("n/a"), std::string::npos) << out[2];
+  EXPECT_EQ(out[2].find("%"), std::string::npos) << out[2];
+  auto csv = lines(format_results(r, Format::csv));
+  ASSERT_EQ(csv.size(), 2u);
+  EXPECT_NE(csv[1].find(",5.0,50.0,,"), std::string::npos) << csv[1];
+}
+
 TEST(Format, CsvAndJsonCarryRawNumbers) {
   auto csv = lines(format_results(two_models(), Format::csv));
   ASSERT_EQ(csv.size(), 6u);

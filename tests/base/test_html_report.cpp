@@ -129,6 +129,18 @@ TEST(HtmlReport, SummaryTableHoldsTheTrimmedMediansOfAKnownResult) {
             std::string::npos);
 }
 
+TEST(HtmlReport, OneRunShowsNoCv) {
+  // --runs 1: one e2e value has no spread, so its CV is n/a rather than 0 %.
+  Results r = known_results();
+  r.points.resize(1);
+  r.points[0].runs.resize(1);
+  for (auto& [metric, s] : r.points[0].summary) s.n = 1, s.cv = 0;
+  std::vector<ReportInput> in{{"a.json", r}};
+  const std::string md = render_markdown(in, std::nullopt);
+  EXPECT_NE(md.find("| 1.500 GiB RSS | n/a |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("0.000 %"), std::string::npos) << md;
+}
+
 TEST(HtmlReport, TemperaturesAreLabelledAsGiven) {
   // A temperature sweep: the labels carry the values as the user typed them (0.2, 1), not 0.2000 / 1.000.
   Results r = known_results();
