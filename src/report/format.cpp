@@ -44,6 +44,16 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+namespace {
+
+// weights / kv_dtype "bf16" means unquantized, at the point's dtype: shown as that dtype (a float32 run is not bf16).
+std::string storage_of(const std::string& format, const std::string& dtype) {
+  if (format != "bf16") return format;
+  return dtype == "float32" ? "fp32" : dtype == "float16" ? "fp16" : "bf16";
+}
+
+}  // namespace
+
 std::string quality_summary(const PointResult& p) {
   if (!p.quality) return "";
   const Quality& q = *p.quality;
@@ -172,8 +182,14 @@ std::vector<Column> result_columns() {
                }});
   c.push_back({"attn", "attn", false, [](const PointResult& p) { return Cell{p.params.attn, p.params.attn}; }});
   c.push_back({"dtype", "dtype", false, [](const PointResult& p) { return Cell{p.params.dtype, p.params.dtype}; }});
-  c.push_back({"weights", "weights", false, [](const PointResult& p) { return Cell{p.params.weights, p.params.weights}; }});
-  c.push_back({"kv_dtype", "KV", false, [](const PointResult& p) { return Cell{p.params.kv_dtype, p.params.kv_dtype}; }});
+  c.push_back({"weights", "weights", false, [](const PointResult& p) {
+                 const std::string s = storage_of(p.params.weights, p.params.dtype);
+                 return Cell{s, s};
+               }});
+  c.push_back({"kv_dtype", "KV", false, [](const PointResult& p) {
+                 const std::string s = storage_of(p.params.kv_dtype, p.params.dtype);
+                 return Cell{s, s};
+               }});
   c.push_back({"ttft_ms", "TTFT ms", true, median_of("ttft_ms", 2)});
   c.push_back({"output_tok_s", "out tok/s", true, median_of("output_tok_s", 1)});
   c.push_back({"peak_memory_bytes", "peak mem", true, [](const PointResult& p) {

@@ -252,7 +252,7 @@ Table config_table(const ReportInput& in, const Axes& axes) {
     std::string paths;
     for (const auto& [name, on] : p.paths) paths += (paths.empty() ? "" : ", ") + name + (on ? "" : " off");
     t.rows.push_back({point_label(q, axes), q.model, p.weights == "checkpoint" ? p.checkpoint : p.weights, q.device,
-                      q.dtype, q.kv_dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_param(q.temperature),
+                      q.dtype, q.kv_dtype == "bf16" ? q.dtype : q.kv_dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_param(q.temperature),
                       cat(q.top_k), fmt_param(q.top_p), cat(q.seed), cat(p.warmup), cat(p.runs.size()), cat(p.trim),
                       p.prompt_source, p.tokenizer, paths.empty() ? "–" : paths});
   }

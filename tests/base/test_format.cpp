@@ -135,7 +135,7 @@ TEST(Format, CsvAndJsonCarryRawNumbers) {
                     "peak_memory_bytes,tpot_ms,e2e_ms,max_cv,verified,top1_agreement,logits_rel_err,"
                     "kl_divergence_mean,status,error");
   // Not verified: an empty cell (null in json).
-  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,bf16,bf16,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
+  EXPECT_EQ(csv[1], "base,1,16,8,0.0,eager,float32,fp32,fp32,10.0,160.0,1073741824,5.0,50.0,0.0,,,,,ok,");
   EXPECT_EQ(csv[5], "fast,64,1,1,0.0,eager,bfloat16,bf16,bf16,,,,,,,,,,,failed,\"out of memory, needs 80 GiB\"");
   json j = json::parse(format_results(two_models(), Format::json));
   ASSERT_EQ(j.size(), 5u);
