@@ -58,7 +58,10 @@ double time_median_ms(const torch::Device& dev, int warmup, int reps, Fn fn) {
 std::string resolve_device(const std::string& requested) {
   if (requested == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
   if (requested == "cpu") return requested;
-  if (requested == "cuda" || requested.rfind("cuda:", 0) == 0) {
+  const bool well_formed = requested == "cuda" || (requested.rfind("cuda:", 0) == 0 && requested.size() > 5 &&
+                                                    requested.size() <= 8 &&
+                                                    requested.find_first_not_of("0123456789", 5) == std::string::npos);
+  if (well_formed) {  // a malformed name is named as such, before whether CUDA is there
     if (!torch::cuda::is_available()) throw UsageError(cat("device '", requested, "' requested but CUDA is not available"));
     try {
       torch::Device d(requested);

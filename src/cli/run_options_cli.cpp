@@ -88,7 +88,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_flag_function(
       "--gemv,!--no-gemv", [&o](std::int64_t n) { o.gemv = n > 0; },
       "Use the GEMV kernels in the decode step (default on; bf16 weights take them only at one row, quantized weights up to 16 rows; docs/quantization.md)");
-  app.add_option("--fp8-gemm", o.fp8_gemm, "fp8 weights in the prefill: dequant (then bf16 GEMM) or scaled-mm")
+  app.add_option("--fp8-gemm", o.fp8_gemm, "fp8 weights in the prefill: dequant (then bf16 GEMM) or scaled-mm (needs fp8 among --weights)")
       ->capture_default_str();
   app.add_flag("--verify,!--no-verify", o.verify,
                "Check each greedy point's tokens against the reference path (default on; a mismatch fails the point)");

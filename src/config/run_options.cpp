@@ -53,6 +53,8 @@ void validate(const RunOptions& o) {
   require_one_of(o.kv_dtype, "kv-dtype", {"bf16", "fp8"});
   if (o.fp8_gemm != "dequant" && o.fp8_gemm != "scaled-mm")
     throw UsageError(cat("--fp8-gemm: unknown value '", o.fp8_gemm, "' (expected one of: dequant, scaled-mm)"));
+  if (o.fp8_gemm == "scaled-mm" && std::find(o.weights.begin(), o.weights.end(), "fp8") == o.weights.end())
+    throw UsageError("--fp8-gemm scaled-mm: applies to fp8 weights only, and --weights has no fp8");
   if (o.warmup < 0) throw UsageError(cat("--warmup: ", o.warmup, " is not allowed (must be >= 0)"));
   if (o.trim < 0) throw UsageError(cat("--trim: ", o.trim, " is not allowed (must be >= 0)"));
   if (o.runs < 1) throw UsageError(cat("--runs: ", o.runs, " is not allowed (must be >= 1)"));

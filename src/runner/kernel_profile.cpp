@@ -39,6 +39,13 @@ void validate(const ProfileOptions& o) {
   if (o.mixed_chunks < 0) throw UsageError(cat("--mixed-chunks must be >= 0, got ", o.mixed_chunks));
   if (o.mixed_chunks > 0 && o.chunk_len < 1) throw UsageError(cat("--chunk-len must be >= 1, got ", o.chunk_len));
   if (o.mixed_chunks > 0 && o.tp > 1) throw UsageError("--mixed-chunks is not supported with --tp");
+  // Option values before the device: a typo is named as such, not as "no CUDA device".
+  if (o.dtype != "bfloat16" && o.dtype != "float16" && o.dtype != "float32")
+    throw UsageError(cat("--dtype: unknown value '", o.dtype, "' (expected one of: bfloat16, float16, float32)"));
+  if (o.attn != "eager" && o.attn != "sdpa")
+    throw UsageError(cat("--attn: unknown value '", o.attn, "' (expected one of: eager, sdpa)"));
+  if (o.weights != "bf16" && o.weights != "int8" && o.weights != "fp8")
+    throw UsageError(cat("--weights: unknown value '", o.weights, "' (expected one of: bf16, int8, fp8)"));
 }
 
 // One mixed step as the serving engine's chunked prefill runs it (SlotBatch::mixed → Model::mixed_slots,

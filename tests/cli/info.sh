@@ -23,6 +23,12 @@ err=$("$bin" info --device tpu 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] || fail "bad device should exit 2, got $rc"
 grep -q '^llmbench: error: ' <<<"$err" || fail "error prefix: $err"
 
+# A malformed CUDA device is named as malformed, not as "CUDA is not available".
+for dev in cuda:x cuda: cuda:1a; do
+  err=$("$bin" info --device "$dev" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && grep -q "invalid device '$dev' (use auto, cpu, cuda or cuda:N)" <<<"$err" || fail "--device $dev: rc $rc, $err"
+done
+
 "$bin" 2>/dev/null; [ $? -eq 2 ] || fail "no subcommand should exit 2"
 err=$("$bin" frobnicate 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [ "$err" = "llmbench: error: unknown command 'frobnicate' (commands: info, generate, gate, tokenize, report, run, compare, load, serve, profile)" ] \

@@ -25,6 +25,10 @@ one_error 2 "--steps must be in \[1, 10000\], got 0" profile --model tiny --devi
 one_error 2 "--batch must be >= 1, got 0" profile --model tiny --device cpu --batch 0
 one_error 2 "--max-rows must be >= 1" profile --model tiny --device cpu --max-rows 0
 one_error 2 "records CUDA kernels: invalid device 'tpu'" profile --model tiny --device tpu
+# Bad option values are named before the device is (not "needs a CUDA device").
+one_error 2 "--weights: unknown value 'int4'" profile --model tiny --device cpu --weights int4
+one_error 2 "--dtype: unknown value 'fp64'" profile --model tiny --device cpu --dtype fp64
+one_error 2 "--attn: unknown value 'flash'" profile --model tiny --device cpu --attn flash
 # --tp: refused before any rank starts (a size that does not divide the heads, a CPU device, tp < 1).
 one_error 2 "--tp 3 does not divide the model's 2 key/value heads" profile --model tiny --tp 3
 one_error 2 "--tp must be >= 1, got 0" profile --model tiny --tp 0
