@@ -97,6 +97,19 @@ std::string key_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
+// An option of named values, each checked where it is written (in defaults: or an entry), not only at the
+// model entry that inherits it.
+std::vector<std::string> named_axis(const Context& c, const YAML::Node& n, const std::string& p,
+                                    const std::vector<std::string>& allowed) {
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  std::vector<std::string> values = axis<std::string>(c, n, p, list.c_str());
+  for (const auto& v : values)
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      c.fail(n, p, cat("unknown value '", v, "' (expected one of: ", list, ")"));
+  return values;
+}
+
 using Setter = std::function<void(RunOptions&, const Context&, const YAML::Node&, const std::string&)>;
 
 // Every run option settable from YAML (names as the struct fields; the CLI spells them with '-').
@@ -115,22 +128,24 @@ const std::map<std::string, Setter>& option_setters() {
          o.temperature = axis<double>(c, n, p, "a number");
        }},
       {"attn", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
-         o.attn = axis<std::string>(c, n, p, "eager or sdpa");
+         o.attn = named_axis(c, n, p, {"eager", "sdpa"});
        }},
       {"dtype", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
-         o.dtype = axis<std::string>(c, n, p, "bfloat16, float16 or float32");
+         o.dtype = named_axis(c, n, p, {"bfloat16", "float16", "float32"});
        }},
       {"weights", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
-         o.weights = axis<std::string>(c, n, p, "bf16, int8 or fp8");
+         o.weights = named_axis(c, n, p, {"bf16", "int8", "fp8"});
        }},
       {"kv_dtype", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
-         o.kv_dtype = axis<std::string>(c, n, p, "bf16 or fp8");
+         o.kv_dtype = named_axis(c, n, p, {"bf16", "fp8"});
        }},
       {"gemv", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.gemv = scalar<bool>(c, n, p, "true or false");
        }},
       {"fp8_gemm", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.fp8_gemm = scalar<std::string>(c, n, p, "dequant or scaled-mm");
+         if (o.fp8_gemm != "dequant" && o.fp8_gemm != "scaled-mm")
+           c.fail(n, p, cat("unknown value '", o.fp8_gemm, "' (expected one of: dequant, scaled-mm)"));
        }},
       {"warmup", [](RunOptions& o, const Context& c, const YAML::Node& n, const std::string& p) {
          o.warmup = scalar<int>(c, n, p, "an integer");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <unordered_set>
 
@@ -37,16 +38,17 @@ torch::Dtype torch_dtype(StDtype d) {
 // Copies checkpoint tensors into preallocated (fused) device tensors, tracking which names were used.
 class Loader {
  public:
-  Loader(const SafetensorsCheckpoint& ckpt, torch::Dtype dtype, torch::Device device)
-      : ckpt_(ckpt), options_(torch::TensorOptions().dtype(dtype).device(device)) {}
+  // `where` names the checkpoint in errors: its index, or its single file.
+  Loader(const SafetensorsCheckpoint& ckpt, std::string where, torch::Dtype dtype, torch::Device device)
+      : ckpt_(ckpt), where_(std::move(where)), options_(torch::TensorOptions().dtype(dtype).device(device)) {}
 
   // A host tensor over the mapping (copied when the mapping is misaligned for the element type), narrowed
   // to `slice` along `dim` when given: only those bytes are then read.
   torch::Tensor source(const std::string& name, std::vector<std::int64_t> expected, int dim = -1, dist::Range slice = {}) {
     const TensorView* v = ckpt_.find(name);
-    if (!v) throw Error(cat("checkpoint is missing tensor '", name, "' (expected shape ", shape_str(expected), ")"));
+    if (!v) throw Error(cat(where_, ": missing tensor '", name, "' (expected shape ", shape_str(expected), ")"));
     if (v->shape != expected)
-      throw Error(cat("tensor '", name, "' has shape ", shape_str(v->shape), ", expected ", shape_str(expected),
+      throw Error(cat(v->file, ": tensor '", name, "' has shape ", shape_str(v->shape), ", expected ", shape_str(expected),
                       " from config.json"));
     used_.insert(name);
     const auto opts = torch::TensorOptions().dtype(torch_dtype(v->dtype));
@@ -112,6 +114,7 @@ class Loader {
 
  private:
   const SafetensorsCheckpoint& ckpt_;
+  std::string where_;
   torch::TensorOptions options_;
   std::unordered_set<std::string> used_;
   std::int64_t bytes_ = 0;
@@ -146,7 +149,14 @@ Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype 
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
   SafetensorsCheckpoint ckpt(dir);
-  Loader ld(ckpt, dtype, device);
+  const std::filesystem::path index = std::filesystem::path(dir) / "model.safetensors.index.json";
+  std::error_code ec;
+  const std::string where =
+      std::filesystem::exists(index, ec) ? index.string() : (std::filesystem::path(dir) / "model.safetensors").string();
+  Loader ld(ckpt, where, dtype, device);
+  if (c.tie_word_embeddings && ckpt.find("lm_head.weight"))
+    log::warn(cat(dir, ": config.json has tie_word_embeddings true, so the checkpoint's lm_head.weight is ignored ",
+                  "(the embedding table is the lm_head, as in transformers)"));
   std::int64_t file_bytes = 0;
   for (const auto& [name, view] : ckpt.tensors()) file_bytes += static_cast<std::int64_t>(view->nbytes);
   LoadProgress progress("loading checkpoint", file_bytes);

@@ -92,8 +92,8 @@ run_dir st_tiny_file "st_tiny_file/model.safetensors: file of 3 bytes"
 gen_dir st_dangling_link "st_dangling_link/model.safetensors: cannot open: No such file or directory"
 run_dir st_is_directory "st_is_directory/model.safetensors: not a regular file"
 gen_dir st_empty_file "st_empty_file/model.safetensors: file of 0 bytes"
-run_dir st_missing_tensor "'model.layers.1.self_attn.v_proj.weight'"
-gen_dir st_wrong_shape "'model.layers.0.self_attn.q_proj.weight' has shape [32, 128]"
+run_dir st_missing_tensor "st_missing_tensor/model.safetensors: missing tensor 'model.layers.1.self_attn.v_proj.weight'"
+gen_dir st_wrong_shape "st_wrong_shape/model.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight' has shape [32, 128]"
 run_dir st_nan_norm "the reference path's logits are NaN or infinite"
 expect st_nan_norm_int8 "quality: the model's logits are NaN or infinite" \
   run --model "$in/st_nan_norm_int8" "${small[@]}" --weights int8 --no-verify --output @OUT@

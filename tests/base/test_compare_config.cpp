@@ -123,8 +123,15 @@ TEST(CompareConfig, LabelsBaselineAndValidation) {
             "c.yaml:4:11: baseline: 'eagre' is not the label of any model (did you mean 'eager'?)");
   EXPECT_EQ(error_of("models:\n  - {model: tiny, runs: 4, trim: 2}\n"),
             "c.yaml:2:5: models[0]: --runs 4 with --trim 2: trimming would drop every run (need runs > 2 * trim)");
+  // A bad named value is located where it is written, not at the model entry that inherits it.
   EXPECT_EQ(error_of("models: [tiny]\nmatrix:\n  attn: [eager, flash]\n"),
-            "c.yaml:1:10: models[0]: --attn: unknown value 'flash' (expected one of: eager, sdpa)");
+            "c.yaml:3:9: matrix.attn: unknown value 'flash' (expected one of: eager, sdpa)");
+  EXPECT_EQ(error_of("models: [tiny]\ndefaults:\n  weights: int4\n"),
+            "c.yaml:3:12: defaults.weights: unknown value 'int4' (expected one of: bf16, int8, fp8)");
+  EXPECT_EQ(error_of("defaults:\n  kv_dtype: [bf16, int8]\nmodels: [tiny]\n"),
+            "c.yaml:2:13: defaults.kv_dtype: unknown value 'int8' (expected one of: bf16, fp8)");
+  EXPECT_EQ(error_of("models:\n  - {model: tiny, fp8_gemm: fast}\n"),
+            "c.yaml:2:29: models[0].fp8_gemm: unknown value 'fast' (expected one of: dequant, scaled-mm)");
 }
 
 TEST(CompareConfig, EndpointEntriesAreLoadTargets) {

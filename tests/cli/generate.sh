@@ -92,4 +92,14 @@ err=$(HF_HUB_CACHE=$tmp/hf HF_HOME=$tmp/hf "$bin" --log-level off generate --mod
   --prompt-ids 1,2 2>&1 >/dev/null); rc=$?
 [ $rc -eq 1 ] && grep -q "refs/main names snapshot 'new', but .*snapshots/new has no config.json" <<<"$err" \
   || fail "refs/main to a missing snapshot: rc $rc, $err"
+# tie_word_embeddings true while the checkpoint also has lm_head.weight: that tensor is ignored, and a warning
+# says so (a checkpoint whose own lm_head differs would otherwise give other logits without a word).
+cp -r "$data/models/llama_bf16" "$tmp/tied" && python3 - "$tmp/tied/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["tie_word_embeddings"] = True; json.dump(c, open(sys.argv[1], "w"))
+PY
+"$bin" generate --model "$tmp/tied" --device cpu --prompt-ids 1,2 --max-new-tokens 1 >/dev/null 2>"$tmp/tied.txt" \
+  || fail "generate on a tied config with lm_head.weight: $(cat "$tmp/tied.txt")"
+grep -q "tie_word_embeddings true, so the checkpoint's lm_head.weight is ignored" "$tmp/tied.txt" \
+  || fail "no warning for an ignored lm_head.weight: $(cat "$tmp/tied.txt")"
 echo "generate: all checks passed"
