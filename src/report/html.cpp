@@ -439,6 +439,17 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
       }
       by_key[i].emplace(std::move(key), &p);
     }
+  // Files without a point in common (a run file and a load sweep): no rows, each would be half empty.
+  const bool shared = std::any_of(keys.begin(), keys.end(), [&](const std::string& key) {
+    return std::count_if(by_key.begin(), by_key.end(), [&](const auto& m) { return m.count(key) > 0; }) > 1;
+  });
+  if (!shared)
+    return Table{"Side by side",
+                 {"note"},
+                 {{"No point is in more than one file (a run's points and a load sweep's never match): nothing to "
+                   "compare."}},
+                 {""},
+                 true};
   auto find = [&](std::size_t input, const std::string& key) -> const PointResult* {
     auto it = by_key[input].find(key);
     return it == by_key[input].end() ? nullptr : it->second;

@@ -407,6 +407,17 @@ TEST(HtmlReport, RunAndLoadPointsOfOneBatchStayApart) {
   EXPECT_NE(md.find("**Load configuration: a.json**"), std::string::npos);
 }
 
+TEST(HtmlReport, RunFileAndLoadFileHaveNothingSideBySide) {
+  // No point of a run file matches one of a load sweep: no half-empty side-by-side rows, a note instead.
+  std::vector<ReportInput> in{{"run.json", known_results()}, {"load.json", load_sweep({4})}};
+  const std::string md = render_markdown(in, std::nullopt);
+  EXPECT_EQ(md.find("| tiny b=1 p=16 n=8 | TTFT ms |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| tiny c=4 | TTFT ms |"), std::string::npos) << md;
+  EXPECT_NE(md.find("nothing to compare"), std::string::npos) << md;
+  const std::string html = render_html(in, {});
+  EXPECT_NE(html.find("nothing to compare"), std::string::npos);
+}
+
 TEST(HtmlReport, GateVerdictRowsAreShownGenerically) {
   std::vector<ReportInput> in{{"a.json", known_results()}};
   json gate = {{"verdict", "fail"},
