@@ -85,6 +85,9 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   return key;
 }
 
+// A load point cut short by Ctrl-C keeps status ok and says so in load.partial: the gate takes it as interrupted.
+std::string status_of(const PointResult& p) { return p.status == "ok" && p.load && p.load->partial ? "interrupted" : p.status; }
+
 // Load points have latency summaries only: no memory, no per-run throughputs.
 bool applies(const PointResult& p, const std::string& metric) {
   if (!p.load) return true;
@@ -516,16 +519,16 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     }
     if (found) matched.insert(found);
     const bool no_runs = found && found->status == "ok" && !found->load && found->runs.empty();
-    if (b.status != "ok" || (!b.load && b.runs.empty())) {
+    if (status_of(b) != "ok" || (!b.load && b.runs.empty())) {
       report.notes.push_back(cat(describe(b), ": not gated, the baseline point ",
-                                 b.status == "ok" ? "has no runs" : b.status, b.error.empty() ? "" : ": " + b.error));
+                                 b.status == "ok" && !b.load ? "has no runs" : status_of(b), b.error.empty() ? "" : ": " + b.error));
       continue;
     }
-    if (!found || found->status != "ok" || no_runs) {
+    if (!found || status_of(*found) != "ok" || no_runs) {
       pv.verdict = Verdict::missing;
       pv.reason = !found  ? std::string("no such point in the current file")
                   : no_runs ? std::string("the current point has no runs")
-                            : cat("the current point ", found->status, found->error.empty() ? "" : ": " + found->error);
+                            : cat("the current point ", status_of(*found), found->error.empty() ? "" : ": " + found->error);
       if (config.allow_missing) pv.reason += " (allowed)";
       else ++report.regressions;
       report.points.push_back(pv);

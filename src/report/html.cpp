@@ -209,8 +209,10 @@ bool has_points(const ReportInput& in, bool load) {
                      [&](const PointResult& p) { return p.load.has_value() == load; });
 }
 
+// A load point cut short by Ctrl-C keeps status ok (load.partial): "ok (interrupted)", as `load` prints it.
 std::string status_cell(const PointResult& p) {
-  return p.status == "failed" && !p.error.empty() ? "failed: " + p.error : p.status;
+  const std::string s = p.status == "failed" && !p.error.empty() ? "failed: " + p.error : p.status;
+  return p.load && p.load->partial ? s + " (interrupted)" : s;
 }
 
 Table env_table(const ReportInput& in) {
@@ -300,7 +302,7 @@ Table summary_table(const ReportInput& in, const Axes& axes) {
                       fmt_num(headline(p, "output_tok_s")), fmt_num(headline(p, "decode_tok_s")),
                       fmt_num(headline(p, "prefill_tok_s")), peak_memory(p.memory), cv_cell(p, "e2e_ms"),
                       verification_summary(p) + (p.quality ? "; " + quality_summary(p) : "")});
-    t.row_class.push_back(p.status != "ok" ? "bad" : p.load && p.load->failed > 0 ? "warn" : "");
+    t.row_class.push_back(p.status != "ok" ? "bad" : p.load && (p.load->failed > 0 || p.load->partial) ? "warn" : "");
   }
   return t;
 }

@@ -495,3 +495,21 @@ TEST(Gate, QuantizedPointsAreNamedByTheirWeights) {
   const std::string one = gate_markdown(run_gate(results({bf16}), results({bf16}), GateConfig{}));
   EXPECT_NE(one.find(": 1 point; 0 regressed"), std::string::npos) << one;
 }
+
+// A load point cut short by Ctrl-C (status ok, load.partial) is an interrupted point: missing in the
+// current file, not gated in the baseline.
+TEST(Gate, PartialLoadPointIsInterrupted) {
+  Results cut = results({load_point(100, 0)});
+  cut.points[0].load->partial = true;
+  GateReport r = run_gate(results({load_point(100, 0)}), cut, GateConfig{});
+  EXPECT_EQ(r.exit_code(), 1);
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[0].reason, "the current point interrupted");
+  r = run_gate(cut, results({load_point(100, 0)}), GateConfig{});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_TRUE(r.points.empty());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "served b2 p1 n1 t0 eager bfloat16: not gated, the baseline point interrupted");
+}
+

@@ -298,6 +298,10 @@ TEST(HtmlReport, LoadPointsAreLabelledByConcurrencyOrRateInTheSummary) {
   const std::string html = render_html(in, {});
   EXPECT_NE(html.find("<tr class=\"warn\"><td>tiny c=4</td><td>ok</td><td class=\"num\">8 requests, 1 failed</td>"),
             std::string::npos);
+  // A point cut short by Ctrl-C says so, as `load` does.
+  r.points[0].load->partial = true;
+  EXPECT_NE(render_markdown({{"load.json", r}}, std::nullopt).find("| tiny c=1 | ok (interrupted) | 8 requests, 1 failed |"),
+            std::string::npos);
 }
 
 TEST(HtmlReport, LoadConfigurationShowsCapPrefixSpreadAndExtraBody) {
