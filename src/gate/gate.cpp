@@ -246,9 +246,7 @@ int severity(Verdict v) {
 
 const std::vector<std::string>& gate_metric_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& m : summary_metrics())
-      if (m != "itl_ms") n.push_back(m);
+    std::vector<std::string> n = summary_metrics();
     n.insert(n.end(), kMemoryMetrics.begin(), kMemoryMetrics.end());
     return n;
   }();

@@ -513,3 +513,19 @@ TEST(Gate, PartialLoadPointIsInterrupted) {
   EXPECT_EQ(r.notes[0], "served b2 p1 n1 t0 eager bfloat16: not gated, the baseline point interrupted");
 }
 
+// ITL is a gate metric: every gap of every request (or run), with the same CI and noise rules.
+TEST(Gate, ItlIsGated) {
+  const GateConfig c = parse_gate_config("metrics:\n  itl_ms: 5%\n", "g.yaml");
+  ASSERT_EQ(c.metrics.size(), 1u);
+  PointResult slow = load_point(100, 0);
+  for (auto& rq : slow.load->requests)
+    for (std::size_t i = 0; i < rq.itl_ms.size(); ++i) rq.itl_ms[i] = 6.0 + 0.01 * i;
+  summarize_point(slow);
+  GateReport r = run_gate(results({load_point(100, 0)}), results({slow}), c);
+  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_EQ(metric(r, 0, "itl_ms").verdict, Verdict::regressed);
+  EXPECT_NEAR(metric(r, 0, "itl_ms").ratio, 1.2, 0.01);
+  r = run_gate(results({point(1, 100, 0.01)}), results({point(1, 100, 0.01, 1)}), c);
+  EXPECT_EQ(metric(r, 0, "itl_ms").verdict, Verdict::unchanged);
+}
+
