@@ -88,6 +88,33 @@ std::string point_key(const PointResult& p, bool with_dtype) {
 // A load point cut short by Ctrl-C keeps status ok and says so in load.partial: the gate takes it as interrupted.
 std::string status_of(const PointResult& p) { return p.status == "ok" && p.load && p.load->partial ? "interrupted" : p.status; }
 
+// What tells two points of the same printed name apart, as "api: completions → chat, prefix: 0 → 64".
+std::string what_differs(const PointResult& b, const PointResult& c) {
+  std::vector<std::string> out;
+  auto differ = [&](const std::string& what, const auto& x, const auto& y) {
+    if (x != y) out.push_back(cat(what, ": ", x, " → ", y));
+  };
+  auto text = [](const std::string& s) { return s.empty() ? std::string("(none)") : s; };
+  differ("model", b.params.model, c.params.model);
+  differ("top_k", b.params.top_k, c.params.top_k);
+  differ("top_p", b.params.top_p, c.params.top_p);
+  differ("seed", b.params.seed, c.params.seed);
+  auto on = [](bool v) { return std::string(v ? "on" : "off"); };
+  differ("cuda_graph", on(b.params.cuda_graph), on(c.params.cuda_graph));
+  differ("fused", on(b.params.fused), on(c.params.fused));
+  if (b.load && c.load) {
+    const LoadResult &x = *b.load, &y = *c.load;
+    differ("api", text(x.api), text(y.api));
+    differ("arrival", text(x.arrival), text(y.arrival));
+    differ("range_ratio", x.range_ratio, y.range_ratio);
+    differ("prefix_len", x.prefix_len, y.prefix_len);
+    differ("extra_body", text(x.extra_body), text(y.extra_body));
+  }
+  std::string all;
+  for (const auto& d : out) all += (all.empty() ? "" : ", ") + d;
+  return all;
+}
+
 // Load points have latency summaries only: no memory, no per-run throughputs.
 bool applies(const PointResult& p, const std::string& metric) {
   if (!p.load) return true;
@@ -527,6 +554,10 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
       pv.reason = !found  ? std::string("no such point in the current file")
                   : no_runs ? std::string("the current point has no runs")
                             : cat("the current point ", status_of(*found), found->error.empty() ? "" : ": " + found->error);
+      // A current point of the same name that did not match: say what sets it apart.
+      for (const auto& c : current.points)
+        if (!found && !is_probe(c) && describe(c) == pv.name && !what_differs(b, c).empty())
+          pv.reason += cat("; the current point of that name differs in ", what_differs(b, c));
       if (config.allow_missing) pv.reason += " (allowed)";
       else ++report.regressions;
       report.points.push_back(pv);
@@ -542,8 +573,14 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     if (pv.verdict == Verdict::regressed) ++report.regressions;
     report.points.push_back(pv);
   }
-  for (const auto& p : current.points)
-    if (!matched.count(&p) && !is_probe(p)) report.notes.push_back(cat(describe(p), ": new point, not in the baseline"));
+  for (const auto& p : current.points) {
+    if (matched.count(&p) || is_probe(p)) continue;
+    std::string note = cat(describe(p), ": new point, not in the baseline");
+    for (const auto& b : baseline.points)
+      if (!is_probe(b) && describe(b) == describe(p) && !what_differs(b, p).empty())
+        note += cat(" (the baseline point of that name differs in ", what_differs(b, p), ")");
+    report.notes.push_back(note);
+  }
   return report;
 }
 

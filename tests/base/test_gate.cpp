@@ -529,3 +529,18 @@ TEST(Gate, ItlIsGated) {
   EXPECT_EQ(metric(r, 0, "itl_ms").verdict, Verdict::unchanged);
 }
 
+// A baseline point missing and a new one of the same printed name: both say what sets them apart.
+TEST(Gate, SameNamedPointsSayWhatDiffers) {
+  PointResult b = load_point(100, 0), c = load_point(100, 0);
+  b.load->api = "completions";
+  c.load->api = "chat";
+  c.load->prefix_len = 64;
+  GateReport r = run_gate(results({b}), results({c}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[0].reason, "no such point in the current file; the current point of that name differs in "
+                                "api: completions → chat, prefix_len: 0 → 64");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "served b2 p1 n1 t0 eager bfloat16: new point, not in the baseline (the baseline point of "
+                        "that name differs in api: completions → chat, prefix_len: 0 → 64)");
+}
