@@ -116,6 +116,16 @@ sleep 0.5
 stop_server
 wait "$client"
 tail -c 200 "$tmp/last.sse" | grep -q 'data: \[DONE\]' || fail "the running stream did not end cleanly on SIGTERM: $(tail -c 300 "$tmp/last.sse")"
+# Two SIGTERMs back to back (`timeout` signals serve, then its process group) are one request to stop: a
+# graceful shutdown, not the "second signal" that exits at once.
+start_server
+curl -s -N -o "$tmp/last.sse" -H 'Content-Type: application/json' -d "$long" "$base/v1/completions" &
+client=$!
+sleep 0.5
+kill -TERM "$server_pid"
+stop_server  # the second SIGTERM
+wait "$client"
+tail -c 200 "$tmp/last.sse" | grep -q 'data: \[DONE\]' || fail "two SIGTERMs cut the running stream: $(tail -c 300 "$tmp/last.sse")"
 
 # --api-key: /v1 needs it, /health does not.
 start_server --api-key sekret
