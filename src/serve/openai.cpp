@@ -109,7 +109,7 @@ void parse_messages(const json& body, CompletionRequest& r) {
     out.role = role->get<std::string>();
     if (out.role == "developer") out.role = "system";  // OpenAI's newer name for the system role
     if (out.role != "system" && out.role != "user" && out.role != "assistant")
-      throw bad_request(param + ".role", cat("role '", out.role, "' is not supported (system, user, assistant)"));
+      throw bad_request(param + ".role", cat("role '", out.role, "' is not supported (system, developer, user, assistant)"));
     const json* content = field(msg, "content");
     if (!content) {
       if (out.role != "assistant") throw bad_request(param + ".content", "each message needs 'content'", "missing_field");
@@ -188,9 +188,10 @@ CompletionRequest parse_request(std::string_view body, Endpoint endpoint) {
   }
   if (auto n = get_integer(j, "n"); n && *n != 1) throw bad_request("n", cat("only n = 1 is supported, got ", *n));
   if (auto t = get_number(j, "temperature", 0, 2)) r.temperature = *t;
-  if (auto p = get_number(j, "top_p", 0, 1)) {
-    if (*p <= 0) throw bad_request("top_p", "'top_p' must be in (0, 1]");
-    r.top_p = *p;
+  if (const json* p = field(j, "top_p")) {
+    if (!p->is_number()) throw wrong_type("top_p", "a number", *p);
+    r.top_p = p->get<double>();
+    if (!(r.top_p > 0 && r.top_p <= 1)) throw bad_request("top_p", cat("'top_p' must be in (0, 1], got ", r.top_p));
   }
   if (auto s = get_integer(j, "seed")) r.seed = static_cast<std::uint64_t>(*s);
   parse_stop(j, r);

@@ -98,6 +98,27 @@ TEST(OpenAiParse, BadInputs) {
   EXPECT_EQ(status_of("\xff\xfe"), 400);
 }
 
+std::string message_of(std::string_view body, Endpoint e = Endpoint::completions) {
+  try {
+    parse_request(body, e);
+  } catch (const ApiError& err) {
+    return err.what();
+  }
+  return "(no error)";
+}
+
+// One range for top_p whichever side it leaves; a refused role's message lists every accepted one.
+TEST(OpenAiParse, MessagesNameTheAcceptedValues) {
+  EXPECT_EQ(message_of(R"({"prompt":"x","top_p":0})"), "'top_p' must be in (0, 1], got 0");
+  EXPECT_EQ(message_of(R"({"prompt":"x","top_p":1.5})"), "'top_p' must be in (0, 1], got 1.5");
+  EXPECT_EQ(code_of(R"({"prompt":"x","top_p":1.5})"), "invalid_value:top_p");
+  EXPECT_EQ(code_of(R"({"prompt":"x","top_p":"x"})"), "invalid_type:top_p");
+  EXPECT_EQ(message_of(R"({"messages":[{"role":"tool","content":"x"}]})", Endpoint::chat),
+            "role 'tool' is not supported (system, developer, user, assistant)");
+  EXPECT_EQ(parse_request(R"({"messages":[{"role":"developer","content":"x"}]})", Endpoint::chat).messages[0].role,
+            "system");
+}
+
 TEST(OpenAiParse, ContextLimits) {
   CompletionRequest r = parse_request(R"({"prompt":[1,2,3],"max_tokens":5})", Endpoint::completions);
   EXPECT_EQ(resolve_max_tokens(r, 3, 8), 5);
