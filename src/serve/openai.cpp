@@ -178,10 +178,11 @@ CompletionRequest parse_request(std::string_view body, Endpoint endpoint) {
   if (endpoint == Endpoint::completions) parse_prompt(j, r);
   else parse_messages(j, r);
 
-  std::optional<std::int64_t> max_tokens = get_integer(j, "max_tokens");
+  // Chat: max_completion_tokens, OpenAI's successor of the deprecated max_tokens, wins when both are given (as in vLLM).
+  std::optional<std::int64_t> max_tokens;
   const char* max_name = "max_tokens";
-  if (endpoint == Endpoint::chat && !max_tokens && (max_tokens = get_integer(j, "max_completion_tokens")))
-    max_name = "max_completion_tokens";
+  if (endpoint == Endpoint::chat && (max_tokens = get_integer(j, "max_completion_tokens"))) max_name = "max_completion_tokens";
+  else max_tokens = get_integer(j, "max_tokens");
   if (max_tokens) {
     if (*max_tokens < 1) throw bad_request(max_name, cat("'", max_name, "' must be at least 1, got ", *max_tokens));
     r.max_tokens = static_cast<int>(std::min<std::int64_t>(*max_tokens, std::numeric_limits<int>::max()));

@@ -67,6 +67,16 @@ TEST(OpenAiParse, Chat) {
   EXPECT_EQ(*r.max_tokens, 7);
 }
 
+// Both given: max_completion_tokens (max_tokens is deprecated for chat), as vLLM does.
+TEST(OpenAiParse, MaxCompletionTokensWinsOverMaxTokens) {
+  const char* both = R"({"messages":[{"role":"user","content":"a"}],"max_tokens":9,"max_completion_tokens":7})";
+  EXPECT_EQ(*parse_request(both, Endpoint::chat).max_tokens, 7);
+  EXPECT_EQ(*parse_request(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":9})", Endpoint::chat).max_tokens, 9);
+  EXPECT_EQ(code_of(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":9,"max_completion_tokens":0})",
+                    Endpoint::chat),
+            "invalid_value:max_completion_tokens");
+}
+
 TEST(OpenAiParse, BadInputs) {
   EXPECT_EQ(code_of("{"), "invalid_json:");
   EXPECT_EQ(code_of("[1]"), "invalid_json:");
