@@ -391,6 +391,8 @@ class Driver {
 std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers,
                         double timeout_s, const std::function<bool()>& should_stop) {
   const auto [status, body] = http_get(endpoint, "/v1/models", timeout_s, headers, should_stop);
+  if (status == 401 || status == 403)  // the lookup is the first request: a key is what it lacks, not a model name
+    throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --api-key)"));
   if (status != 200) throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --model)"));
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||

@@ -132,6 +132,9 @@ start_server --api-key sekret
 expect 401 invalid_api_key "$base/v1/models"
 expect 401 invalid_api_key -H 'Authorization: Bearer wrong' "$base/v1/models"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekret' "$base/v1/models")" = 200 ] || fail "good key refused"
+# load without the key: the model lookup's 401 asks for --api-key, not --model.
+err=$(timeout 60 "$bin" load --endpoint "$base" --tokenizer tiny --num-requests 1 2>&1 >/dev/null)
+grep -q "/v1/models: HTTP 401 (give --api-key)" <<<"$err" || fail "load without the key: $err"
 
 # Out of file descriptors: the server waits for connections to close instead of spinning on accept()
 # (one warning, little CPU), then serves again.
