@@ -74,7 +74,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
                   "Chunked prefill: tokens of one step (running rows + prompt chunk tokens; at least 64 prompt tokens)")
       ->capture_default_str()->check(CLI::Range(1, 1 << 24));
   app->add_option("--max-queue", opt->engine.max_queue, "Waiting requests beyond this get 503")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app->add_flag("!--no-cuda-graph", opt->engine.cuda_graph, "Plain decode step instead of CUDA graphs");
   app->add_flag("!--no-fused", opt->engine.fused, "Plain ops instead of the fused kernels");
   app->add_option("--tp", opt->tp, "Tensor-parallel ranks: one process per rank, rank 0 serves (docs/distributed.md)")

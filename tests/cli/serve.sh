@@ -8,6 +8,10 @@ here=$(cd "$(dirname "$0")/../serve" && pwd)
 tmp=$(mktemp -d)
 source "$here/server_lib.sh"
 
+# --max-queue 0 is refused by its range, naming the flag.
+err=$(timeout 30 "$bin" serve --model tiny --port 0 --max-queue 0 2>&1 >/dev/null)
+[ $? = 2 ] && grep -q -- "--max-queue: Value 0 not in range 1 to" <<<"$err" || fail "--max-queue 0: $err"
+
 # A random-weight preset has no tokenizer: one clear line naming --tokenizer, before any weights load.
 mkdir -p "$tmp/empty-hf"
 err=$(HF_HUB_CACHE=$tmp/empty-hf HF_HOME=$tmp/empty-hf timeout 30 "$bin" serve --model qwen2.5-7b --port 0 2>&1 >/dev/null)
