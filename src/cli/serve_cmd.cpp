@@ -124,7 +124,9 @@ void add_serve_command(CLI::App& root, Commands& out) {
                                    engine->vocab_size(), ": prompts with ids beyond the model's are refused"));
                    auto server = std::make_unique<serve::Server>(*engine, tokenizer, opt->server);
                    server->start();
-                   std::cout << "llmbench serve: listening on http://" << server->host() << ":" << server->port()
+                   const std::string& host = server->host();  // an IPv6 address is bracketed in a URL
+                   std::cout << "llmbench serve: listening on http://"
+                             << (host.find(':') == std::string::npos ? host : "[" + host + "]") << ":" << server->port()
                              << std::endl;
                    std::optional<std::string> failure;
                    while (!interrupted() && !(failure = engine->failure()))

@@ -27,7 +27,10 @@ constexpr std::size_t kMaxWholeResponse = std::size_t{16} << 20;  // a non-strea
 
 // ---------------------------------------------------------------- endpoint
 
-std::string Endpoint::url() const { return cat("http://", host, ":", port, base_path); }
+// An IPv6 address is bracketed: http://[::1]:8000.
+std::string Endpoint::url() const {
+  return cat("http://", host.find(':') == std::string::npos ? host : "[" + host + "]", ":", port, base_path);
+}
 
 Endpoint parse_endpoint(const std::string& url) {
   auto bad = [&](const std::string& why) { return UsageError(cat("--endpoint '", url, "': ", why)); };
@@ -51,6 +54,7 @@ Endpoint parse_endpoint(const std::string& url) {
     if (!authority.empty()) e.port = authority.substr(1);
   } else {
     const auto colon = authority.find(':');
+    if (colon != authority.rfind(':')) throw bad("an IPv6 address goes in brackets: http://[::1]:PORT");
     e.host = authority.substr(0, colon);
     if (colon != std::string::npos) e.port = authority.substr(colon + 1);
   }
@@ -348,7 +352,8 @@ void LoadClient::post(const std::string& path, std::string body, Clock::time_poi
   req.method(http::verb::post);
   req.target(options_.endpoint.base_path + path);
   req.version(11);
-  req.set(http::field::host, options_.endpoint.host + ":" + options_.endpoint.port);
+  const std::string& h = options_.endpoint.host;
+  req.set(http::field::host, (h.find(':') == std::string::npos ? h : "[" + h + "]") + ":" + options_.endpoint.port);
   req.set(http::field::user_agent, cat("llmbench/", version()));
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");

@@ -12,6 +12,18 @@ source "$here/server_lib.sh"
 err=$(timeout 30 "$bin" serve --model tiny --port 0 --max-queue 0 2>&1 >/dev/null)
 [ $? = 2 ] && grep -q -- "--max-queue: Value 0 not in range 1 to" <<<"$err" || fail "--max-queue 0: $err"
 
+# On ::1 the listening line is a URL (the address in brackets), and load reaches the server through it.
+timeout 120 "$bin" --log-level warn serve --model tiny --device cpu --host ::1 --port 0 >"$tmp/v6.out" 2>"$tmp/v6.err" &
+v6_pid=$!
+for _ in $(seq 600); do [ -s "$tmp/v6.out" ] && break; sleep 0.1; done
+v6_url=$(head -n1 "$tmp/v6.out")
+[[ "$v6_url" =~ ^llmbench\ serve:\ listening\ on\ (http://\[::1\]:[0-9]+)$ ]] || fail "IPv6 listening line: '$v6_url' $(cat "$tmp/v6.err")"
+timeout 60 "$bin" load --endpoint "${BASH_REMATCH[1]}" --tokenizer tiny --num-requests 2 --output-len 2 -o "$tmp/v6.json" \
+  >/dev/null 2>"$tmp/v6load.err" || fail "load on ${BASH_REMATCH[1]}: $(cat "$tmp/v6load.err")"
+python3 -c "import json; p = json.load(open('$tmp/v6.json'))['points'][0]; assert p['requests']['completed'] == 2 and p['load']['endpoint'] == '${BASH_REMATCH[1]}', p['load']['endpoint']" \
+  || fail "load results on IPv6"
+kill -TERM "$v6_pid"; wait "$v6_pid" || fail "IPv6 server exit"
+
 # A random-weight preset has no tokenizer: one clear line naming --tokenizer, before any weights load.
 mkdir -p "$tmp/empty-hf"
 err=$(HF_HUB_CACHE=$tmp/empty-hf HF_HOME=$tmp/empty-hf timeout 30 "$bin" serve --model qwen2.5-7b --port 0 2>&1 >/dev/null)

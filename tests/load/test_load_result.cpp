@@ -148,6 +148,13 @@ TEST(Endpoint, Parses) {
   e = parse_endpoint("http://[::1]:9/");
   EXPECT_EQ(e.host, "::1");
   EXPECT_EQ(e.port, "9");
+  EXPECT_EQ(e.url(), "http://[::1]:9");  // a URL again, brackets and all
+  try {
+    parse_endpoint("http://::1:9");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& err) {
+    EXPECT_STREQ(err.what(), "--endpoint 'http://::1:9': an IPv6 address goes in brackets: http://[::1]:PORT");
+  }
   for (const char* bad : {"", "127.0.0.1:8000", "https://x", "http://", "http://:80", "http://h:0", "http://h:99999",
                           "http://h:8a", "http://u:p@h", "http://h/x?y=1", "ftp://h"})
     EXPECT_THROW(parse_endpoint(bad), UsageError) << bad;
