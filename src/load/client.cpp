@@ -269,18 +269,17 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     pieces.push_back(std::move(chunk.content));
   }
 
-  // One ITL per gap between content events; when the events carried more tokens than there are events
-  // (by usage or the tokenizer) and a tokenizer can tell which, an event of k tokens gives k gaps of 1/k.
+  // One ITL per gap between content events, split by split_gaps when output_tokens says the events carried
+  // more tokens and a tokenizer can tell which.
   void spread_itl() {
     const Tokenizer* tok = client.options_.tokenizer;
-    if (record.output_tokens == static_cast<int>(pieces.size()) || !tok) {
+    if (!tok || record.output_tokens == static_cast<int>(pieces.size())) {
       record.itl_ms = gaps;
       return;
     }
-    for (std::size_t i = 1; i < pieces.size(); ++i) {
-      const int k = std::max<int>(1, static_cast<int>(tok->encode(pieces[i], false).size()));
-      for (int j = 0; j < k; ++j) record.itl_ms.push_back(gaps[i - 1] / k);
-    }
+    std::vector<int> event_tokens;
+    for (const auto& piece : pieces) event_tokens.push_back(static_cast<int>(tok->encode(piece, false).size()));
+    record.itl_ms = split_gaps(gaps, event_tokens, record.output_tokens);
   }
 
   void complete() {

@@ -4,9 +4,11 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -179,6 +181,34 @@ std::map<std::string, double> parse_server_timing(const std::string& header) {
     }
   }
   return out;
+}
+
+std::vector<double> split_gaps(const std::vector<double>& gaps, const std::vector<int>& event_tokens, int output_tokens) {
+  const int events = static_cast<int>(event_tokens.size());
+  if (gaps.size() + 1 != event_tokens.size()) throw Error(cat("split_gaps: ", gaps.size(), " gaps for ", events, " events"));
+  std::vector<std::int64_t> extra(events);
+  for (int i = 0; i < events; ++i) extra[i] = std::max(event_tokens[i] - 1, 0);
+  const std::int64_t total_extra = std::accumulate(extra.begin(), extra.end(), std::int64_t{0});
+  if (output_tokens <= events || total_extra == 0) return gaps;
+  // Largest remainder: each event's share of the tokens to give out, floored; the rest one each to the
+  // events with the largest remainders.
+  const std::int64_t give = output_tokens - events;
+  std::vector<int> tokens(events, 1);
+  std::vector<std::int64_t> remainder(events);
+  std::int64_t left = give;
+  for (int i = 0; i < events; ++i) {
+    tokens[i] += static_cast<int>(give * extra[i] / total_extra);
+    remainder[i] = give * extra[i] % total_extra;
+    left -= give * extra[i] / total_extra;
+  }
+  std::vector<int> order(events);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return remainder[a] > remainder[b]; });
+  for (int i = 0; i < left; ++i) ++tokens[order[i]];
+  std::vector<double> itl;
+  for (int i = 1; i < events; ++i)
+    for (int j = 0; j < tokens[i]; ++j) itl.push_back(gaps[i - 1] / tokens[i]);
+  return itl;
 }
 
 double measure_parse_rate(int events) {

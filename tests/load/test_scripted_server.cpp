@@ -374,6 +374,7 @@ TEST(ScriptedServer, ImplausibleUsageFallsBackToTheTokenizer) {
     EXPECT_EQ(l.requests[0].output_tokens, want) << claim;
     EXPECT_EQ(l.token_count_source, want == by_tokenizer ? "tokenizer" : "usage") << claim;
     EXPECT_TRUE(l.requests[0].tpot_ms().has_value()) << claim;
+    EXPECT_LE(l.requests[0].itl_ms.size(), std::size_t(want - 1)) << claim;  // never more gaps than tokens
   }
 }
 

@@ -169,3 +169,18 @@ TEST(Sse, ParsesAtLeastFiftyThousandEventsPerSecond) {
   RecordProperty("events_per_s", std::to_string(rate));
   EXPECT_GE(rate, 50000.0);
 }
+
+TEST(Sse, SplitGapsGivesEachEventItsShareOfTheOutputTokens) {
+  // 4 events of 4 tokenizer tokens each, usage 8: 4 extra tokens over extras {3,3,3,3} -> 2 tokens an
+  // event; events 2..4 give 2 gaps of half their gap (6 ITLs, not 12).
+  EXPECT_EQ(split_gaps({20, 20, 20}, {4, 4, 4, 4}, 8), (std::vector<double>{10, 10, 10, 10, 10, 10}));
+  // extras {1,2,0,3}, 3 to give: shares 0.5, 1, 0, 1.5 -> floors {0,1,0,1}, the one left to the
+  // earliest largest remainder (event 0) -> tokens {2,2,1,2}; event 0's tokens give no gap.
+  EXPECT_EQ(split_gaps({10, 20, 30}, {2, 3, 1, 4}, 7), (std::vector<double>{5, 5, 20, 15, 15}));
+  // usage above the tokenizer: all 8 extra tokens to the one event with extras -> 9 gaps of 12/9.
+  EXPECT_EQ(split_gaps({12}, {1, 3}, 10), std::vector<double>(9, 12.0 / 9));
+  // One token an event, or no event with more than one tokenizer token: the gaps as they are.
+  EXPECT_EQ(split_gaps({7, 8}, {4, 4, 4}, 3), (std::vector<double>{7, 8}));
+  EXPECT_EQ(split_gaps({7, 8}, {1, 0, 1}, 9), (std::vector<double>{7, 8}));
+  EXPECT_THROW(split_gaps({7}, {1, 1, 1}, 3), Error);
+}

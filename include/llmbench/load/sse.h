@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace llmbench {
 
@@ -58,6 +59,15 @@ StreamChunk parse_chunk(std::string_view data);
 // and whose dur is a decimal number of ms in [0, 10^9], as NAME_ms (the keys of llmbench_timing); other
 // entries are skipped, never an error. llmbench_timing entries are held to the same rule.
 std::map<std::string, double> parse_server_timing(const std::string& header);
+
+// Inter-token latencies of one streamed response from the gaps between its content events (gaps[i]: event i
+// to event i + 1). `event_tokens[i]` is the tokenizer's count of event i's text; `output_tokens` the
+// response's count (usage, tokenizer or events). Every event is one token; the output_tokens - events
+// tokens beyond those go to the events in proportion to their tokenizer tokens beyond one (largest
+// remainder, ties to the earlier event). An event after the first with k tokens gives k gaps of 1/k of its
+// gap, so there are at most output_tokens - 1 of them and they sum to the first-to-last-event time. When
+// output_tokens is at most the events, or no event has more than one tokenizer token, the gaps as they are.
+std::vector<double> split_gaps(const std::vector<double>& gaps, const std::vector<int>& event_tokens, int output_tokens);
 
 // SSE events of a synthetic completions stream that the client can parse per second on one core
 // (SseParser + parse_chunk over `events` events). The client's own overhead, reported in results.
