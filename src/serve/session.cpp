@@ -187,6 +187,12 @@ void Session::handle() {
       throw ApiError(501, "invalid_request_error", "unsupported_transfer_encoding",
                      cat("Transfer-Encoding '", te.first->value(), "' is not supported (only chunked)"));
     }
+    // RFC 9112 3.2 (RFC 7230 5.4): an HTTP/1.1 request carries exactly one Host header, else 400.
+    const auto hosts = req.equal_range(http::field::host);
+    if (req.version() >= 11 && (hosts.first == hosts.second || std::next(hosts.first) != hosts.second))
+      throw ApiError(400, "invalid_request_error", "bad_host",
+                     hosts.first == hosts.second ? "an HTTP/1.1 request needs a Host header"
+                                                 : "an HTTP/1.1 request takes one Host header, not several");
     route(req, path);
   } catch (const ApiError& e) {
     respond_error(e);
@@ -412,6 +418,8 @@ void Session::respond(int status, const std::string& body, const char* content_t
   res.set(http::field::content_type, content_type);
   for (const auto& [name, value] : headers) res.set(name, value);
   res.keep_alive(keep_alive_);
+  // HTTP/1.0 closes after each response unless the reply says keep-alive (RFC 9112 9.3): echo the client's.
+  if (keep_alive_ && !chunked_) res.set(http::field::connection, "keep-alive");
   res.body() = body;
   res.prepare_payload();
   std::ostringstream os;

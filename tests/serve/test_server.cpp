@@ -485,6 +485,32 @@ TEST_F(ServerTest, HeadUnsupportedTransferCodingsAndHttp10Streams) {
   EXPECT_EQ(text, expected_text({7}, 3));
 }
 
+// RFC 9112 3.2: an HTTP/1.1 request without one Host header is a 400 (with the usual JSON error body);
+// HTTP/1.0 needs none. RFC 9112 9.3: an HTTP/1.0 keep-alive is echoed, and the connection then kept.
+TEST_F(ServerTest, HostIsRequiredOnHttp11AndHttp10KeepAliveIsEchoed) {
+  start();
+  auto error_code = [](const std::string& out) {
+    return json::parse(out.substr(out.find("\r\n\r\n") + 4))["error"].value("code", "");
+  };
+  std::string out = exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+  EXPECT_NE(out.find("Content-Type: application/json"), std::string::npos) << out;
+  EXPECT_EQ(error_code(out), "bad_host") << out;
+  out = exchange("GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+  EXPECT_EQ(error_code(out), "bad_host") << out;
+
+  // Two HTTP/1.0 requests on one connection: the first asks to keep it and is told so; the second does
+  // not, is told close, and the server closes.
+  out = exchange("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /health HTTP/1.0\r\n\r\n");
+  const auto second = out.find("HTTP/1.1 200", 1);
+  ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  ASSERT_NE(second, std::string::npos) << out;
+  const std::string first_head = out.substr(0, out.find("\r\n\r\n"));
+  EXPECT_NE(first_head.find("Connection: keep-alive"), std::string::npos) << first_head;
+  EXPECT_NE(out.substr(second).find("Connection: close"), std::string::npos) << out;
+}
+
 TEST_F(ServerTest, QueueFullIs503WithRetryAfter) {
   start({.max_batch = 1, .max_queue = 1, .max_context = 256, .vocab = 512, .step_ms = 20});
   auto running = std::async(std::launch::async, [&] { return post("/v1/completions", R"({"prompt":[1],"max_tokens":15})"); });
