@@ -42,9 +42,11 @@ void add_compare_command(CLI::App& root, Commands& out) {
       ->capture_default_str();
   out.push_back({app, [st] {
                    ComparePlan plan = load_compare_config(st->config);
-                   for (RunOptions& m : plan.models)  // read now: every file checked before any work
-                     if (m.prompt_file) m.prompt = read_prompt_file(*std::exchange(m.prompt_file, std::nullopt),
-                                                                    cat(st->config, ": ", m.label.empty() ? m.model : m.label, ": prompt_file"));
+                   for (std::size_t i = 0; i < plan.models.size(); ++i) {  // read now: every file checked before any work
+                     RunOptions& m = plan.models[i];
+                     if (m.prompt_file)
+                       m.prompt = read_prompt_file(*std::exchange(m.prompt_file, std::nullopt), cat(plan.model_where[i], ": prompt_file"));
+                   }
                    for (const auto& t : plan.loads) {
                      try {
                        validate(t.options);
@@ -65,12 +67,25 @@ void add_compare_command(CLI::App& root, Commands& out) {
                      else append_results(all, std::move(r));
                    };
                    // Every model's own refusals before the first one runs (not minutes into the file).
-                   for (const RunOptions& m : plan.models) check_runnable(m);
+                   // Each message names the entry ("FILE:LINE:COL: models[i] (LABEL): ..."): with several, which one.
+                   for (std::size_t i = 0; i < plan.models.size(); ++i) {
+                     try {
+                       check_runnable(plan.models[i]);
+                     } catch (const UsageError& e) {
+                       throw UsageError(cat(plan.model_where[i], ": ", e.what()));
+                     } catch (const OutOfMemoryError& e) {
+                       throw OutOfMemoryError(cat(plan.model_where[i], ": ", e.what()));
+                     } catch (const Error& e) {
+                       throw Error(cat(plan.model_where[i], ": ", e.what()));
+                     }
+                   }
                    check_compare_duration(plan.models, st->max_minutes);
                    // Tensor parallelism: one group for the whole file (docs/distributed.md).
-                   for (const RunOptions& m : plan.models)
-                     if (m.tp != plan.models.front().tp)
-                       throw UsageError(cat("compare: every model entry must use the same tp (", plan.models.front().tp, " and ", m.tp, ")"));
+                   for (std::size_t i = 0; i < plan.models.size(); ++i)
+                     if (plan.models[i].tp != plan.models.front().tp)
+                       throw UsageError(cat(plan.model_where[i], ": tp ", plan.models[i].tp, ", but the first model entry (",
+                                            plan.models[0].label.empty() ? plan.models[0].model : plan.models[0].label, ") has tp ",
+                                            plan.models[0].tp, ": every model entry must use the same tp"));
                    const bool tp = !plan.models.empty() && plan.models.front().tp > 1;
                    if (tp && !plan.loads.empty()) throw UsageError("compare: tp > 1 cannot be mixed with endpoint entries");
                    std::optional<Ceilings> ceilings;

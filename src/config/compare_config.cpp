@@ -435,6 +435,8 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
                    if (is_run_key(key)) option_setters().at(key)(base, ctx, v, p);
                    if (is_load_key(key)) load_setters().at(key)(load_base, ctx, v, p);
                  });
+  if (base.prompt && base.prompt_file)  // here, not at every entry that would inherit both
+    ctx.fail(root["defaults"]["prompt_file"], "defaults.prompt_file", "prompt and prompt_file: give only one");
   if (root["matrix"])
     for_each_key(ctx, root["matrix"], "matrix",
                  [&](const YAML::Node& k, const std::string& key, const YAML::Node& v, const std::string& p) {
@@ -465,6 +467,8 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
     } else {
       plan.models.push_back(run_entry(ctx, entry, path, base));
       label = plan.models.back().label.empty() ? plan.models.back().model : plan.models.back().label;
+      const YAML::Mark m = entry.Mark();
+      plan.model_where.push_back(cat(name, ":", m.line + 1, ":", m.column + 1, ": ", path, " (", label, ")"));
     }
     if (labels.count(label))
       ctx.fail(entry, path, cat("label '", label, "' is used by two models (give each a distinct 'label:')"));

@@ -379,6 +379,9 @@ TEST(CompareConfig, AnEntrysKeyReplacesTheExclusiveKeyOfDefaults) {
   EXPECT_FALSE(run.models[1].prompt.has_value());
   EXPECT_EQ(run.models[1].prompt_file.value_or(""), "p.txt");  // (resolved against the YAML's folder: none here)
   EXPECT_NE(error_of("models:\n  - {model: tiny, prompt: a, prompt_file: p.txt}\n").find("give only one"), std::string::npos);
+  // Both in `defaults:`: refused there, not at the first entry that inherits them.
+  EXPECT_EQ(error_of("defaults:\n  prompt: a\n  prompt_file: p.txt\nmodels:\n  - {model: tiny, label: x}\n"),
+            "c.yaml:3:16: defaults.prompt_file: prompt and prompt_file: give only one");
 
   const ComparePlan load = parse_compare_config(
       "defaults: {num_requests: 50, concurrency: 4}\nmodels:\n"
@@ -398,4 +401,13 @@ TEST(CompareConfig, AnEntrysKeyReplacesTheExclusiveKeyOfDefaults) {
       parse_compare_config("models:\n  - {endpoint: 'http://h:1', duration: 10, num_requests: 5}\n", "c.yaml").loads[0].options;
   EXPECT_EQ(both.num_requests, 5);
   EXPECT_EQ(both.duration_s, 10);
+}
+
+// Where each model entry is, for the checks compare makes after parsing (check_runnable, tp, prompt_file).
+TEST(CompareConfig, EachModelEntryHasItsLocation) {
+  const ComparePlan plan = parse_compare_config(
+      "models:\n  - tiny\n  - {endpoint: 'http://h:1'}\n  - model: tiny\n    label: c\n", "c.yaml");
+  ASSERT_EQ(plan.model_where.size(), 2u);
+  EXPECT_EQ(plan.model_where[0], "c.yaml:2:5: models[0] (tiny)");
+  EXPECT_EQ(plan.model_where[1], "c.yaml:4:5: models[2] (c)");
 }

@@ -165,7 +165,14 @@ matrix: {batch: 1, prompt_len: 8, max_new_tokens: 4}
 models: [{model: tiny, label: fine, runs: 200}, {model: tiny, label: too-long, prompt_len: 99999}]
 EOF
 check_usage "compare: a later entry beyond the model's positions" compare "$tmp/late.yaml" --no-roofline --output "$tmp/bad.json"
-grep -q "max_position_embeddings" <<<"$err" || fail "compare late entry: $err"
+grep -q "late.yaml:3:49: models\[1\] (too-long): context of .* max_position_embeddings" <<<"$err" || fail "compare late entry: $err"
+# ... as is a tp differing from the first entry's, and a prompt_file that cannot be read: each names its entry.
+printf 'defaults: {device: cpu, warmup: 0, runs: 3, trim: 0, batch: 1, prompt_len: 8, max_new_tokens: 2}\nmodels:\n  - {model: tiny, label: a}\n  - {model: tiny, label: b, tp: 2}\n' >"$tmp/tpmix.yaml"
+check_usage "compare: tp differing between entries" compare "$tmp/tpmix.yaml" --no-roofline --output "$tmp/bad.json"
+grep -q "tpmix.yaml:4:5: models\[1\] (b): tp 2, but the first model entry (a) has tp 1" <<<"$err" || fail "compare tp mix: $err"
+printf 'defaults: {device: cpu, warmup: 0, runs: 3, trim: 0, batch: 1, prompt_len: 8, max_new_tokens: 2}\nmodels:\n  - {model: tiny, label: a}\n  - {model: tiny, label: b, prompt_file: absent.txt}\n' >"$tmp/pfabs.yaml"
+check_usage "compare: an absent prompt_file" compare "$tmp/pfabs.yaml" --no-roofline --output "$tmp/bad.json"
+grep -q "pfabs.yaml:4:5: models\[1\] (b): prompt_file: .*absent.txt" <<<"$err" || fail "compare absent prompt_file: $err"
 
 # compare's ratios: each point against the baseline's point agreeing on the most parameters, weights included
 # (the baseline's own int8 rows are 1.00x, not divided by its bf16 rows).

@@ -21,6 +21,7 @@ struct LoadTarget {
 // keys of `defaults:`, then the entry's own keys. Labels are distinct over both kinds.
 struct ComparePlan {
   std::vector<RunOptions> models;
+  std::vector<std::string> model_where;  // per model: "FILE:LINE:COL: models[i] (LABEL)", for later checks' messages
   std::vector<LoadTarget> loads;
   std::string baseline;  // a label of `models` or `loads`, or empty
 };
