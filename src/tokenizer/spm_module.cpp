@@ -15,8 +15,15 @@ namespace {
 
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
+  // Set but empty is unset, as for the other variables; set, it is the only candidate: a path that does not
+  // exist is a mistake to report, not a reason to load another module silently.
   const char* env = std::getenv("LLMBENCH_SPM_MODULE");
-  if (env && *env) out.push_back(env);  // set but empty is unset, as for the other variables
+  if (env && *env) {
+    std::error_code ec;
+    if (!std::filesystem::exists(env, ec))
+      throw UsageError(cat("LLMBENCH_SPM_MODULE=", env, ": no such file (unset it to use the module installed with llmbench)"));
+    return {env};
+  }
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

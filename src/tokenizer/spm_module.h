@@ -22,9 +22,9 @@ struct SpmModule {
   decltype(&llmbench_spm_decode) decode;
 };
 
-// Looks for the module in $LLMBENCH_SPM_MODULE (when not empty), next to the executable, in <executable>/../lib/llmbench
-// (cmake --install), then at its build-tree path compiled in (test binaries);
-// throws Error saying where it looked when none loads.
+// Loads $LLMBENCH_SPM_MODULE when not empty (UsageError when there is no such file), else looks next to the
+// executable, in <executable>/../lib/llmbench (cmake --install), then at its build-tree path compiled in (test
+// binaries); throws Error saying where it looked when none loads.
 const SpmModule& spm_module();
 
 }  // namespace llmbench::tok

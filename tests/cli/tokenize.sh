@@ -109,6 +109,12 @@ grep -q "chat format llama3 starts with a BOS token, but tokenizer .*nobos/token
 expect_exit 0 --tokenizer "$out/nobos" --text a --chat --chat-format chatml
 # An empty LLMBENCH_SPM_MODULE is unset: the module is found where it would be without it.
 LLMBENCH_SPM_MODULE= expect_exit 0 --tokenizer "$data/spm/tiny_spm.model" --text hi
+# A set one that does not exist is refused, naming it (not silently replaced by the module beside the binary),
+# and only where the module is needed.
+LLMBENCH_SPM_MODULE=/nonexistent/libspm.so expect_exit 2 --tokenizer "$data/spm/tiny_spm.model" --text hi
+grep -q "^llmbench: error: LLMBENCH_SPM_MODULE=/nonexistent/libspm.so: no such file" "$out/stderr" \
+  || fail "absent LLMBENCH_SPM_MODULE: $(cat "$out/stderr")"
+LLMBENCH_SPM_MODULE=/nonexistent/libspm.so expect_exit 0 --tokenizer tiny --text hi
 (cd "$out" && expect_exit 2 --tokenizer tiny --bench)  # the default corpus is relative to the repository root
 grep -q "give --corpus FILE" "$out/stderr" || fail "--bench outside the repository: $(cat "$out/stderr")"
 echo "tokenize: ok"
