@@ -33,10 +33,13 @@ std::optional<DistEnv> dist_env_from_environment() {
   if (!env("WORLD_SIZE")) return std::nullopt;
   DistEnv e;
   e.world = env_int("WORLD_SIZE", 1, 4096);
+  // A group of one (WORLD_SIZE=1 left in the environment, torchrun with one process) is a single process:
+  // RANK and MASTER_PORT are not needed (still checked when given).
+  if (e.world == 1 && !env("RANK")) return e;
   e.rank = env_int("RANK", 0, e.world - 1);
   e.local_rank = env("LOCAL_RANK") ? env_int("LOCAL_RANK", 0, 4095) : e.rank;
   e.master_addr = env("MASTER_ADDR").value_or("127.0.0.1");
-  e.master_port = env_int("MASTER_PORT", 1, 65535);
+  if (e.world > 1 || env("MASTER_PORT")) e.master_port = env_int("MASTER_PORT", 1, 65535);
   return e;
 }
 

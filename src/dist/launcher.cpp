@@ -158,6 +158,7 @@ std::optional<DistEnv> join_or_launch(int tp) {
   if (tp < 1) throw UsageError(cat("--tp must be >= 1, got ", tp));
   if (auto e = dist_env_from_environment()) {
     if (e->world != tp) throw UsageError(cat("--tp ", tp, " disagrees with WORLD_SIZE=", e->world, " in the environment"));
+    if (e->world == 1) return std::nullopt;  // a group of one: this process alone, no tensor parallelism
     return e;
   }
   if (tp == 1) return std::nullopt;

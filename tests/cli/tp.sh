@@ -99,4 +99,13 @@ for args in "generate --prompt-ids 1,2,999" "run -b 1 -p 5000 -n 4 --runs 1 --wa
   [ "$rc" -eq 2 ] || fail "$args --tp 2: exit $rc (want 2): $out"
   [ "$(grep -c 'llmbench: error:' <<<"$out")" -eq 1 ] || fail "$args --tp 2: not one error line: $out"
 done
+# WORLD_SIZE=1 left in the environment (no RANK): a single process, as without it; WORLD_SIZE=2 without --tp
+# (or --tp 2 with WORLD_SIZE=1) is refused, naming both.
+for cmd in "run -b 1 -p 8 -n 2 --runs 1 --warmup 0 --trim 0 --no-roofline" "generate --prompt-ids 1,2 --max-new-tokens 2"; do
+  out=$(WORLD_SIZE=1 timeout 60 "$bin" $cmd --model tiny --device cpu 2>&1 >/dev/null) || fail "WORLD_SIZE=1 $cmd: $out"
+done
+out=$(RANK=0 WORLD_SIZE=2 MASTER_PORT=1 timeout 30 "$bin" run --model tiny --device cpu --runs 1 --trim 0 2>&1); rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--tp 1 disagrees with WORLD_SIZE=2" <<<"$out" || fail "WORLD_SIZE=2 without --tp: exit $rc: $out"
+out=$(WORLD_SIZE=1 timeout 30 "$bin" run --model tiny --device cpu --runs 1 --trim 0 --tp 2 2>&1); rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--tp 2 disagrees with WORLD_SIZE=1" <<<"$out" || fail "WORLD_SIZE=1 with --tp 2: exit $rc: $out"
 echo "tp: ok"
