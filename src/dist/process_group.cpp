@@ -44,6 +44,24 @@ std::int64_t abort_point(int rank) {
   return -1;
 }
 
+// Waits for a collective. Its failure (Gloo: --dist-timeout passed, or another rank's connection closed) is
+// one line naming this rank and the timeout, Gloo's own text (which names neither) after it.
+template <class Work>
+void wait_collective(const Work& work, const DistEnv& env, std::chrono::milliseconds timeout) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    const std::string what = first_line(e.what());
+    const std::string why = what.find("Timed out") != std::string::npos
+                                ? cat("a collective timed out after --dist-timeout ", shown(timeout.count() / 1000.0),
+                                      " s (another rank stopped or is stuck)")
+                                : std::string("a collective failed (another rank exited or closed its connection)");
+    // main prefixes a rank other than 0's message with "rank N: " already.
+    const std::string who = env.rank ? cat("tensor-parallel group of ", env.world) : cat("tensor-parallel rank 0 of ", env.world);
+    throw Error(cat(who, ": ", why, ": ", what));
+  }
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
@@ -178,7 +196,7 @@ void ProcessGroup::all_reduce_sum_(torch::Tensor& t) {
   // Gloo sums float32/float64 everywhere; reduced-precision tensors go through float32.
   const bool widen = backend_ == "gloo" && t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat64;
   std::vector<at::Tensor> ts{widen ? t.to(torch::kFloat32) : t};
-  live().backend->allreduce(ts, opts)->wait();
+  wait_collective(live().backend->allreduce(ts, opts), env_, timeout_);
   if (widen) t.copy_(ts[0]);
 }
 
@@ -187,13 +205,13 @@ void ProcessGroup::broadcast_(torch::Tensor& t, int root) {
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   std::vector<at::Tensor> ts{t};
-  live().backend->broadcast(ts, opts)->wait();
+  wait_collective(live().backend->broadcast(ts, opts), env_, timeout_);
 }
 
 void ProcessGroup::barrier() {
   torch::Tensor one = torch::ones({1}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));  // [1]
   std::vector<at::Tensor> ts{one};
-  live().backend->allreduce(ts)->wait();
+  wait_collective(live().backend->allreduce(ts), env_, timeout_);
   (void)one.item<float>();  // waits for the reduce itself (CUDA: the stream)
 }
 
@@ -210,7 +228,7 @@ std::vector<double> ProcessGroup::all_gather(double value) {
   std::vector<at::Tensor> ts{t};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
-  live().backend->allreduce(ts, opts)->wait();
+  wait_collective(live().backend->allreduce(ts, opts), env_, timeout_);
   t = t.cpu();
   return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
 }

@@ -86,6 +86,23 @@ grep -q "llmbench: error: tensor-parallel rank 1 (pid [0-9]*) was killed by sign
 sleep 0.5
 if pgrep -f -- "--tp 2 -o $tmp/killed.json" >/dev/null; then fail "killed rank: a rank is still running"; fi
 
+# A rank that stops (SIGSTOP: alive, so no launcher sees it) mid-run: rank 0's next collective times out after
+# --dist-timeout, and the error says so, naming the rank and the timeout, not only Gloo's text.
+timeout 60 "$bin" run --model tiny --device cpu --dtype float32 -b 1 -p 8 -n 64 --warmup 1 --runs 500 --trim 0 --no-roofline \
+  --tp 2 --dist-timeout 2 -o "$tmp/stuck.json" >"$tmp/stuck.out" 2>&1 &
+tpid=$!
+for _ in $(seq 1 300); do grep -q "tensor-parallel rank 0 of 2" "$tmp/stuck.out" && break; sleep 0.1; done
+sleep 0.5
+r0=$(pgrep -P "$tpid") && r1=$(pgrep -P "$r0") || fail "stuck rank: no rank 1: $(cat "$tmp/stuck.out")"
+kill -STOP "$r1"
+rc=0; wait "$tpid" || rc=$?
+[ "$rc" -eq 1 ] || { kill -9 "$r1" 2>/dev/null; fail "stuck rank: exit $rc (124: hung): $(cat "$tmp/stuck.out")"; }
+grep -q "^llmbench: error: tensor-parallel rank 0 of 2: a collective timed out after --dist-timeout 2 s (another rank stopped or is stuck): .*Timed out" \
+  "$tmp/stuck.out" || fail "stuck rank: no clear error: $(cat "$tmp/stuck.out")"
+[ ! -e "$tmp/stuck.json" ] || fail "stuck rank: a results file was written"
+for _ in $(seq 1 50); do kill -0 "$r1" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$r1" 2>/dev/null || { kill -9 "$r1"; fail "stuck rank 1 (pid $r1) outlived rank 0"; }
+
 # A tp that does not divide the heads: refused before any rank starts (exit 2, one line with the reason).
 out=$(timeout 30 "$bin" run --model tiny --device cpu --tp 4 --runs 3 --trim 0 2>&1); rc=$?
 [ "$rc" -eq 2 ] || fail "--tp 4 on tiny: exit $rc: $out"
