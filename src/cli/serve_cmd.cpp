@@ -15,6 +15,7 @@
 #include "llmbench/dist/session.h"
 #include "llmbench/dist/shard.h"
 #include "llmbench/engine/engine.h"
+#include "llmbench/load/client.h"
 #include "llmbench/model/presets.h"
 #include "llmbench/runner/model_tokenizer.h"
 #include "llmbench/serve/server.h"
@@ -124,9 +125,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
                                    engine->vocab_size(), ": prompts with ids beyond the model's are refused"));
                    auto server = std::make_unique<serve::Server>(*engine, tokenizer, opt->server);
                    server->start();
-                   const std::string& host = server->host();  // an IPv6 address is bracketed in a URL
-                   std::cout << "llmbench serve: listening on http://"
-                             << (host.find(':') == std::string::npos ? host : "[" + host + "]") << ":" << server->port()
+                   std::cout << "llmbench serve: listening on " << Endpoint{server->host(), std::to_string(server->port()), ""}.url()
                              << std::endl;
                    std::optional<std::string> failure;
                    while (!interrupted() && !(failure = engine->failure()))

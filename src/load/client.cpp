@@ -27,10 +27,11 @@ constexpr std::size_t kMaxWholeResponse = std::size_t{16} << 20;  // a non-strea
 
 // ---------------------------------------------------------------- endpoint
 
-// An IPv6 address is bracketed: http://[::1]:8000.
-std::string Endpoint::url() const {
-  return cat("http://", host.find(':') == std::string::npos ? host : "[" + host + "]", ":", port, base_path);
+std::string Endpoint::host_port() const {
+  return cat(host.find(':') == std::string::npos ? host : "[" + host + "]", ":", port);
 }
+
+std::string Endpoint::url() const { return cat("http://", host_port(), base_path); }
 
 Endpoint parse_endpoint(const std::string& url) {
   auto bad = [&](const std::string& why) { return UsageError(cat("--endpoint '", url, "': ", why)); };
@@ -351,8 +352,7 @@ void LoadClient::post(const std::string& path, std::string body, Clock::time_poi
   req.method(http::verb::post);
   req.target(options_.endpoint.base_path + path);
   req.version(11);
-  const std::string& h = options_.endpoint.host;
-  req.set(http::field::host, (h.find(':') == std::string::npos ? h : "[" + h + "]") + ":" + options_.endpoint.port);
+  req.set(http::field::host, options_.endpoint.host_port());
   req.set(http::field::user_agent, cat("llmbench/", version()));
   req.set(http::field::content_type, "application/json");
   req.set(http::field::accept, "text/event-stream");
@@ -378,7 +378,7 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
   beast::tcp_stream stream(io);
   beast::flat_buffer buffer;
   http::request<http::empty_body> req{http::verb::get, endpoint.base_path + path, 11};
-  req.set(http::field::host, endpoint.host + ":" + endpoint.port);
+  req.set(http::field::host, endpoint.host_port());
   req.set(http::field::user_agent, cat("llmbench/", version()));
   for (const auto& [k, v] : headers) req.set(k, v);
   http::response<http::string_body> res;

@@ -22,6 +22,7 @@ struct Endpoint {
   std::string host;
   std::string port = "80";
   std::string base_path;  // without a trailing '/', may be empty
+  std::string host_port() const;  // HOST:PORT, an IPv6 address bracketed ([::1]:8000): URL and Host header
   std::string url() const;
 };
 Endpoint parse_endpoint(const std::string& url);  // UsageError on a bad URL
