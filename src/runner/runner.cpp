@@ -431,7 +431,9 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
       } catch (const std::exception& e) {
         if (tp.group) throw;  // the ranks would fall out of step: the whole run fails, on every rank
         pr.status = "failed";
-        pr.runs.clear();
+        pr.runs.clear();  // a failed point has no metric values (docs/results-schema.md), whatever step threw
+        pr.summary.clear();
+        pr.stages = {};
         const bool oom = is_oom(e) && !dynamic_cast<const OutOfMemoryError*>(&e);  // not the estimate's refusal
         if (oom) release_cached_memory(device);  // so that "free" is what the next point can have
         pr.error = first_line(!oom ? std::string(e.what())

@@ -101,6 +101,30 @@ err=$("$bin" run "${small[@]}" --batch 50000000 --output "$tmp/bad.json" 2>&1 >/
 grep -q 'out of memory: .*needs ~' <<<"$err" || fail "impossible size message: $err"
 [ ! -e "$tmp/bad.json" ] || fail "impossible size left a file"
 
+# A point that fails after its timed runs (a NaN reference in verification, a NaN quality measurement) keeps
+# no metric values: runs, summary and stages are empty, as for a failed verification.
+python3 - "$data/models/llama_bf16" "$tmp/nan" <<'PY' || fail "making the NaN checkpoint"
+import json, os, shutil, struct, sys
+shutil.copytree(sys.argv[1], sys.argv[2])
+f = os.path.join(sys.argv[2], "model.safetensors")
+b = bytearray(open(f, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+a, e = json.loads(b[8:8 + n])["model.norm.weight"]["data_offsets"]
+b[8 + n + a:8 + n + e] = struct.pack("<H", 0x7FC0) * ((e - a) // 2)  # bf16 NaN
+open(f, "wb").write(bytes(b))
+PY
+nan=(--model "$tmp/nan" --device cpu --no-roofline -p 8 -n 3 --runs 2 --warmup 0 --trim 0)
+"$bin" run "${nan[@]}" --batch 1 --temperature 0,0.7 -o "$tmp/nan1.json" >/dev/null 2>&1
+"$bin" run "${nan[@]}" --batch 1 --temperature 0.7 --weights bf16,int8 -o "$tmp/nan2.json" >/dev/null 2>&1
+python3 - "$tmp/nan1.json" "$tmp/nan2.json" <<'PY' || fail "a failed point kept metric values"
+import json, sys
+for f in sys.argv[1:]:
+    failed = [p for p in json.load(open(f))["points"] if p["status"] == "failed"]
+    assert len(failed) == 1, f
+    p = failed[0]
+    assert p["runs"] == [] and p["summary"] == {} and not any(p["stages"].values()), (f, p["summary"], p["stages"])
+PY
+
 # SIGINT mid-run keeps the finished runs in a valid file and exits 130 (--max-minutes 0: a million runs
 # would be refused by the duration estimate).
 "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
