@@ -449,9 +449,10 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
     release_cached_memory(device);
   }
   results.interrupted = interrupted();
-  // Nothing measured and nothing interrupted: report the failure as the command's error.
-  // A point that failed its verification is reported with its evidence, in the results.
-  bool any_ok = false;
+  // A single point that failed, nothing interrupted: its failure is the command's error (no file). A point that
+  // failed its verification is reported with its evidence, in the results; a sweep's failed points are too, even
+  // when every one failed (the caller writes them and exits 1), so that CI can keep and report them.
+  bool any_ok = points.size() > 1;
   for (const auto& p : results.points) any_ok = any_ok || p.status != "failed" || p.verification;
   if (!any_ok && !results.interrupted && !results.points.empty()) {
     const std::string& e = results.points.front().error;

@@ -125,6 +125,16 @@ for f in sys.argv[1:]:
     assert p["runs"] == [] and p["summary"] == {} and not any(p["stages"].values()), (f, p["summary"], p["stages"])
 PY
 
+# A sweep whose every point fails (here by a NaN reference, which leaves no verification): the file is still
+# written with each point's status and reason, and the exit status is 1 (a single point's failure is the error).
+"$bin" run "${nan[@]}" --batch 1,2 -o "$tmp/nan3.json" >/dev/null 2>"$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] || fail "every point failed: exit $rc (want 1): $(cat "$tmp/err.txt")"
+python3 - "$tmp/nan3.json" <<'PY' || fail "every point failed: no results file with the failed points"
+import json, sys
+ps = json.load(open(sys.argv[1]))["points"]
+assert [p["status"] for p in ps] == ["failed", "failed"] and all("NaN" in p["error"] for p in ps), ps
+PY
+
 # SIGINT mid-run keeps the finished runs in a valid file and exits 130 (--max-minutes 0: a million runs
 # would be refused by the duration estimate).
 "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 4 --warmup 0 --runs 1000000 --trim 0 \
