@@ -39,21 +39,6 @@ std::string rate(double per_s, const char* unit) {
   return fixed(per_s, per_s < 10 ? 1 : 0) + " " + prefixes[i] + unit;
 }
 
-// Points the memory estimate refuses fail at once, without running: they take no time.
-std::vector<PointParams> feasible(const ModelShape& shape, const std::vector<PointParams>& points,
-                                  const std::string& device) {
-  const std::uint64_t available = available_bytes(torch::Device(device));
-  std::vector<PointParams> out;
-  for (const auto& p : points) {
-    const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
-    if (estimate_memory(shape, p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights),
-                        kv_elem_bytes(p.kv_dtype))
-            .total() <= available)
-      out.push_back(p);
-  }
-  return out;
-}
-
 DurationEstimate& operator+=(DurationEstimate& a, const DurationEstimate& b) {
   a.seconds += b.seconds;
   a.prefill_seconds += b.prefill_seconds;
@@ -109,17 +94,16 @@ std::optional<std::string> duration_refusal(const DurationEstimate& e, const Cei
 void check_duration(const ModelConfig& config, const std::vector<PointParams>& points, const RunOptions& options,
                     const std::optional<Ceilings>& measured, const std::string& device) {
   const ModelShape shape = shape_of(config);
-  const std::vector<PointParams> runnable = feasible(shape, points, device);
   std::optional<Ceilings> ceilings = measured;
   if (!ceilings) {
     if (options.max_minutes <= 0) return;
     // Short even on a slow machine, and under the limit: nothing to say, nothing to refuse.
-    if (estimate_duration(shape, runnable, options.warmup, options.runs, kSlowCeilings).seconds <
+    if (estimate_duration(shape, points, options.warmup, options.runs, kSlowCeilings).seconds <
         std::min(kLongSeconds, options.max_minutes * 60))
       return;
     ceilings = measure_ceilings(device, 3);
   }
-  const DurationEstimate e = estimate_duration(shape, runnable, options.warmup, options.runs, *ceilings);
+  const DurationEstimate e = estimate_duration(shape, points, options.warmup, options.runs, *ceilings);
   if (auto refusal = duration_refusal(e, *ceilings, options.max_minutes)) throw UsageError(*refusal);
   if (e.seconds >= kLongSeconds)
     log::info(cat("estimated duration: at least ", format_duration(e.seconds), " (", e.generates,
@@ -132,7 +116,7 @@ void check_compare_duration(const std::vector<RunOptions>& models, double max_mi
   std::vector<std::pair<ModelShape, std::vector<PointParams>>> plans;
   for (const auto& o : models) {
     const ModelShape shape = shape_of(resolve_model(o.model).config);
-    plans.emplace_back(shape, feasible(shape, expand(o), resolve_device(o.device)));
+    plans.emplace_back(shape, expand(o));  // every point fits: check_runnable refused the plan otherwise
     slow += estimate_duration(plans.back().first, plans.back().second, o.warmup, o.runs, kSlowCeilings);
   }
   if (slow.seconds < std::min(kLongSeconds, max_minutes * 60)) return;

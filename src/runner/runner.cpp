@@ -179,8 +179,9 @@ void append_results(Results& into, Results&& more) {
 namespace {
 
 // Every refusal that needs no weights: contexts beyond the model's positions, a dtype, attention, weight or KV
-// format the device cannot run (the whole sweep at once, not after its first dtype's points), and a prompt
-// that is empty, not UTF-8 or has no tokenizer to encode it (before gigabytes of random weights are drawn).
+// format the device cannot run, a point whose memory estimate does not fit (the whole sweep at once, not after
+// its first dtype's points, and before gigabytes of weights are drawn), and a prompt that is empty, not UTF-8 or
+// has no tokenizer to encode it.
 void check_points(const RunOptions& options, const std::vector<PointParams>& points, const torch::Device& device) {
   const ResolvedModel resolved = resolve_model(options.model);
   for (const auto& p : points) {
@@ -189,6 +190,19 @@ void check_points(const RunOptions& options, const std::vector<PointParams>& poi
     parse_attn(p.attn);
     if (p.weights == "fp8") check_fp8_supported(device);
     if (p.kv_dtype == "fp8") check_kv_fp8_supported(device);
+  }
+  const ModelShape rank_shape = shape_of(dist::shard_config(resolved.config, options.tp));  // what each device holds
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    const PointParams& p = points[k];
+    const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
+    check_fits(device,
+               estimate_memory(rank_shape, p.batch, p.prompt_len, p.max_new_tokens, elem, matmul_elem_bytes(p.weights),
+                               kv_elem_bytes(p.kv_dtype))
+                   .total(),
+               cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions",
+                   points.size() == 1 ? std::string()
+                                      : cat(" (point ", k + 1, " of ", points.size(), ": ", p.dtype, ", ", p.weights,
+                                            " weights, ", p.kv_dtype, " KV cache)")));
   }
   if (options.prompt) {
     if (options.prompt->empty()) throw UsageError("--prompt: the prompt is empty");
@@ -225,20 +239,10 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   for (auto& p : points) p.device = device_name;
   const std::string label = options.label.empty() ? options.model : options.label;
 
-  // Refuse what can be refused before loading anything (check_points), and (for a single point) a
-  // configuration whose estimate does not fit.
+  // Refuse what can be refused before loading anything (check_points), every point's memory estimate included.
   const ModelConfig planned = resolve_model(options.model).config;
   const ModelConfig planned_rank = dist::shard_config(planned, options.tp);  // what each device holds
   check_points(options, points, device);
-  if (points.size() == 1) {
-    const auto& p = points[0];
-    const int elem = static_cast<int>(c10::elementSize(parse_dtype(p.dtype)));
-    check_fits(device,
-               estimate_memory(shape_of(planned_rank), p.batch, p.prompt_len, p.max_new_tokens, elem,
-                               matmul_elem_bytes(p.weights), kv_elem_bytes(p.kv_dtype))
-                   .total(),
-               cat(options.model, " at batch ", p.batch, " x ", p.prompt_len + p.max_new_tokens, " positions"));
-  }
   // The ceilings after every refusal above (seconds of measuring are not spent on a run that cannot start).
   if (hooks.ceilings && hooks.ceilings->device == device_name) results.env.ceilings = hooks.ceilings;
   else if (hooks.measure_ceilings) results.env.ceilings = measure_ceilings(device_name, 5);

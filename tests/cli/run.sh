@@ -100,6 +100,12 @@ err=$("$bin" run "${small[@]}" --batch 50000000 --output "$tmp/bad.json" 2>&1 >/
 [ $rc -eq 1 ] || fail "impossible size: exit $rc"
 grep -q 'out of memory: .*needs ~' <<<"$err" || fail "impossible size message: $err"
 [ ! -e "$tmp/bad.json" ] || fail "impossible size left a file"
+# ... in a sweep too: every point is checked before the model loads, and the first that cannot fit is named.
+err=$("$bin" run "${small[@]}" --batch 1,50000000 --output "$tmp/bad.json" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "impossible size in a sweep: exit $rc"
+grep -q 'out of memory: tiny at batch 50000000 x 22 positions (point 2 of 2: .*) needs ~' <<<"$err" || fail "impossible size in a sweep: $err"
+[ "$(grep -c . <<<"$err")" -eq 1 ] || fail "impossible size in a sweep: more than one line: $err"
+[ ! -e "$tmp/bad.json" ] || fail "impossible size in a sweep left a file"
 
 # A point that fails after its timed runs (a NaN reference in verification, a NaN quality measurement) keeps
 # no metric values: runs, summary and stages are empty, as for a failed verification.

@@ -131,15 +131,34 @@ TEST(Runner, SweepRunsTheFactorialProductInOrder) {
 
 TEST(Runner, AFailingPointIsRecordedAndTheOthersRun) {
   RunOptions o = tiny_options();
+  o.temperature = {0, 0.7};  // only the greedy point is verified: tampered, it fails
+  o.runs = 3;
+  o.warmup = 0;
+  RunHooks h = no_ceilings();
+  h.tamper_outputs = [](std::int64_t* ids, std::int64_t rows, std::int64_t cols) {
+    for (std::int64_t i = 0; i < rows * cols; ++i) ids[i] = (ids[i] + 1) % 512;
+  };
+  Results r = run_benchmark(o, h);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].status, "failed");
+  EXPECT_TRUE(r.points[0].runs.empty());
+  EXPECT_EQ(r.points[1].status, "ok") << r.points[1].error;
+}
+
+TEST(Runner, ASweepWithAPointThatCannotFitIsRefusedBeforeLoading) {
+  RunOptions o = tiny_options();
   o.batch = {1, 50000000};  // the second point's KV cache would need hundreds of GiB
   o.runs = 3;
   o.warmup = 0;
-  Results r = run_benchmark(o, no_ceilings());
-  ASSERT_EQ(r.points.size(), 2u);
-  EXPECT_EQ(r.points[0].status, "ok");
-  EXPECT_EQ(r.points[1].status, "failed");
-  EXPECT_NE(r.points[1].error.find("out of memory"), std::string::npos) << r.points[1].error;
-  EXPECT_TRUE(r.points[1].runs.empty());
+  try {
+    run_benchmark(o, no_ceilings());
+    FAIL() << "expected a refusal";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("tiny at batch 50000000 x 13 positions (point 2 of 2: float32, bf16 weights, "
+                                         "bf16 KV cache) needs ~"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Runner, ImpossibleSinglePointIsRefusedBeforeLoading) {
