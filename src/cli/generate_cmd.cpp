@@ -120,6 +120,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    std::vector<std::vector<std::int64_t>> prompts;
                    if (!opt->prompt) prompts = parse_prompt_ids(opt->prompt_ids);
                    if (opt->prompt && opt->prompt->empty()) throw UsageError("the prompt is empty");
+                   if (opt->chat && !opt->prompt) throw UsageError("--chat needs a text prompt (--prompt or --prompt-file)");
                    if (!opt->chat_format.empty()) {
                      if (!opt->chat) throw UsageError("--chat-format needs --chat");
                      parse_chat_format(opt->chat_format);

@@ -65,6 +65,7 @@ void validate(const RunOptions& o) {
   if (!(o.top_p > 0 && o.top_p <= 1)) throw UsageError(cat("--top-p: ", o.top_p, " is outside (0, 1]"));
   if (o.prompt && o.prompt_file) throw UsageError("--prompt and --prompt-file: give only one");
   if (!o.chat_format.empty() && !o.chat) throw UsageError("--chat-format needs --chat");
+  if (o.chat && !o.prompt && !o.prompt_file) throw UsageError("--chat needs a text prompt (--prompt or --prompt-file)");
   if (o.device.empty()) throw UsageError("--device: must not be empty");
   if (o.tp < 1) throw UsageError(cat("--tp: ", o.tp, " is not allowed (must be >= 1)"));
   if (!(o.dist_timeout_s > 0 && std::isfinite(o.dist_timeout_s)))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -249,6 +250,7 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
   check_duration(planned_rank, points, options, results.env.ceilings, device_name);
 
   bool first_generate = true;
+  std::set<int> warned_chat_cut;  // prompt lengths a cut chat prompt was warned about (once each)
   size_t i = 0;
   while (i < points.size() && !interrupted()) {
     // Points are nested with dtype, then weights outermost: load the model once per (dtype, weights).
@@ -316,6 +318,10 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
         spec.chat_format = options.chat_format;
         PromptIds synthetic = spec.text ? PromptIds{} : synthetic_prompts(spec);
         pr.prompt_source = spec.text ? text_prompts(spec, *tokenizer).source : synthetic.source;
+        // Cut to the length, a chat-wrapped prompt loses its end: the assistant header the model answers after.
+        if (spec.chat && pr.prompt_source == "text-cut" && warned_chat_cut.insert(pp.prompt_len).second)
+          log::warn(cat("--chat: the chat-wrapped prompt is longer than --prompt-len ", pp.prompt_len,
+                        " and is cut: its end (the assistant header) is lost"));
 
         pr.memory.kv_cache_bytes = model->allocate_cache(pp.batch, pp.prompt_len + pp.max_new_tokens);
         pr.memory.weights_bytes = static_cast<std::uint64_t>(model->info().weight_bytes);

@@ -163,6 +163,7 @@ expect top_p_above_one "--top-p" run --model tiny "${small[@]}" --top-p 2 --outp
 expect dtype_unknown "int3" run --model tiny "${small[@]}" --dtype int3 --output @OUT@
 expect format_unknown "xml" run --model tiny "${small[@]}" --format xml --output @OUT@
 expect chat_format_no_chat "--chat-format needs --chat" run --model tiny "${small[@]}" --prompt hi --chat-format chatml --output @OUT@
+expect chat_no_prompt "--chat needs a text prompt (--prompt or --prompt-file)" run --model tiny "${small[@]}" --chat --output @OUT@
 expect fp8_gemm_int8 "--fp8-gemm scaled-mm: applies to fp8 weights only" run --model tiny "${small[@]}" --weights int8 \
   --fp8-gemm scaled-mm --output @OUT@
 expect model_unknown "no-such-model-xyz" run --model no-such-model-xyz "${small[@]}" --output @OUT@

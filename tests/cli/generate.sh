@@ -83,6 +83,8 @@ none=$(kv --chat --chat-format none) || fail "generate --chat --chat-format none
 [ "$none" = "$bare" ] && ! grep -q "chat format" "$tmp/warn.txt" || fail "--chat-format none: $none vs $bare KV bytes, $(cat "$tmp/warn.txt")"
 expect_error 2 --device cpu --prompt "hi" --chat-format chatml   # --chat-format needs --chat
 grep -q -- "--chat-format needs --chat" <<<"$err" || fail "--chat-format without --chat: $err"
+expect_error 2 --device cpu --prompt-ids 1,2 --chat --max-new-tokens 2   # --chat has no text to wrap
+grep -q -- "--chat needs a text prompt (--prompt or --prompt-file)" <<<"$err" || fail "--chat without a text prompt: $err"
 [ "$bare" -lt "$plain" ] || fail "--chat on tiny should drop the BOS ($bare vs $plain KV bytes)"
 [ "$chat" -gt "$plain" ] || fail "--chat --chat-format chatml did not wrap the prompt ($chat vs $plain KV bytes)"
 # A HF cache whose refs/main names a missing snapshot: an error naming both, not another snapshot silently.

@@ -89,6 +89,16 @@ check_usage "unknown model" run --model no-such-model-xyz --device cpu --output 
 check_usage "prompt too long" run "${small[@]}" --prompt-len 5000 --output "$tmp/bad.json"
 check_usage "unwritable output" run "${small[@]}" --output /nonexistent-dir/x.json
 check_usage "unknown dtype" run "${small[@]}" --dtype int3 --output "$tmp/bad.json"
+check_usage "--chat without a text prompt" run "${small[@]}" --chat --output "$tmp/bad.json"
+grep -q -- "--chat needs a text prompt (--prompt or --prompt-file)" <<<"$err" || fail "--chat without a text prompt: $err"
+printf 'defaults: {device: cpu, warmup: 0, runs: 3, trim: 0, batch: 1, prompt_len: 8, max_new_tokens: 2}\nmodels:\n  - {model: tiny, label: a, chat: true}\n' >"$tmp/chat.yaml"
+check_usage "compare: chat without a prompt" compare "$tmp/chat.yaml" --no-roofline --output "$tmp/bad.json"
+grep -q "chat.yaml:3:5: models\[0\]: --chat needs a text prompt" <<<"$err" || fail "compare chat without a prompt: $err"
+# A chat-wrapped prompt cut to --prompt-len loses its assistant header: one warning per length.
+"$bin" run --model tiny --device cpu --max-new-tokens 2 --warmup 0 --runs 1 --trim 0 --batch 1,2 --prompt-len 4 --chat --chat-format chatml --prompt "hello there, how are you" \
+  --no-roofline >/dev/null 2>"$tmp/err.txt" || fail "cut chat prompt: $(cat "$tmp/err.txt")"
+[ "$(grep -c 'the chat-wrapped prompt is longer than --prompt-len 4 and is cut' "$tmp/err.txt")" -eq 1 ] \
+  || fail "cut chat prompt: not one warning: $(cat "$tmp/err.txt")"
 if [ "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["torch_version"].split(".")[0])' < <("$bin" info --json))" = 1 ]; then
   # libtorch 1.x has no float16 matmul on the CPU: the sweep is refused before its float32 points run.
   check_usage "float16 second" run "${small[@]}" --dtype float32,float16 --output "$tmp/bad.json"
