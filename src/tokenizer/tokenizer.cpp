@@ -1,5 +1,7 @@
 #include "llmbench/tokenizer/tokenizer.h"
 
+#include <algorithm>
+
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
 
@@ -29,7 +31,24 @@ void Tokenizer::warn_if_no_chat_format(ChatFormat requested) const {
 
 std::vector<TokenId> Tokenizer::encode_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                             ChatFormat format) const {
-  return encode(apply_chat(messages, add_generation_prompt, format), false);
+  const std::string text = apply_chat(messages, add_generation_prompt, format);
+  // tokenizer.json's added tokens are split out of the text by encode itself; sentencepiece encodes a control
+  // piece's text ("<s>") as plain text, so the BOS the template writes becomes its id here, as HF's
+  // apply_chat_template (which splits special tokens out) gives, and each stretch between is encoded alone.
+  if (info_.kind != "sentencepiece" || !info_.bos_id || info_.bos_token.empty()) return encode(text, false);
+  std::vector<TokenId> ids;
+  std::size_t from = 0;
+  while (from < text.size()) {
+    const std::size_t at = std::min(text.find(info_.bos_token, from), text.size());
+    if (at > from) {
+      const std::vector<TokenId> part = encode(std::string_view(text).substr(from, at - from), false);
+      ids.insert(ids.end(), part.begin(), part.end());
+    }
+    if (at == text.size()) break;
+    ids.push_back(*info_.bos_id);
+    from = at + info_.bos_token.size();
+  }
+  return ids;
 }
 
 }  // namespace llmbench

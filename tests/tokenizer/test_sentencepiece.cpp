@@ -35,6 +35,24 @@ TEST(Sentencepiece, IdsMatchThePythonPackage) {
   EXPECT_EQ(with_bos.front(), ref["bos_id"].get<TokenId>());
 }
 
+// A chat format that starts with BOS gives BOS's id, not the ids of the text "<s>" (HF's apply_chat_template
+// splits special tokens out of the rendered text); the rest is the remainder's own encoding.
+TEST(Sentencepiece, ChatFormatsEncodeTheirBosAsItsId) {
+  auto tok = load_tokenizer(kData + "/tokenizer/spm/tiny_spm.model");
+  ASSERT_TRUE(tok->bos_id().has_value());
+  EXPECT_EQ(*tok->bos_id(), 1);
+  for (ChatFormat f : {ChatFormat::llama3, ChatFormat::deepseek_r1}) {
+    const std::string text = tok->apply_chat({{"user", "hi"}}, true, f);
+    ASSERT_EQ(text.rfind(tok->info().bos_token, 0), 0u) << text;
+    const std::vector<TokenId> ids = tok->encode_chat({{"user", "hi"}}, true, f);
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids.front(), 1) << to_string(f);
+    EXPECT_EQ(std::vector<TokenId>(ids.begin() + 1, ids.end()),
+              tok->encode(text.substr(tok->info().bos_token.size()), false))
+        << to_string(f);
+  }
+}
+
 TEST(Sentencepiece, CorruptModelIsAClearError) {
   const std::string path = testing::TempDir() + "/bad.model";
   write_file_atomic(path, "this is not a protobuf");
