@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmbench/base/error.h"
+#include "llmbench/base/log.h"
 #include "llmbench/base/fs.h"
 
 namespace llmbench {
@@ -130,6 +131,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       ranges.emplace_back(begin, name);
       tensors_.emplace(name, std::move(v));
     }
+    // As the reference library (MetadataIncompleteBuffer): the data section ends where the last tensor ends.
+    std::uint64_t tensors_end = 0;
+    for (const auto& [begin, name] : ranges) tensors_end = std::max<std::uint64_t>(tensors_end, begin + tensors_.at(name).nbytes);
+    if (tensors_end != data_size)
+      throw Error(cat(path, ": data section is ", data_size, " bytes but its tensors end at byte ", tensors_end, " (",
+                      data_size - tensors_end, " trailing bytes: a damaged or concatenated file)"));
     std::sort(ranges.begin(), ranges.end());
     for (std::size_t i = 1; i < ranges.size(); ++i) {
       const TensorView& prev = tensors_.at(ranges[i - 1].second);
@@ -164,7 +171,10 @@ bool has_safetensors(const std::string& dir) {
 SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir) {
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   const fs::path single = fs::path(dir) / "model.safetensors";
-  if (entry_exists(index_path)) {
+  // Both: model.safetensors first, as transformers loads it.
+  if (entry_exists(index_path) && entry_exists(single))
+    log::info(cat(dir, ": has model.safetensors and model.safetensors.index.json: loading model.safetensors (as transformers does)"));
+  if (entry_exists(index_path) && !entry_exists(single)) {
     json j = json::parse(read_file(index_path.string()), nullptr, false);
     if (j.is_discarded()) throw Error(cat(index_path.string(), ": malformed JSON"));
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())

@@ -149,10 +149,10 @@ Weights load_weights(const ModelConfig& c, const std::string& dir, torch::Dtype 
   torch::NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
   SafetensorsCheckpoint ckpt(dir);
-  const std::filesystem::path index = std::filesystem::path(dir) / "model.safetensors.index.json";
+  const std::filesystem::path single = std::filesystem::path(dir) / "model.safetensors";
   std::error_code ec;
-  const std::string where =
-      std::filesystem::exists(index, ec) ? index.string() : (std::filesystem::path(dir) / "model.safetensors").string();
+  const std::string where =  // the file SafetensorsCheckpoint read: model.safetensors first, as transformers
+      std::filesystem::exists(single, ec) ? single.string() : (std::filesystem::path(dir) / "model.safetensors.index.json").string();
   Loader ld(ckpt, where, dtype, device);
   if (c.tie_word_embeddings && ckpt.find("lm_head.weight"))
     log::warn(cat(dir, ": config.json has tie_word_embeddings true, so the checkpoint's lm_head.weight is ignored ",

@@ -90,6 +90,8 @@ st_case("st_shape_not_sizes", set_field("model.layers.0.input_layernorm.weight",
 st_case("st_shape_overflow", set_field("model.layers.0.input_layernorm.weight", "shape", [2 ** 62, 2 ** 62]))
 # The data buffer cut short: the last tensor's bytes are not all there.
 st_case("st_data_short", lambda h, d: (h, d[:-100]))
+# Bytes after the last tensor (the reference library's MetadataIncompleteBuffer).
+st_case("st_trailing_bytes", lambda h, d: (h, d + b"garbage"))
 st_case("st_missing_tensor", lambda h, d: (h.pop("model.layers.1.self_attn.v_proj.weight") and (h, d)))
 # A consistent file whose tensor has the wrong shape for config.json.
 def wrong_shape(h, d):

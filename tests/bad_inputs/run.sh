@@ -88,6 +88,7 @@ gen_dir st_span_vs_shape "'model.layers.0.input_layernorm.weight': data_offsets 
 run_dir st_shape_not_sizes "'model.layers.0.input_layernorm.weight': shape"
 gen_dir st_shape_overflow "'model.layers.0.input_layernorm.weight': shape"
 run_dir st_data_short "st_data_short/model.safetensors: tensor 'model.norm.weight'"
+gen_dir st_trailing_bytes "st_trailing_bytes/model.safetensors: data section is"
 run_dir st_tiny_file "st_tiny_file/model.safetensors: file of 3 bytes"
 gen_dir st_dangling_link "st_dangling_link/model.safetensors: cannot open: No such file or directory"
 run_dir st_is_directory "st_is_directory/model.safetensors: not a regular file"

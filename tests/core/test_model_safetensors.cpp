@@ -132,6 +132,12 @@ TEST_F(Safetensors, OverlappingTensors) {
   expect_error(write("ovl", h.dump(), floats({1, 2, 3})), {"'a'", "'b'", "overlap"});
 }
 
+// As the reference library (MetadataIncompleteBuffer): bytes after the last tensor's end are refused.
+TEST_F(Safetensors, TrailingBytesAfterTheLastTensor) {
+  const json h = {{"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}};
+  expect_error(write("trail", h.dump(), floats({1, 2}) + "garbage"), {"trail", "data section is 15 bytes", "end at byte 8"});
+}
+
 TEST_F(Safetensors, ShapeOverflow) {
   const json h = {{"a", {{"dtype", "F32"}, {"shape", {std::uint64_t{1} << 40, std::uint64_t{1} << 40}}, {"data_offsets", {0, 4}}}}};
   expect_error(write("ovf", h.dump(), floats({1})), {"'a'", "overflows"});
@@ -150,6 +156,18 @@ TEST_F(Safetensors, ShardedCheckpoint) {
   EXPECT_EQ(b1, 9.f);
   EXPECT_EQ(ckpt.find("c"), nullptr);
   EXPECT_EQ(ckpt.total_bytes(), 12u);
+}
+
+// Both model.safetensors and an index: model.safetensors is loaded, as transformers does.
+TEST_F(Safetensors, SingleFileBeforeAnIndex) {
+  write("model.safetensors", json{{"a", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0, 4}}}}}.dump(), floats({7}));
+  write("s1.safetensors", json{{"b", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0, 4}}}}}.dump(), floats({8}));
+  std::ofstream(dir_ / "model.safetensors.index.json") << json{{"weight_map", {{"b", "s1.safetensors"}}}}.dump();
+  SafetensorsCheckpoint ckpt(dir_.string());
+  ASSERT_EQ(ckpt.files().size(), 1u);
+  EXPECT_EQ(fs::path(ckpt.files()[0]).filename(), "model.safetensors");
+  EXPECT_NE(ckpt.find("a"), nullptr);
+  EXPECT_EQ(ckpt.find("b"), nullptr);
 }
 
 TEST_F(Safetensors, ShardedErrors) {
