@@ -44,15 +44,10 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-namespace {
-
-// weights / kv_dtype "bf16" means unquantized, at the point's dtype: shown as that dtype (a float32 run is not bf16).
 std::string storage_of(const std::string& format, const std::string& dtype) {
   if (format != "bf16") return format;
   return dtype == "float32" ? "fp32" : dtype == "float16" ? "fp16" : "bf16";
 }
-
-}  // namespace
 
 std::string quality_summary(const PointResult& p) {
   if (!p.quality) return "";

@@ -72,8 +72,8 @@ std::string point_label(const PointParams& p, const Axes& axes, bool with_model)
   s += cat("b=", p.batch, " p=", p.prompt_len, " n=", p.max_new_tokens);
   if (axes.temperature) s += " T=" + fmt_param(p.temperature);
   if (axes.dtype) s += " " + p.dtype;
-  if (axes.weights) s += " " + p.weights;
-  if (axes.kv_dtype) s += " kv " + p.kv_dtype;
+  if (axes.weights) s += " " + storage_of(p.weights, p.dtype);
+  if (axes.kv_dtype) s += " kv " + storage_of(p.kv_dtype, p.dtype);
   if (axes.attn) s += " " + p.attn;
   if (axes.device) s += " " + p.device;
   return s;
@@ -244,7 +244,7 @@ Table env_table(const ReportInput& in) {
 
 Table config_table(const ReportInput& in, const Axes& axes) {
   Table t{"Configuration: " + in.name,
-          {"point", "model", "weights", "device", "dtype", "KV cache", "attn", "batch", "prompt len", "new tokens",
+          {"point", "model", "weights", "matmul weights", "device", "dtype", "KV cache", "attn", "batch", "prompt len", "new tokens",
            "temperature", "top-k", "top-p", "seed", "warm-up", "runs", "trim", "prompt", "tokenizer", "paths"},
           {},
           {}};
@@ -253,8 +253,8 @@ Table config_table(const ReportInput& in, const Axes& axes) {
     const PointParams& q = p.params;
     std::string paths;
     for (const auto& [name, on] : p.paths) paths += (paths.empty() ? "" : ", ") + name + (on ? "" : " off");
-    t.rows.push_back({point_label(q, axes), q.model, p.weights == "checkpoint" ? p.checkpoint : p.weights, q.device,
-                      q.dtype, q.kv_dtype == "bf16" ? q.dtype : q.kv_dtype, q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_param(q.temperature),
+    t.rows.push_back({point_label(q, axes), q.model, p.weights == "checkpoint" ? p.checkpoint : p.weights,
+                      storage_of(q.weights, q.dtype), q.device, q.dtype, storage_of(q.kv_dtype, q.dtype), q.attn, cat(q.batch), cat(q.prompt_len), cat(q.max_new_tokens), fmt_param(q.temperature),
                       cat(q.top_k), fmt_param(q.top_p), cat(q.seed), cat(p.warmup), cat(p.runs.size()), cat(p.trim),
                       p.prompt_source, p.tokenizer, paths.empty() ? "–" : paths});
   }

@@ -153,6 +153,22 @@ TEST(HtmlReport, TemperaturesAreLabelledAsGiven) {
   EXPECT_EQ(md.find("0.2000"), std::string::npos) << md;
 }
 
+TEST(HtmlReport, WeightsAndKvAreLabelledAsTheConsoleTableDoes) {
+  // A float32 point's unquantized weights and cache are fp32, not "bf16" (params.weights "bf16" means unquantized).
+  Results r = known_results();
+  r.points[1].params.batch = 1;
+  for (auto& p : r.points) p.params.dtype = "float32";
+  r.points[1].params.weights = "int8";
+  const std::string md = render_markdown({{"d.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 fp32 | ok |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny b=1 p=16 n=8 int8 | ok |"), std::string::npos) << md;
+  EXPECT_EQ(md.find(" bf16"), std::string::npos) << md;
+  // The configuration table has the matmul weights and the KV cache as stored.
+  EXPECT_NE(md.find("| matmul weights |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32 | cpu | float32 | fp32 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| int8 | cpu | float32 | fp32 |"), std::string::npos) << md;
+}
+
 TEST(HtmlReport, FailedPointsStayInTheSummaryAndLeaveTheCharts) {
   Results r = known_results();
   r.points[1].status = "failed";

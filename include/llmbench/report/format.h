@@ -66,6 +66,11 @@ std::string verification_summary(const PointResult& point);
 // positions)" ("fp8 KV vs bfloat16: ..." with an fp8 KV cache); "" without quality figures.
 std::string quality_summary(const PointResult& point);
 
+// How a point's matmul weights or KV cache are stored: `format` (params.weights or params.kv_dtype) "bf16" means
+// unquantized, at the point's dtype, so it is shown as that dtype ("fp32" for a float32 run, not "bf16"); int8 and
+// fp8 as they are. The console table and the report label them alike.
+std::string storage_of(const std::string& format, const std::string& dtype);
+
 // "1.50 GiB", "12.0 MiB", "512 B".
 std::string format_bytes(std::uint64_t bytes);
 
