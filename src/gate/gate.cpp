@@ -721,7 +721,8 @@ json to_json(const GateReport& r) {
                       {"params",
                        {{"model", p.params.model}, {"label", p.params.label}, {"batch", p.params.batch},
                         {"prompt_len", p.params.prompt_len}, {"max_new_tokens", p.params.max_new_tokens},
-                        {"temperature", p.params.temperature}, {"attn", p.params.attn}, {"dtype", p.params.dtype}}},
+                        {"temperature", p.params.temperature}, {"attn", p.params.attn}, {"dtype", p.params.dtype},
+                        {"weights", p.params.weights}, {"kv_dtype", p.params.kv_dtype}}},  // matched on too
                       {"verdict", to_string(p.verdict)},
                       {"reason", p.reason},
                       {"metrics", metrics}});

@@ -492,6 +492,13 @@ TEST(Gate, QuantizedPointsAreNamedByTheirWeights) {
   EXPECT_EQ(r.points[0].name.find("int8"), std::string::npos) << r.points[0].name;
   EXPECT_EQ(r.points[1].name.substr(r.points[1].name.size() - 12), " int8 kv fp8") << r.points[1].name;
   EXPECT_NE(r.points[0].name, r.points[1].name);
+  // --json: the params the points are matched on, weights and KV cache included.
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["points"][0]["params"]["weights"], "bf16");
+  EXPECT_EQ(j["points"][0]["params"]["kv_dtype"], "bf16");
+  EXPECT_EQ(j["points"][1]["params"]["weights"], "int8");
+  EXPECT_EQ(j["points"][1]["params"]["kv_dtype"], "fp8");
+  EXPECT_NE(j["points"][0]["params"], j["points"][1]["params"]);
   const std::string one = gate_markdown(run_gate(results({bf16}), results({bf16}), GateConfig{}));
   EXPECT_NE(one.find(": 1 point; 0 regressed"), std::string::npos) << one;
 }
