@@ -89,7 +89,11 @@ std::vector<T> axis(const Context& ctx, const YAML::Node& n, const std::string& 
   if (!n.IsSequence()) ctx.fail(n, path, cat("expected ", what, " or a list of them, got ", kind_of(n)));
   if (n.size() == 0) ctx.fail(n, path, "empty list (give at least one value)");
   std::vector<T> out;
-  for (std::size_t i = 0; i < n.size(); ++i) out.push_back(scalar<T>(ctx, n[i], cat(path, "[", i, "]"), what));
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    out.push_back(scalar<T>(ctx, n[i], cat(path, "[", i, "]"), what));
+    // The same point twice would be measured twice: refused where it is written, as validate() refuses it for a flag.
+    if (std::find(out.begin(), out.end() - 1, out.back()) != out.end() - 1) ctx.fail(n, path, cat(out.back(), " is given twice"));
+  }
   return out;
 }
 

@@ -130,6 +130,13 @@ TEST(CompareConfig, LabelsBaselineAndValidation) {
             "c.yaml:3:12: defaults.weights: unknown value 'int4' (expected one of: bf16, int8, fp8)");
   EXPECT_EQ(error_of("defaults:\n  kv_dtype: [bf16, int8]\nmodels: [tiny]\n"),
             "c.yaml:2:13: defaults.kv_dtype: unknown value 'int8' (expected one of: bf16, fp8)");
+  // A value given twice too (it used to be reported at models[0], with the flag's name).
+  EXPECT_EQ(error_of("models: [tiny]\nmatrix:\n  weights: [bf16, int8, bf16]\n"),
+            "c.yaml:3:12: matrix.weights: bf16 is given twice");
+  EXPECT_EQ(error_of("defaults:\n  kv_dtype: [bf16, bf16]\nmodels: [tiny]\n"),
+            "c.yaml:2:13: defaults.kv_dtype: bf16 is given twice");
+  EXPECT_EQ(error_of("models:\n  - {model: tiny, batch: [1, 2, 1]}\n"),
+            "c.yaml:2:26: models[0].batch: 1 is given twice");
   EXPECT_EQ(error_of("models:\n  - {model: tiny, fp8_gemm: fast}\n"),
             "c.yaml:2:29: models[0].fp8_gemm: unknown value 'fast' (expected one of: dequant, scaled-mm)");
 }
