@@ -128,6 +128,7 @@ void add_generate_command(CLI::App& root, Commands& out) {
                    if (!opt->dump_logits.empty() && dist::process_rank() == 0) check_writable(opt->dump_logits);
                    if (opt->tp > 1) dist::check_tp(resolve_model(opt->model).config, opt->tp);
                    const std::string device = resolve_device(opt->device);
+                   require_one_of({opt->kv_dtype}, "kv-dtype", {"bf16", "fp8"});  // as run checks it
                    const KvFormat kv_format = parse_kv_format(opt->kv_dtype);
                    if (kv_format == KvFormat::fp8) check_kv_fp8_supported(torch::Device(device));
                    std::string dtype = opt->dtype;

@@ -6,6 +6,12 @@
 
 #include "llmbench/config/run_options.h"
 
+namespace llmbench {
+// run's check of a named option (config/run_options.cpp), for the commands that take the same option:
+// UsageError "--NAME: unknown value 'V' (expected one of: A, B)", or a value given twice.
+void require_one_of(const std::vector<std::string>& axis, const char* name, const std::vector<std::string>& allowed);
+}  // namespace llmbench
+
 namespace llmbench::cli {
 
 // The `run` options bound to a CLI11 app; sweep axes are comma lists kept as strings until parsed.

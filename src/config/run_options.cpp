@@ -22,6 +22,9 @@ void require_at_least_one(const std::vector<int>& axis, const char* name) {
     if (v < 1) throw UsageError(cat("--", name, ": ", v, " is not allowed (must be >= 1)"));
 }
 
+}  // namespace
+
+// Declared in src/cli/run_options_cli.h: `generate` checks its --kv-dtype with it too.
 void require_one_of(const std::vector<std::string>& axis, const char* name,
                     const std::vector<std::string>& allowed) {
   require_nonempty(axis, name);
@@ -32,8 +35,6 @@ void require_one_of(const std::vector<std::string>& axis, const char* name,
     throw UsageError(cat("--", name, ": unknown value '", v, "' (expected one of: ", list, ")"));
   }
 }
-
-}  // namespace
 
 void validate(const RunOptions& o) {
   if (o.model.empty()) throw UsageError("--model: must not be empty");

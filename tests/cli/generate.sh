@@ -85,6 +85,8 @@ expect_error 2 --device cpu --prompt "hi" --chat-format chatml   # --chat-format
 grep -q -- "--chat-format needs --chat" <<<"$err" || fail "--chat-format without --chat: $err"
 expect_error 2 --device cpu --prompt-ids 1,2 --chat --max-new-tokens 2   # --chat has no text to wrap
 grep -q -- "--chat needs a text prompt (--prompt or --prompt-file)" <<<"$err" || fail "--chat without a text prompt: $err"
+expect_error 2 --device cpu --prompt-ids 1,2 --kv-dtype int8   # the same check and words as run's
+grep -qF -- "--kv-dtype: unknown value 'int8' (expected one of: bf16, fp8)" <<<"$err" || fail "generate --kv-dtype int8: $err"
 [ "$bare" -lt "$plain" ] || fail "--chat on tiny should drop the BOS ($bare vs $plain KV bytes)"
 [ "$chat" -gt "$plain" ] || fail "--chat --chat-format chatml did not wrap the prompt ($chat vs $plain KV bytes)"
 # A HF cache whose refs/main names a missing snapshot: an error naming both, not another snapshot silently.
