@@ -418,15 +418,16 @@ Results run_benchmark(const RunOptions& options, const RunHooks& hooks) {
           reference->set_attn(parse_attn(pp.attn));
           pr.quality = measure_quality(*model, *reference, first_run.prompts, pp.max_new_tokens);
         }
-        if (pr.status == "ok") {
+        // An interrupted point too: its shape facts are the same, and its finished runs have figures (if any).
+        if (pr.status == "ok" || pr.status == "interrupted") {
           const ModelShape shape = shape_of(cfg);
           pr.roofline.decode_bytes_per_step =
               decode_bytes_per_step(shape, pp.batch, pp.prompt_len, pp.max_new_tokens, elem, matmul_elem, kv_elem);
           pr.roofline.prefill_flops = prefill_flops(shape, pp.batch, pp.prompt_len);
-          if (pp.max_new_tokens > 1)
+          if (pp.max_new_tokens > 1 && pr.summary.count("tpot_ms"))
             pr.roofline.mbu = mbu(pr.roofline.decode_bytes_per_step, pr.summary.at("tpot_ms").trimmed_median, results.env.ceilings);
           // The matmul ceiling holds for one dtype only.
-          if (results.env.ceilings && results.env.ceilings->matmul_dtype == pp.dtype)
+          if (results.env.ceilings && results.env.ceilings->matmul_dtype == pp.dtype && pr.summary.count("prefill_ms"))
             pr.roofline.mfu = mfu(pr.roofline.prefill_flops, pr.summary.at("prefill_ms").trimmed_median, results.env.ceilings);
           // Above 100 %: the point went faster than the ceiling measured, so the ceiling is what is off.
           if (pr.roofline.mfu && *pr.roofline.mfu > 1)

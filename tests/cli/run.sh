@@ -167,6 +167,8 @@ d=json.load(open(sys.argv[1]))
 assert d["interrupted"] is True
 p=d["points"][0]
 assert p["status"]=="interrupted" and len(p["runs"])>0, p["status"]
+# Its roofline shape facts are filled as for an ok point (they were all zeros).
+assert p["roofline"]["decode_bytes_per_step"] > 0 and p["roofline"]["prefill_flops"] > 0, p["roofline"]
 ' "$tmp/int.json" || fail "interrupted file"
 # Its console row shows the finished runs' figures (TTFT, TPOT, e2e with two decimals), not dashes.
 grep 'interrupted after' "$tmp/int_out.txt" | grep -Eq '([0-9]+\.[0-9]{2} +.*){3}' \
