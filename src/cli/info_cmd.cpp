@@ -17,11 +17,12 @@ void add_info_command(CLI::App& root, Commands& out) {
   auto opt = std::make_shared<Options>();
   auto* app = root.add_subcommand("info", "Show tool, host, libtorch and GPU facts; --measure the device ceilings");
   app->add_flag("--json", opt->json, "Print JSON on stdout");
-  app->add_flag("--measure", opt->measure, "Measure copy bandwidth and matmul rate (median of --repetitions)");
+  auto* measure = app->add_flag("--measure", opt->measure, "Measure copy bandwidth and matmul rate (median of --repetitions)");
   app->add_option("--device", opt->device, "Device to measure: auto, cpu, cuda, cuda:N")->capture_default_str();
   app->add_option("--repetitions", opt->repetitions, "Timed repetitions per ceiling")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->needs(measure);  // nothing is repeated without --measure: not silently ignored
   out.push_back({app, [opt] {
                    const std::string device = resolve_device(opt->device);
                    EnvInfo env = collect_env();

@@ -42,13 +42,13 @@ int finish_results(Results& results, const std::string& output, const std::strin
     std::set<std::string> said;
     for (const auto& p : results.points) {
       if (p.status == "failed" || p.load || !said.insert(p.params.label).second) continue;
-      std::cout << p.params.label << ": weights: " << p.weights
+      std::cout << one_line(p.params.label) << ": weights: " << p.weights
                 << (p.weights == "random" ? " (timings are valid, generated text is not)" : " (" + p.checkpoint + ")")
                 << ", prompts: " << p.prompt_source << ", tokenizer: " << p.tokenizer << "\n";
     }
     for (const auto& p : results.points) {
       if (!p.load || !said.insert(p.params.label + "\x1fload").second) continue;
-      std::cout << p.params.label << " at " << p.load->endpoint << " (" << p.load->api << "): prompts: "
+      std::cout << one_line(p.params.label) << " at " << p.load->endpoint << " (" << p.load->api << "): prompts: "
                 << p.prompt_source << ", tokenizer: " << p.tokenizer << ", output tokens counted by "
                 << p.load->token_count_source << "; failed requests are excluded from the latencies\n";
     }

@@ -142,6 +142,12 @@ void add_tokenize_command(CLI::App& root, Commands& out) {
                      throw UsageError("tokenize needs --text or --text-file");
                    if (!(opt->bench_mb > 0 && opt->bench_mb <= kMaxBenchMb))
                      throw UsageError(cat("--bench-mb must be in (0, ", kMaxBenchMb, "] MiB, got ", shown(opt->bench_mb)));
+                   if (static_cast<std::size_t>(opt->bench_mb * (1 << 20)) == 0)  // 0 bytes: nothing would be measured
+                     throw UsageError(cat("--bench-mb ", shown(opt->bench_mb), " is less than one byte of text: nothing to measure"));
+                   // --bench measures encode without special tokens, never a chat template: nothing to apply them to.
+                   if (opt->bench && (opt->chat || opt->no_special))
+                     throw UsageError(cat(opt->chat ? "--chat" : "--no-special", " does not apply to --bench (it measures ",
+                                          "encode of plain text without special tokens)"));
                    if (!opt->chat_format.empty()) {
                      if (!opt->chat) throw UsageError("--chat-format needs --chat");
                      parse_chat_format(opt->chat_format);

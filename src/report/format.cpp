@@ -161,7 +161,7 @@ std::vector<Column> result_columns() {
   std::vector<Column> c;
   c.push_back({"model", "model", false, [](const PointResult& p) {
                  const std::string& s = p.params.label.empty() ? p.params.model : p.params.label;
-                 return Cell{s, s};
+                 return Cell{one_line(s), s};  // a control character (a line break, ESC) is shown escaped, not obeyed
                }});
   c.push_back({"batch", "batch", true, [](const PointResult& p) {
                  return Cell{std::to_string(p.params.batch), p.params.batch};
@@ -250,7 +250,7 @@ std::vector<Column> load_columns() {
   std::vector<Column> c;
   c.push_back({"model", "model", false, [](const PointResult& p) {
                  const std::string& s = p.params.label.empty() ? p.params.model : p.params.label;
-                 return Cell{s, s};
+                 return Cell{one_line(s), s};  // a control character (a line break, ESC) is shown escaped, not obeyed
                }});
   c.push_back({"concurrency", "conc", true, [](const PointResult& p) {
                  // An open loop's cap (--max-concurrency) shows as "≤N"; csv/json keep concurrency null.

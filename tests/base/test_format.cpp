@@ -153,6 +153,21 @@ TEST(Format, MarkdownEscapesPipes) {
   EXPECT_NE(md[6].find("failed: a\\|b"), std::string::npos);
 }
 
+TEST(Format, ControlCharactersInLabelsAreEscapedInTables) {
+  // run --label $'a\nb\x1b[31m': a line break would split the row, ESC would recolour the terminal.
+  Results r = two_models();
+  r.points.resize(1);
+  r.points[0].params.label = "a\nb\x1b[31m";
+  for (Format f : {Format::table, Format::md}) {
+    const std::string out = format_results(r, f);
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+    EXPECT_NE(out.find("a\\nb\\x1b[31m"), std::string::npos) << out;
+    EXPECT_EQ(lines(out).size(), 3u) << out;  // header, rule, one row
+  }
+  // csv and json keep the value itself (quoted or escaped by their own rules).
+  EXPECT_NE(format_results(r, Format::json).find("a\\nb\\u001b[31m"), std::string::npos);
+}
+
 TEST(Format, HugeValuesAreScientificNotTruncatedDigits) {
   Results r = two_models();
   r.points[0] = point("base", 1, 1e150, 5, 50, 1ULL << 30);

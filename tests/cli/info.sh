@@ -23,6 +23,10 @@ err=$("$bin" info --device tpu 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] || fail "bad device should exit 2, got $rc"
 grep -q '^llmbench: error: ' <<<"$err" || fail "error prefix: $err"
 
+# --repetitions without --measure repeats nothing: refused, not silently ignored.
+err=$("$bin" info --repetitions 5 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && grep -q -- "--repetitions requires --measure" <<<"$err" || fail "--repetitions without --measure: rc $rc, $err"
+
 # A malformed CUDA device is named as malformed, not as "CUDA is not available".
 for dev in cuda:x cuda: cuda:1a; do
   err=$("$bin" info --device "$dev" 2>&1 >/dev/null); rc=$?

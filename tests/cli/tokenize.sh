@@ -88,6 +88,13 @@ grep -q "item 1 is number, not a string" "$out/stderr" || fail "corpus of number
 expect_exit 2 --tokenizer tiny --bench --text-file "$out/empty.txt"
 expect_exit 2 --tokenizer tiny --bench --text a
 expect_exit 2 --tokenizer tiny --text a --bench-mb 2
+# A size that makes no text (it measured 0 bytes and exited 0), and flags --bench would ignore.
+expect_exit 2 --tokenizer tiny --bench --bench-mb 1e-9 --corpus "$corpus"
+grep -q -- "--bench-mb 1e-09 is less than one byte of text" "$out/stderr" || fail "--bench-mb 1e-9: $(cat "$out/stderr")"
+for flag in --chat --no-special; do
+  expect_exit 2 --tokenizer tiny --bench $flag --corpus "$corpus"
+  grep -q -- "$flag does not apply to --bench" "$out/stderr" || fail "--bench $flag: $(cat "$out/stderr")"
+done
 expect_exit 0 --tokenizer tiny --bench --bench-mb 0.01 --repetitions 1 --corpus "$corpus"
 grep -q "encode 10487 bytes" "$out/stdout" || fail "--bench-mb 0.01: $(cat "$out/stdout")"
 # stdout is the result: a write that fails there fails the command (exit 1, one line).
