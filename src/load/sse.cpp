@@ -122,26 +122,36 @@ StreamChunk parse_chunk(std::string_view data) {
   if (auto choices = j.find("choices"); choices != j.end() && choices->is_array() && !choices->empty()) {
     const auto& choice = (*choices)[0];
     bool has_text = false, marker = false;
+    std::string reasoning;
     if (auto t = choice.find("text"); t != choice.end() && t->is_string()) {
       c.content = t->get<std::string>();
       has_text = true;
     }
+    // A reasoning model's thinking (DeepSeek-R1: reasoning_content; newer vLLM: reasoning), before its answer.
+    auto take_reasoning = [&](const nlohmann::json& o) {
+      for (const char* key : {"reasoning_content", "reasoning"})
+        if (auto t = o.find(key); t != o.end() && t->is_string()) reasoning += t->get<std::string>();
+    };
     // A whole (non-streamed) chat response: choices[0].message.content.
     if (auto m = choice.find("message"); m != choice.end() && m->is_object()) {
       if (auto t = m->find("content"); t != m->end() && t->is_string()) {
         c.content = t->get<std::string>();
         has_text = true;
       }
+      take_reasoning(*m);
     }
     if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
       if (auto t = d->find("content"); t != d->end() && t->is_string()) {
         c.content = t->get<std::string>();
         has_text = true;
       }
+      take_reasoning(*d);
       marker = d->contains("role");
     }
     if (auto f = choice.find("finish_reason"); f != choice.end() && !f->is_null()) marker = true;
-    c.token = has_text && !(marker && c.content.empty());
+    // Reasoning text is generated text too: an event carrying some is a token event, and its text is counted.
+    c.token = (has_text && !(marker && c.content.empty())) || !reasoning.empty();
+    c.content = reasoning + c.content;
   }
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
     if (auto p = u->find("prompt_tokens"); p != u->end()) c.prompt_tokens = token_count(*p);

@@ -15,7 +15,8 @@ sent. With
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
 finish_reason chunk with empty text at the end. With --capacity N at most N requests are served at once
 (the others wait, their clock starting when served): a server whose latency grows with load, for
-`load --search`. Prints "llmbench serve: listening on
+`load --search`. With --reasoning N (chat) the first N events carry a reasoning model's thinking instead
+of content. Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
 """
 import argparse
@@ -39,6 +40,9 @@ parser.add_argument("--lifetime-s", type=float, default=60, help="exit after thi
 parser.add_argument("--model", default="scripted")
 parser.add_argument("--empty-text", type=int, default=0, help="the first N content events carry empty text")
 parser.add_argument("--markers", action="store_true", help="chat role chunk first, a finish chunk last")
+parser.add_argument("--reasoning", type=int, default=0,
+                    help="chat: the first N content events carry reasoning text instead (delta.reasoning_content "
+                         "with content null, DeepSeek-R1; every other one delta.reasoning, newer vLLM)")
 parser.add_argument("--usage-completion", default=None, help="usage.completion_tokens as this JSON value (e.g. -5, 4.0)")
 parser.add_argument("--models-stall-s", type=float, default=0, help="GET /v1/models answers after this long")
 parser.add_argument("--models-continue", action="store_true", help="GET /v1/models: a 100 Continue before the answer")
@@ -116,8 +120,11 @@ class Handler(BaseHTTPRequestHandler):
         tokens = args.tokens or int(request.get("max_tokens", 16))
         if request.get("stream") is False:  # one JSON object once every token would have been made
             time.sleep(max(0.0, t0 + (args.ttft_ms + (tokens - 1) * args.itl_ms) / 1000 - time.monotonic()))
-            text = "".join("" if i < args.empty_text else " tok" for i in range(tokens))
+            text = "".join("" if i < args.empty_text else " tok" for i in range(args.reasoning if chat else 0, tokens))
             choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+            if chat and args.reasoning:
+                choice["message"]["reasoning_content"] = " think" * min(args.reasoning, tokens)
+                choice["message"]["content"] = text or None
             choice["finish_reason"] = "length"
             prompt = request.get("prompt") or request["messages"][0]["content"]
             whole = {"id": "x", "object": "completion", "model": args.model, "choices": [choice]}
@@ -132,8 +139,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
-        def event(text, finish=None, role=False):
+        def event(text, finish=None, role=False, reasoning=None):
             delta = {"role": "assistant", "content": text} if role else {"content": text} if finish is None else {}
+            if reasoning is not None:  # event number `reasoning`: DeepSeek-R1's field on even ones, vLLM's on odd
+                delta = {"reasoning_content": " think", "content": None} if reasoning % 2 == 0 else {"reasoning": " think"}
             choice = {"index": 0, "delta": delta} if chat else {"index": 0, "text": text}
             choice["finish_reason"] = finish
             return json.dumps({"id": "x", "object": "chunk", "model": args.model, "choices": [choice]})
@@ -172,7 +181,7 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(args.stall_s)
                 self.close_connection = True
                 return
-            self.chunk(event("" if i < args.empty_text else " tok"))
+            self.chunk(event("" if i < args.empty_text else " tok", reasoning=i if chat and i < args.reasoning else None))
         if args.markers:
             self.chunk(event("", finish="length"))
         final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}

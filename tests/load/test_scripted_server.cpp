@@ -454,3 +454,45 @@ TEST(ScriptedServer, ServerThatNeverListensIsAnError) {
   EXPECT_THROW(ServerProcess({"python3", "-c", "print('hello')"}, 5), Error);
   EXPECT_THROW(ServerProcess({"/nonexistent/binary"}, 5), Error);
 }
+
+TEST(ScriptedServer, ReasoningDeltasAreTokens) {
+  // A reasoning model's stream: 8 events 60 ms, then 12 ms apart, the first 4 carrying thinking
+  // (delta.reasoning_content with content null, or delta.reasoning) and no content. They are generated
+  // tokens: TTFT is the first of them (not the first answer event, 48 ms later), and every gap is an ITL.
+  Scripted server({"--ttft-ms", "60", "--itl-ms", "12", "--reasoning", "4"});
+  LoadOptions o = options_for(server.process.url());
+  o.api = "chat";
+  o.concurrency = {2};
+  o.num_requests = 4;
+  o.output_len = 8;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  EXPECT_EQ(p.load->completed, 4);
+  for (const auto& rec : p.load->requests) {
+    EXPECT_GE(rec.ttft_ms, 60);
+    EXPECT_LT(rec.ttft_ms, 60 + 30);
+    EXPECT_EQ(rec.itl_ms.size(), 7u);
+    EXPECT_EQ(rec.output_tokens, 8);
+  }
+  EXPECT_NEAR(p.summary.at("tpot_ms").p50, 12, 0.1 * 12);
+}
+
+TEST(ScriptedServer, AReasoningOnlyResponseIsContentCountedByTheTokenizer) {
+  // Every event (or a whole response's message) carries reasoning text alone, no usage: not no_content, and the
+  // tokenizer counts the reasoning text.
+  Scripted server({"--ttft-ms", "10", "--itl-ms", "2", "--reasoning", "100", "--no-usage"});
+  const int think = int(load_tokenizer("tiny")->encode(" think think think think think", false).size());
+  for (bool stream : {true, false}) {
+    LoadOptions o = options_for(server.process.url());
+    o.api = "chat";
+    o.no_stream = !stream;
+    o.concurrency = {2};
+    o.num_requests = 4;
+    o.output_len = 5;
+    const Results r = run_load(o);
+    const LoadResult& l = *only_point(r).load;
+    EXPECT_EQ(l.completed, 4) << stream;
+    EXPECT_EQ(l.token_count_source, think > 5 ? "tokenizer" : "events") << stream;
+    for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, std::max(think, 5)) << stream;
+  }
+}

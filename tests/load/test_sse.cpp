@@ -161,6 +161,30 @@ TEST(Sse, ATokenEventCarriesTheTextFieldEvenEmpty) {
   EXPECT_FALSE(token("[DONE]"));
 }
 
+TEST(Sse, ReasoningTextIsGeneratedText) {
+  // DeepSeek-R1: delta.reasoning_content with "content": null; newer vLLM: delta.reasoning.
+  StreamChunk c = parse_chunk(R"({"choices":[{"index":0,"delta":{"reasoning_content":"Let me","content":null}}]})");
+  EXPECT_TRUE(c.token);
+  EXPECT_EQ(c.content, "Let me");
+  c = parse_chunk(R"({"choices":[{"index":0,"delta":{"reasoning":" think"},"finish_reason":null}]})");
+  EXPECT_TRUE(c.token);
+  EXPECT_EQ(c.content, " think");
+  // The first reasoning token may come with the role announcement.
+  c = parse_chunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"Hmm"}}]})");
+  EXPECT_TRUE(c.token);
+  EXPECT_EQ(c.content, "Hmm");
+  // Empty or null reasoning alongside no text is no token.
+  EXPECT_FALSE(parse_chunk(R"({"choices":[{"index":0,"delta":{"reasoning_content":"","content":null}}]})").token);
+  EXPECT_FALSE(parse_chunk(R"({"choices":[{"index":0,"delta":{"reasoning":null,"role":"assistant"}}]})").token);
+  // A whole response: the thinking counts with the answer (or alone).
+  c = parse_chunk(R"({"choices":[{"index":0,"message":{"role":"assistant","content":null,"reasoning_content":"let me think"},)"
+                  R"("finish_reason":"length"}]})");
+  EXPECT_TRUE(c.token);
+  EXPECT_EQ(c.content, "let me think");
+  c = parse_chunk(R"({"choices":[{"index":0,"message":{"content":" 42","reasoning":"so"},"finish_reason":"stop"}]})");
+  EXPECT_EQ(c.content, "so 42");
+}
+
 TEST(Sse, ParsesAtLeastFiftyThousandEventsPerSecond) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "speed is not measured under the sanitizers";

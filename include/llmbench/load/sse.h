@@ -40,10 +40,12 @@ class SseParser {
 struct StreamChunk {
   bool done = false;              // the "[DONE]" sentinel
   std::string content;            // text delta: choices[0].text, choices[0].delta.content, or a whole
-                                  // non-streamed response's choices[0].message.content
+                                  // non-streamed response's choices[0].message.content; preceded by the
+                                  // reasoning text of delta/message .reasoning_content or .reasoning
   // A token event: choices[0] carries that text field, even "" (a token that decodes to nothing), except
   // chat's role announcement ({"role": …, "content": ""}) and a finish marker (finish_reason set, text "").
-  // Role-only, usage-only and finish-only chunks without the field are none either.
+  // Role-only, usage-only and finish-only chunks without the field are none either. An event with non-empty
+  // reasoning text is one whatever its content field (DeepSeek-R1 sends "content": null with it).
   bool token = false;
   // usage, when present as a whole number (4.0 counts) in [0, INT_MAX]; anything else counts as absent.
   std::optional<int> prompt_tokens;
