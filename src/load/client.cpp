@@ -97,7 +97,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Exchange(LoadClient& c, Clock::time_point start_time, LoadClient::Done on_done)
       : client(c), start(start_time), deadline(start_time + std::chrono::duration_cast<Clock::duration>(
                                                                 std::chrono::duration<double>(c.options_.timeout_s))),
-        timer(c.io_), done(std::move(on_done)), sse([this](std::string_view data) { on_event(data); }) {}
+        timer(c.io_), done(std::move(on_done)),
+        sse([this](std::string_view data) { on_event(data); }, [this](std::string_view data) { on_error_event(data); }) {}
 
   LoadClient& client;
   Clock::time_point start, deadline, last_event;
@@ -268,6 +269,12 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     else gaps.push_back(ms_between(last_event, now));
     last_event = now;
     pieces.push_back(std::move(chunk.content));
+  }
+
+  // An SSE error event (llama.cpp's `error:` line): the server gave up on the request.
+  void on_error_event(std::string_view) {
+    if (finished || saw_done) return;
+    fail("server_error");
   }
 
   // One ITL per gap between content events, split by split_gaps when output_tokens says the events carried

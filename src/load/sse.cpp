@@ -59,18 +59,23 @@ void SseParser::take_line(std::string_view line) {
     if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
   }
   if (line.empty()) {  // end of event
+    const bool error = error_field_;
+    error_field_ = false;
     if (has_data_) {
       has_data_ = false;
       std::string data = std::move(data_);
       data_.clear();
-      on_event_(data);
+      if (!error) on_event_(data);
+      else if (on_error_) on_error_(data);
     }
     return;
   }
   if (line.front() == ':') return;  // comment
   const auto colon = line.find(':');
   const std::string_view field = line.substr(0, colon);
-  if (field != "data") return;
+  // llama.cpp ends a failed stream with an `error: {...}` line: no SSE field, but an error event all the same.
+  if (field == "error") error_field_ = true;
+  else if (field != "data") return;
   std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   if (data_.size() + value.size() + 1 > kMaxSseEventBytes)
@@ -104,7 +109,65 @@ bool plain_stage(std::string_view name) {
 }
 bool plain_ms(double ms) { return std::isfinite(ms) && ms >= 0 && ms <= kMaxStageMs; }
 
+// Control characters (a line break, a tab) become one space; bytes that are not UTF-8 are dropped.
+std::string one_line(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  bool space = false;
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = text[i];
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    for (std::size_t k = 1; k < n; ++k)
+      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) n = 0;
+    if (n == 0) {  // not UTF-8: dropped
+      ++i;
+      continue;
+    }
+    if (n == 1 && (c < 0x20 || c == 0x7F)) {
+      space = !out.empty();
+      ++i;
+      continue;
+    }
+    if (space && out.back() != ' ') {
+      if (out.size() + 1 > max_bytes) break;
+      out += ' ';
+    }
+    space = false;
+    if (out.size() + n > max_bytes) {
+      out += "...";
+      break;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 }  // namespace
+
+std::string server_message(std::string_view body) {
+  const nlohmann::json j = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
+  std::string text;
+  if (!j.is_discarded() && j.is_object()) {
+    auto str = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    const auto error = j.find("error"), message = j.find("message"), detail = j.find("detail");
+    if (error != j.end() && !error->is_null()) {
+      const auto m = error->is_object() ? error->find("message") : error->end();
+      text = m != error->end() && m->is_string() ? m->get<std::string>() : str(*error);
+    } else if (message != j.end() && !message->is_null()) {
+      text = str(*message);
+    } else if (detail != j.end() && !detail->is_null()) {
+      text = str(*detail);
+    } else {
+      text = j.dump();
+    }
+  } else {
+    const auto start = body.find_first_not_of(" \t\r\n");
+    if (start != std::string_view::npos) body.remove_prefix(start);
+    text = body.substr(0, body.find_first_of("\r\n"));
+  }
+  return one_line(text, kMaxServerMessageBytes);
+}
 
 StreamChunk parse_chunk(std::string_view data) {
   StreamChunk c;
@@ -114,9 +177,13 @@ StreamChunk parse_chunk(std::string_view data) {
   }
   nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw Error(cat("SSE data is not a JSON object: ", data.substr(0, 80)));
-  if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
-    c.error = e->is_object() && e->contains("message") && (*e)["message"].is_string() ? (*e)["message"].get<std::string>()
-                                                                                       : e->dump();
+  // An error object: {"error": ...} (OpenAI, SGLang), {"object": "error", "message": ...} (vLLM), or
+  // {"detail": ...} without choices (FastAPI's HTTPException).
+  const auto object = j.find("object");
+  if ((j.contains("error") && !j["error"].is_null()) || (object != j.end() && *object == "error") ||
+      (j.contains("detail") && !j.contains("choices"))) {
+    c.error = server_message(data);
+    if (c.error.empty()) c.error = "(no message)";
     return c;
   }
   if (auto choices = j.find("choices"); choices != j.end() && choices->is_array() && !choices->empty()) {

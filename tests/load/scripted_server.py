@@ -9,7 +9,10 @@ back to back forever, no [DONE]), keepalive (1 event, then `: keep-alive` commen
 forever), longline (a `data:` line that never ends), huge (a first event of 10 MB), continue (a
 `100 Continue` before the response), afterdone (an error event and junk after [DONE]), cr (CR-only
 line ends), empty (a 200 without a body), stale (an unasked-for second response 20 ms after the
-real one, on the kept-alive connection). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+real one, on the kept-alive connection), errvllm / errdetail (after 2 events, a vLLM `{"object": "error"}`
+or FastAPI `{"detail": ...}` event, then [DONE]; errvllm without streaming: a 200 of that object),
+errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `event: error`, then the
+end of the stream). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -32,7 +35,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -118,6 +121,8 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         tokens = args.tokens or int(request.get("max_tokens", 16))
+        if request.get("stream") is False and fault == "errvllm":
+            return self.send_json(200, {"object": "error", "message": "engine dead", "type": "BadRequestError", "code": 400})
         if request.get("stream") is False:  # one JSON object once every token would have been made
             time.sleep(max(0.0, t0 + (args.ttft_ms + (tokens - 1) * args.itl_ms) / 1000 - time.monotonic()))
             text = "".join("" if i < args.empty_text else " tok" for i in range(args.reasoning if chat else 0, tokens))
@@ -174,6 +179,20 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if fault == "disconnect" and i == 2:
                 self.close_connection = True
+                return
+            if fault in ("errvllm", "errdetail", "errllamacpp", "errtgi") and i == 2:
+                if fault == "errvllm":
+                    self.chunk(json.dumps({"object": "error", "message": "engine dead", "type": "InternalServerError", "code": 500}))
+                elif fault == "errdetail":
+                    self.chunk(json.dumps({"detail": "something broke"}))
+                elif fault == "errllamacpp":
+                    self.raw_chunk(b'error: {"code": 500, "message": "the request exceeds the available context size", "type": "server_error"}\n\n')
+                else:
+                    self.raw_chunk(b'event: error\ndata: {"error": "Input validation error", "error_type": "validation"}\n\n')
+                if fault in ("errvllm", "errdetail"):
+                    self.chunk("[DONE]")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
                 return
             if fault == "malformed" and i == 1:
                 self.chunk('{"choices": [{"text": "unterminated')

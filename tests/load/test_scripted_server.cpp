@@ -496,3 +496,28 @@ TEST(ScriptedServer, AReasoningOnlyResponseIsContentCountedByTheTokenizer) {
     for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, std::max(think, 5)) << stream;
   }
 }
+
+TEST(ScriptedServer, ErrorEventsOfEveryShapeAreServerErrors) {
+  // After 2 tokens: vLLM's {"object": "error"} and FastAPI's {"detail": ...} (each followed by [DONE]: they
+  // used to pass as completed requests), llama.cpp's `error:` line (was incomplete_stream) and TGI's
+  // `event: error`; without streaming, a 200 whose body is vLLM's error object (was no_content).
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:errvllm,1:errdetail,2:errllamacpp,3:errtgi,4:errvllm"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {1};
+  o.num_requests = 6;
+  o.output_len = 6;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_EQ(l.completed, 1);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"server_error", 5}}));
+  Scripted whole({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:errvllm"});
+  o = options_for(whole.process.url());
+  o.no_stream = true;
+  o.concurrency = {1};
+  o.num_requests = 2;
+  o.output_len = 4;
+  const Results rw = run_load(o);
+  const LoadResult& w = *only_point(rw).load;
+  EXPECT_EQ(w.completed, 1);
+  EXPECT_EQ(w.errors, (std::map<std::string, int>{{"server_error", 1}}));
+}

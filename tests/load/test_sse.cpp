@@ -123,6 +123,42 @@ TEST(Sse, ChunksOfCompletionsAndChat) {
   EXPECT_EQ(c.completion_tokens, 9);
 }
 
+TEST(Sse, ErrorObjectsOfEveryShapeKeepTheServersMessage) {
+  EXPECT_EQ(parse_chunk(R"({"error":"CUDA out of memory"})").error, "CUDA out of memory");
+  EXPECT_EQ(parse_chunk(R"({"object":"error","message":"engine dead","type":"InternalServerError","code":500})").error,
+            "engine dead");
+  EXPECT_EQ(parse_chunk(R"({"detail":"something broke"})").error, "something broke");
+  EXPECT_EQ(parse_chunk(R"({"detail":[{"loc":["body"],"msg":"field required"}]})").error,
+            R"([{"loc":["body"],"msg":"field required"}])");
+  EXPECT_EQ(parse_chunk(R"({"error":{"code":500}})").error, R"({"code":500})");
+  EXPECT_EQ(parse_chunk(R"({"error":""})").error, "(no message)");
+  // Not errors: a null error, a chunk with choices and an unrelated detail field.
+  EXPECT_TRUE(parse_chunk(R"({"error":null,"choices":[{"text":"a"}]})").error.empty());
+  EXPECT_TRUE(parse_chunk(R"({"detail":"x","choices":[{"text":"a"}]})").error.empty());
+  EXPECT_TRUE(parse_chunk(R"({"object":"text_completion","choices":[{"text":"a"}]})").error.empty());
+}
+
+TEST(Sse, ServerMessageIsOneShortLineOfText) {
+  EXPECT_EQ(server_message(R"({"error":{"message":"min_tokens is not supported","type":"invalid_request_error"}})"),
+            "min_tokens is not supported");
+  EXPECT_EQ(server_message(R"({"message":"bad","code":400})"), "bad");
+  EXPECT_EQ(server_message("\r\n  Internal Server Error\nTraceback (most recent call last):\n"), "Internal Server Error");
+  EXPECT_EQ(server_message(R"({"error":"line one\nline\ttwo\u0001"})"), "line one line two");
+  EXPECT_EQ(server_message("caf\xe9 \xc3\xa9"), "caf \xc3\xa9");  // a byte that is not UTF-8 is dropped
+  const std::string long_text = std::string(198, 'x') + "\xe2\x82\xac\xe2\x82\xac";
+  EXPECT_EQ(server_message(long_text), std::string(198, 'x') + "...");  // never half a character
+  EXPECT_EQ(server_message(""), "");
+}
+
+TEST(Sse, AnErrorLineMakesAnErrorEvent) {
+  // llama.cpp: `error: {...}` and a blank line, no data field; TGI's named error event is data as usual.
+  std::vector<std::string> events, errors;
+  SseParser p([&](std::string_view d) { events.emplace_back(d); }, [&](std::string_view d) { errors.emplace_back(d); });
+  p.feed("data: {\"a\":1}\n\nerror: {\"message\":\"too long\"}\n\ndata: [DONE]\n\n");
+  EXPECT_EQ(events, (std::vector<std::string>{"{\"a\":1}", "[DONE]"}));
+  EXPECT_EQ(errors, (std::vector<std::string>{"{\"message\":\"too long\"}"}));
+}
+
 TEST(Sse, ServerTimingHeader) {
   EXPECT_EQ(parse_server_timing("http_recv;dur=0.012, queue;dur=1.5, prefill;dur=3.25"),
             (std::map<std::string, double>{{"http_recv_ms", 0.012}, {"queue_ms", 1.5}, {"prefill_ms", 3.25}}));

@@ -15,11 +15,14 @@ constexpr std::size_t kMaxSseEventBytes = 16u << 20;
 // Incremental Server-Sent Events parser: feed() takes bytes as they arrive, split anywhere, and
 // calls on_event with the data of every complete event ("data:" lines joined by '\n'). Comments,
 // `event:`, `id:` and `retry:` fields are skipped; CRLF, LF and CR line ends all work (as the SSE spec
-// says). feed() throws Error when a line or an event's data passes kMaxSseEventBytes.
+// says). An event with an `error:` line (llama.cpp's way to end a failed stream; its value is taken as a
+// data line) goes to on_error instead (dropped without one). feed() throws Error when a line or an event's
+// data passes kMaxSseEventBytes.
 class SseParser {
  public:
   using Handler = std::function<void(std::string_view data)>;
-  explicit SseParser(Handler on_event) : on_event_(std::move(on_event)) {}
+  explicit SseParser(Handler on_event, Handler on_error = {})
+      : on_event_(std::move(on_event)), on_error_(std::move(on_error)) {}
 
   void feed(std::string_view bytes);
   // Bytes held back waiting for the end of a line or event (a stream that ends here was cut short).
@@ -28,10 +31,11 @@ class SseParser {
  private:
   void take_line(std::string_view line);
 
-  Handler on_event_;
+  Handler on_event_, on_error_;
   std::string line_;   // the unfinished line
   std::string data_;   // data of the unfinished event
   bool has_data_ = false;
+  bool error_field_ = false;  // the unfinished event has an `error:` line
   bool skip_lf_ = false;  // the last line ended with CR: a LF right after it belongs to that line end
   bool first_line_ = true;  // a UTF-8 byte order mark before it is dropped, as the SSE standard says
 };
@@ -51,8 +55,16 @@ struct StreamChunk {
   std::optional<int> prompt_tokens;
   std::optional<int> completion_tokens;
   std::map<std::string, double> timing;  // llmbench_timing, when present (ms per stage)
-  std::string error;              // the chunk is an {"error": ...} object
+  std::string error;              // the chunk is an error object: its server_message (never "" then)
 };
+
+// The most of a server's error message kept (in bytes; longer ones end in "...").
+constexpr std::size_t kMaxServerMessageBytes = 200;
+
+// A server's error message from an error body or event: a JSON object's error.message, error (a string),
+// message or detail (others as compact JSON), else the text's first non-empty line; as one line (control
+// characters become a space, bytes that are not UTF-8 are dropped) of at most kMaxServerMessageBytes.
+std::string server_message(std::string_view body);
 
 // Parses the data of one event; throws Error when it is neither "[DONE]" nor a JSON object.
 StreamChunk parse_chunk(std::string_view data);
