@@ -59,25 +59,34 @@ void SseParser::take_line(std::string_view line) {
     if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
   }
   if (line.empty()) {  // end of event
-    const bool error = error_field_;
+    const bool error = error_field_ || type_ == "error";
+    const bool message = type_.empty() || type_ == "message";
     error_field_ = false;
+    type_.clear();
     if (has_data_) {
       has_data_ = false;
       std::string data = std::move(data_);
       data_.clear();
-      if (!error) on_event_(data);
-      else if (on_error_) on_error_(data);
+      if (error) {
+        if (on_error_) on_error_(data);
+      } else if (message) {
+        on_event_(data);
+      }
     }
     return;
   }
   if (line.front() == ':') return;  // comment
   const auto colon = line.find(':');
   const std::string_view field = line.substr(0, colon);
+  std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (field == "event") {
+    type_.assign(value.substr(0, 64));  // only "message" and "error" matter
+    return;
+  }
   // llama.cpp ends a failed stream with an `error: {...}` line: no SSE field, but an error event all the same.
   if (field == "error") error_field_ = true;
   else if (field != "data") return;
-  std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
-  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   if (data_.size() + value.size() + 1 > kMaxSseEventBytes)
     throw Error(cat("SSE event longer than ", kMaxSseEventBytes, " bytes"));
   if (has_data_) data_ += '\n';

@@ -12,7 +12,7 @@ line ends), empty (a 200 without a body), stale (an unasked-for second response 
 real one, on the kept-alive connection), errvllm / errdetail (after 2 events, a vLLM `{"object": "error"}`
 or FastAPI `{"detail": ...}` event, then [DONE]; errvllm without streaming: a 200 of that object),
 errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `event: error`, then the
-end of the stream). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -35,7 +35,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -194,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
                 return
+            if fault == "ping":
+                self.raw_chunk(b"event: ping\r\ndata: 2024-05-01 12:00:00.000000\r\n\r\n")
             if fault == "malformed" and i == 1:
                 self.chunk('{"choices": [{"text": "unterminated')
             if fault == "stall" and i == 1:

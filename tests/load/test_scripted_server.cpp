@@ -521,3 +521,17 @@ TEST(ScriptedServer, ErrorEventsOfEveryShapeAreServerErrors) {
   EXPECT_EQ(w.completed, 1);
   EXPECT_EQ(w.errors, (std::map<std::string, int>{{"server_error", 1}}));
 }
+
+TEST(ScriptedServer, NamedEventsOtherThanMessageAreSkipped) {
+  // Requests 0 and 2 get an `event: ping` whose data is not JSON before every event (was malformed_sse).
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:ping,2:ping"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.num_requests = 4;
+  o.output_len = 5;
+  const Results rl = run_load(o);
+  const LoadResult& l = *only_point(rl).load;
+  EXPECT_EQ(l.completed, 4);
+  EXPECT_TRUE(l.errors.empty());
+  for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, 5);
+}

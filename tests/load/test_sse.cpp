@@ -159,6 +159,26 @@ TEST(Sse, AnErrorLineMakesAnErrorEvent) {
   EXPECT_EQ(errors, (std::vector<std::string>{"{\"message\":\"too long\"}"}));
 }
 
+TEST(Sse, OnlyMessageEventsAreDataErrorEventsAreErrors) {
+  // sse-starlette's keep-alive: `event: ping` with data that is not JSON; the type lasts one event only.
+  const std::string stream =
+      "event: ping\r\ndata: 2024-05-01 12:00:00.000000\r\n\r\n"
+      "data: {\"a\":1}\n\n"
+      "event: message\ndata: {\"b\":2}\n\n"
+      "event: ping\n\n"  // no data: nothing, and no type left over for the next event
+      "data: {\"c\":3}\n\n"
+      "event: error\ndata: {\"error\":\"Input validation error\"}\n\n"
+      "event: Message\ndata: case matters\n\n"
+      "data: [DONE]\n\n";
+  for (std::size_t piece = 1; piece <= stream.size(); ++piece) {
+    std::vector<std::string> events, errors;
+    SseParser p([&](std::string_view d) { events.emplace_back(d); }, [&](std::string_view d) { errors.emplace_back(d); });
+    for (std::size_t at = 0; at < stream.size(); at += piece) p.feed(std::string_view(stream).substr(at, piece));
+    EXPECT_EQ(events, (std::vector<std::string>{"{\"a\":1}", "{\"b\":2}", "{\"c\":3}", "[DONE]"})) << piece;
+    EXPECT_EQ(errors, (std::vector<std::string>{"{\"error\":\"Input validation error\"}"})) << piece;
+  }
+}
+
 TEST(Sse, ServerTimingHeader) {
   EXPECT_EQ(parse_server_timing("http_recv;dur=0.012, queue;dur=1.5, prefill;dur=3.25"),
             (std::map<std::string, double>{{"http_recv_ms", 0.012}, {"queue_ms", 1.5}, {"prefill_ms", 3.25}}));

@@ -13,11 +13,12 @@ namespace llmbench {
 constexpr std::size_t kMaxSseEventBytes = 16u << 20;
 
 // Incremental Server-Sent Events parser: feed() takes bytes as they arrive, split anywhere, and
-// calls on_event with the data of every complete event ("data:" lines joined by '\n'). Comments,
-// `event:`, `id:` and `retry:` fields are skipped; CRLF, LF and CR line ends all work (as the SSE spec
-// says). An event with an `error:` line (llama.cpp's way to end a failed stream; its value is taken as a
-// data line) goes to on_error instead (dropped without one). feed() throws Error when a line or an event's
-// data passes kMaxSseEventBytes.
+// calls on_event with the data of every complete message event ("data:" lines joined by '\n'): one
+// without an `event:` field or with `event: message`. Events of another type (sse-starlette's `event: ping`
+// keep-alives) are skipped, as the SSE spec says, except `event: error` (TGI) and events with an `error:`
+// line (llama.cpp's way to end a failed stream; its value is taken as a data line), which go to on_error
+// (dropped without one). Comments, `id:` and `retry:` fields are skipped; CRLF, LF and CR line ends all
+// work. feed() throws Error when a line or an event's data passes kMaxSseEventBytes.
 class SseParser {
  public:
   using Handler = std::function<void(std::string_view data)>;
@@ -36,6 +37,7 @@ class SseParser {
   std::string data_;   // data of the unfinished event
   bool has_data_ = false;
   bool error_field_ = false;  // the unfinished event has an `error:` line
+  std::string type_;          // the unfinished event's `event:` field ("": message)
   bool skip_lf_ = false;  // the last line ended with CR: a LF right after it belongs to that line end
   bool first_line_ = true;  // a UTF-8 byte order mark before it is dropped, as the SSE standard says
 };
