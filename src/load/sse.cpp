@@ -180,7 +180,11 @@ std::string server_message(std::string_view body) {
 
 StreamChunk parse_chunk(std::string_view data) {
   StreamChunk c;
-  if (data == "[DONE]") {
+  // "[DONE] " counts too: whitespace around the data (a server's stray space) is no part of it.
+  const auto first = data.find_first_not_of(" \t\r\n");
+  const std::string_view trimmed =
+      first == std::string_view::npos ? std::string_view{} : data.substr(first, data.find_last_not_of(" \t\r\n") - first + 1);
+  if (trimmed == "[DONE]") {
     c.done = true;
     return c;
   }

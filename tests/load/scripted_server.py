@@ -12,7 +12,8 @@ line ends), empty (a 200 without a body), stale (an unasked-for second response 
 real one, on the kept-alive connection), errvllm / errdetail (after 2 events, a vLLM `{"object": "error"}`
 or FastAPI `{"detail": ...}` event, then [DONE]; errvllm without streaming: a 200 of that object),
 errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `event: error`, then the
-end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON), donespace
+(`data: [DONE] ` with a space after it). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -35,7 +36,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -217,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
             final["llmbench_timing"] = TIMING
         if len(final) > 4 or final.get("usage"):
             self.chunk(json.dumps(final))
-        self.chunk("[DONE]")
+        self.chunk("[DONE] " if fault == "donespace" else "[DONE]")
         if fault == "afterdone":
             self.chunk(json.dumps({"error": {"message": "late"}}))
             self.chunk("not json")

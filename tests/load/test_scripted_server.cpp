@@ -535,3 +535,16 @@ TEST(ScriptedServer, NamedEventsOtherThanMessageAreSkipped) {
   EXPECT_TRUE(l.errors.empty());
   for (const auto& rec : l.requests) EXPECT_EQ(rec.output_tokens, 5);
 }
+
+TEST(ScriptedServer, DoneWithWhitespaceEndsTheStream) {
+  // Requests 1 and 2 end with `data: [DONE] ` (was malformed_sse).
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "1:donespace,2:donespace"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.num_requests = 4;
+  o.output_len = 5;
+  const Results rl = run_load(o);
+  const LoadResult& l = *only_point(rl).load;
+  EXPECT_EQ(l.completed, 4);
+  EXPECT_TRUE(l.errors.empty());
+}

@@ -112,6 +112,9 @@ TEST(Sse, ChunksOfCompletionsAndChat) {
   EXPECT_EQ(c.timing.at("queue"), 1.5);
   EXPECT_EQ(c.timing.at("prefill"), 2.0);
   EXPECT_TRUE(parse_chunk("[DONE]").done);
+  EXPECT_TRUE(parse_chunk("[DONE] ").done);
+  EXPECT_TRUE(parse_chunk("  [DONE]\t\r").done);
+  EXPECT_THROW(parse_chunk("[DONE]x"), Error);
   EXPECT_EQ(parse_chunk(R"({"error":{"message":"overloaded"}})").error, "overloaded");
   EXPECT_THROW(parse_chunk(R"({"choices": [{"text": "cut)"), Error);
   EXPECT_THROW(parse_chunk("[1, 2]"), Error);

@@ -44,7 +44,7 @@ class SseParser {
 
 // One OpenAI streaming chunk (the data of one SSE event) as the load client needs it.
 struct StreamChunk {
-  bool done = false;              // the "[DONE]" sentinel
+  bool done = false;              // the "[DONE]" sentinel (whitespace around it allowed)
   std::string content;            // text delta: choices[0].text, choices[0].delta.content, or a whole
                                   // non-streamed response's choices[0].message.content; preceded by the
                                   // reasoning text of delta/message .reasoning_content or .reasoning
