@@ -1,6 +1,7 @@
 #include "llmbench/load/client.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -24,6 +25,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr std::size_t kMaxWholeResponse = std::size_t{16} << 20;  // a non-streamed response, as an SSE event
+// Response headers: a gateway's cookies and policies pass Beast's default of 8 KiB.
+constexpr std::uint32_t kMaxResponseHeader = 64u << 10;
 
 // ---------------------------------------------------------------- endpoint
 
@@ -179,6 +182,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void read_header(bool fresh = true) {
     parser.emplace();
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+    parser->header_limit(kMaxResponseHeader);
     if (fresh) buffer.clear();
     http::async_read_header(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
       if (self->finished) return;
@@ -388,7 +392,7 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
   req.set(http::field::host, endpoint.host_port());
   req.set(http::field::user_agent, cat("llmbench/", version()));
   for (const auto& [k, v] : headers) req.set(k, v);
-  http::response<http::string_body> res;
+  std::optional<http::response_parser<http::string_body>> res;
   boost::system::error_code failure;
   const std::string url = endpoint.url() + path;
   stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -399,9 +403,11 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
   // 100 Continue, 102, 103: interim responses before the real one (RFC 9110) are skipped, as for the requests.
   // Every handler runs inside the loop below, in this frame.
   std::function<void()> read_response = [&] {
-    res = {};
-    http::async_read(stream, buffer, res, [&](auto ec, auto) {
-      if (!ec && res.result_int() >= 100 && res.result_int() < 200 && res.result_int() != 101) return read_response();
+    res.emplace();
+    res->header_limit(kMaxResponseHeader);
+    http::async_read(stream, buffer, *res, [&](auto ec, auto) {
+      const int status = res->get().result_int();
+      if (!ec && status >= 100 && status < 200 && status != 101) return read_response();
       failure = ec;
     });
   };
@@ -420,7 +426,7 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
     if (!io.stopped() && Clock::now() >= deadline) throw Error(cat("GET ", url, ": timed out"));
   }
   if (failure) throw Error(cat("GET ", url, ": ", failure == beast::error::timeout ? "timed out" : failure.message()));
-  return {res.result_int(), res.body()};
+  return {res->get().result_int(), res->get().body()};
 }
 
 }  // namespace llmbench

@@ -13,7 +13,8 @@ real one, on the kept-alive connection), errvllm / errdetail (after 2 events, a 
 or FastAPI `{"detail": ...}` event, then [DONE]; errvllm without streaming: a 200 of that object),
 errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `event: error`, then the
 end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON), donespace
-(`data: [DONE] ` with a space after it). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+(`data: [DONE] ` with a space after it), bighdr (a response with 40 KB of headers, as a gateway's cookies
+and policies). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -36,7 +37,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -141,6 +142,9 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.send_response(200)
+        if fault == "bighdr":
+            for k in range(40):
+                self.send_header("X-Gateway-%d" % k, "v" * 990)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()

@@ -548,3 +548,16 @@ TEST(ScriptedServer, DoneWithWhitespaceEndsTheStream) {
   EXPECT_EQ(l.completed, 4);
   EXPECT_TRUE(l.errors.empty());
 }
+
+TEST(ScriptedServer, ResponseHeadersBeyondEightKibibytesPass) {
+  // Requests 0 and 3 come with 40 KB of headers (a gateway's): past Beast's default limit of 8 KiB (bad_http).
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:bighdr,3:bighdr"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.num_requests = 4;
+  o.output_len = 5;
+  const Results rl = run_load(o);
+  const LoadResult& l = *only_point(rl).load;
+  EXPECT_EQ(l.completed, 4);
+  EXPECT_TRUE(l.errors.empty());
+}
