@@ -27,6 +27,9 @@ using tcp = asio::ip::tcp;
 constexpr std::size_t kMaxWholeResponse = std::size_t{16} << 20;  // a non-streamed response, as an SSE event
 // Response headers: a gateway's cookies and policies pass Beast's default of 8 KiB.
 constexpr std::uint32_t kMaxResponseHeader = 64u << 10;
+// Of an error response's body, the most read for the server's message, and how long it may take to come.
+constexpr std::size_t kMaxErrorBody = std::size_t{16} << 10;
+constexpr std::chrono::seconds kErrorBodyWait{2};
 
 // ---------------------------------------------------------------- endpoint
 
@@ -119,6 +122,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool finished = false, saw_done = false;
   std::vector<std::string> pieces;  // text of each content event
   std::string whole;                // a non-streamed response's body
+  std::string error_body;           // the start of a non-200 response's body
   std::vector<double> gaps;         // ms between consecutive content events
   std::optional<int> usage_prompt, usage_completion;
   RequestRecord record;
@@ -193,13 +197,31 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       const int status = self->parser->get().result_int();
       // 100 Continue, 102 Processing, 103 Early Hints: interim responses before the real one (RFC 9110).
       if (status >= 100 && status < 200 && status != 101) return self->read_header(false);
-      if (status != 200) return self->fail(cat("http_", status));
+      if (status != 200) return self->read_error_body(status);
       if (!self->client.options_.stream) {  // a whole response's stage timings: the Server-Timing header
         const auto header = self->parser->get().find("Server-Timing");
         if (header != self->parser->get().end())
           for (const auto& [stage, ms] : parse_server_timing(std::string(header->value()))) self->record.server_ms[stage] = ms;
       }
       self->read_body();
+    });
+  }
+
+  // A non-200 response fails; its server's message (in its first kMaxErrorBody bytes, if they come within
+  // kErrorBodyWait) goes with it.
+  void read_error_body(int status) {
+    if (parser->is_done() || error_body.size() >= kMaxErrorBody)
+      return fail(cat("http_", status), server_message(error_body));
+    parser->get().body().data = body;
+    parser->get().body().size = sizeof body;
+    stream->expires_after(kErrorBodyWait);
+    http::async_read_some(*stream, buffer, *parser, [self = shared_from_this(), status](auto ec, auto) {
+      if (self->finished) return;
+      if (ec == http::error::need_buffer) ec = {};
+      const std::size_t got = sizeof self->body - self->parser->get().body().size;
+      self->error_body.append(self->body, std::min(got, kMaxErrorBody - self->error_body.size()));
+      if (ec) return self->fail(cat("http_", status), server_message(self->error_body));
+      self->read_error_body(status);
     });
   }
 
@@ -264,7 +286,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       saw_done = true;
       return;
     }
-    if (!chunk.error.empty()) return fail("server_error");
+    if (!chunk.error.empty()) return fail("server_error", chunk.error);
     if (chunk.prompt_tokens) usage_prompt = chunk.prompt_tokens;
     if (chunk.completion_tokens) usage_completion = chunk.completion_tokens;
     for (const auto& [stage, ms] : chunk.timing) record.server_ms[stage] = ms;
@@ -276,9 +298,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   // An SSE error event (llama.cpp's `error:` line): the server gave up on the request.
-  void on_error_event(std::string_view) {
+  void on_error_event(std::string_view data) {
     if (finished || saw_done) return;
-    fail("server_error");
+    fail("server_error", server_message(data));
   }
 
   // One ITL per gap between content events, split by split_gaps when output_tokens says the events carried
@@ -323,11 +345,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     finish(counted_by);
   }
 
-  void fail(const std::string& reason) {
+  // `detail`: the server's message, when it sent one.
+  void fail(const std::string& reason, const std::string& detail = "") {
     if (finished) return;
     finished = true;
     record.ok = false;
     record.error = reason;
+    record.error_detail = detail;
     record.e2e_ms = ms_between(start, Clock::now());
     if (stream) {
       beast::error_code ignored;

@@ -415,12 +415,21 @@ std::string utc_now() {
 
 bool is_directory_like(const std::string& s) { return s == "tiny" || (!s.empty() && ::access(s.c_str(), R_OK) == 0); }
 
-// "every request failed: http_500 x3, timeout x1", the commonest reason first.
-std::string all_failed_message(const std::map<std::string, int>& errors) {
+// "every request failed: http_400 x3 (first: "min_tokens is not supported"), timeout x1", the commonest reason
+// first, with the server's message of its first request that had one.
+std::string all_failed_message(const std::map<std::string, int>& errors, const std::vector<RequestRecord>& requests) {
   std::vector<std::pair<std::string, int>> by_count(errors.begin(), errors.end());
   std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out = "every request failed";
-  for (std::size_t i = 0; i < by_count.size(); ++i) out += cat(i ? ", " : ": ", by_count[i].first, " x", by_count[i].second);
+  for (std::size_t i = 0; i < by_count.size(); ++i) {
+    out += cat(i ? ", " : ": ", by_count[i].first, " x", by_count[i].second);
+    if (i > 0) continue;
+    for (const auto& r : requests)
+      if (!r.ok && r.error == by_count[i].first && !r.error_detail.empty()) {
+        out += cat(" (first: \"", r.error_detail, "\")");
+        break;
+      }
+  }
   return out;
 }
 
@@ -600,7 +609,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     summarize_point(p);
     if (p.load->completed == 0 && !d.stopped) {
       p.status = "failed";
-      p.error = all_failed_message(p.load->errors);
+      p.error = all_failed_message(p.load->errors, p.load->requests);
     }
     if (search) {
       // A probe meets the objective when enough of its requests met every SLO (a failed request never

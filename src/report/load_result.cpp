@@ -142,6 +142,7 @@ json record_json(const RequestRecord& r) {
             {"itl_ms", r.itl_ms},       {"prompt_tokens", r.prompt_tokens},
             {"output_tokens", r.output_tokens}};
   if (!r.server_ms.empty()) j["server_ms"] = r.server_ms;
+  if (!r.error_detail.empty()) j["error_detail"] = r.error_detail;
   return j;
 }
 
@@ -194,6 +195,7 @@ RequestRecord record_from(const Reader& r) {
   if (r.has("scheduled_ms")) rec.scheduled_ms = r.number("scheduled_ms");
   rec.ok = r.boolean("ok");
   if (r.has("error")) rec.error = r.string("error");
+  if (r.has("error_detail")) rec.error_detail = r.string("error_detail");
   rec.ttft_ms = r.number("ttft_ms");
   rec.e2e_ms = r.number("e2e_ms");
   const json& itl = r.at("itl_ms");

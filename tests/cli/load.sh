@@ -216,7 +216,11 @@ start_server down --faults 0:http500,1:http500,2:http429
 code=$?
 [ "$code" = 1 ] || { cat "$out/stderr"; fail "all-failed load exited $code, expected 1"; }
 [ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "all-failed load: not one error line"; }
-grep -q "llmbench: error: every request failed: http_500 x2, http_429 x1" "$out/stderr" || { cat "$out/stderr"; fail "all-failed message"; }
+# With the server's message of the commonest reason's first request (scripted: {"error": {"message": "http500"}}).
+grep -qF 'llmbench: error: every request failed: http_500 x2 (first: "http500"), http_429 x1' "$out/stderr" || { cat "$out/stderr"; fail "all-failed message"; }
+python3 -c "
+import json; log = json.load(open('$out/down.json'))['points'][0]['request_log']
+assert sorted(r.get('error_detail') for r in log) == ['http429', 'http500', 'http500'], log" || fail "error_detail in request_log"
 python3 -c "import json; assert json.load(open('$out/down.json'))['points'][0]['status'] == 'failed'" || fail "all-failed file"
 
 # Ctrl-C while GET /v1/models hangs (no --model): exit 130 at once, an interrupted file without points.

@@ -14,7 +14,8 @@ or FastAPI `{"detail": ...}` event, then [DONE]; errvllm without streaming: a 20
 errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `event: error`, then the
 end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON), donespace
 (`data: [DONE] ` with a space after it), bighdr (a response with 40 KB of headers, as a gateway's cookies
-and policies). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+and policies), http400 (OpenAI's JSON error body), http503text (a plain-text body of two lines, delimited by
+closing the connection). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -37,7 +38,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr|http400|http503text")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -117,6 +118,14 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.fault = faults.get(index)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})
+        if fault == "http400":
+            return self.send_json(400, {"error": {"message": "min_tokens is not supported by this server",
+                                                  "type": "invalid_request_error"}})
+        if fault == "http503text":
+            self.wfile.write(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n"
+                             b"  overloaded: \x01try again\r\nTraceback (most recent call last):\r\n")
+            self.close_connection = True
+            return
         if fault == "empty":  # 200 with no body at all
             self.send_response(200)
             self.send_header("Content-Length", "0")

@@ -94,6 +94,8 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   p.load = sample();
   p.load->requests[0].server_ms = {{"queue", 1.5}, {"prefill", 3}};
   p.load->requests[1].server_ms = {{"queue", 2.5}};
+  for (auto& rec : p.load->requests)
+    if (!rec.ok) rec.error_detail = "the server's \"message\"";
   summarize_point(p);
   EXPECT_EQ(p.summary.at("ttft_ms").n, 3);
   EXPECT_DOUBLE_EQ(p.summary.at("ttft_ms").p50, 100);
@@ -110,6 +112,8 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   const Results back = results_from_json(j);
   ASSERT_TRUE(back.points[0].load);
   EXPECT_EQ(back.points[0].load->requests.size(), 5u);
+  EXPECT_EQ(back.points[0].load->requests[3].error_detail, "the server's \"message\"");
+  EXPECT_FALSE(j["points"][0]["request_log"][0].contains("error_detail"));  // none for a completed request
   EXPECT_DOUBLE_EQ(back.points[0].load->goodput_requests_per_s, 0.5);
   EXPECT_EQ(to_json(back), j);
   // The range ratio round-trips; older files without it read as exact lengths; out of range is refused.

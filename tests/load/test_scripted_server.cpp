@@ -447,7 +447,42 @@ TEST(ScriptedServer, EveryRequestFailedNamesTheCommonestReason) {
   const Results r = run_load(o);
   const PointResult& p = only_point(r);
   EXPECT_EQ(p.status, "failed");
-  EXPECT_EQ(p.error, "every request failed: http_500 x2, http_429 x1");
+  // The server's message of the commonest reason's first request (scripted: {"error": {"message": "http500"}}).
+  EXPECT_EQ(p.error, "every request failed: http_500 x2 (first: \"http500\"), http_429 x1");
+}
+
+TEST(ScriptedServer, TheServersErrorMessageIsKept) {
+  // A JSON error body (its error.message), a plain-text one delimited by the connection's close (its first line,
+  // control characters out), error events mid-stream and a whole response's error object: each request's
+  // error_detail, and the all-failed line names the first.
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults",
+                   "0:http400,1:http503text,2:errvllm,3:errdetail,4:errllamacpp,5:errtgi,6:http400"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {1};
+  o.num_requests = 7;
+  o.output_len = 6;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  std::vector<std::string> details;
+  for (const auto& rec : p.load->requests) details.push_back(rec.error + ": " + rec.error_detail);
+  EXPECT_EQ(details, (std::vector<std::string>{"http_400: min_tokens is not supported by this server",
+                                               "http_503: overloaded: try again",
+                                               "server_error: engine dead",
+                                               "server_error: something broke",
+                                               "server_error: the request exceeds the available context size",
+                                               "server_error: Input validation error",
+                                               "http_400: min_tokens is not supported by this server"}));
+  EXPECT_EQ(p.error, "every request failed: server_error x4 (first: \"engine dead\"), http_400 x2, http_503 x1");
+  Scripted whole({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:errvllm,1:http400"});
+  o = options_for(whole.process.url());
+  o.no_stream = true;
+  o.concurrency = {1};
+  o.num_requests = 2;
+  o.output_len = 4;
+  const Results w = run_load(o);
+  EXPECT_EQ(only_point(w).error, "every request failed: http_400 x1 (first: \"min_tokens is not supported by this server\"), "
+                                 "server_error x1");
+  EXPECT_EQ(only_point(w).load->requests.at(0).error_detail, "engine dead");
 }
 
 TEST(ScriptedServer, ServerThatNeverListensIsAnError) {

@@ -15,6 +15,7 @@ struct RequestRecord {
   double scheduled_ms = 0;    // when the arrival process wanted it issued (closed loop: = start_ms)
   bool ok = false;
   std::string error;          // reason when failed: http_<status>, timeout, disconnect, malformed_sse, ...
+  std::string error_detail;   // the server's message with it (an error body's or event's), "" when none
   double ttft_ms = 0;         // start to the first content event
   double e2e_ms = 0;          // start to the last byte of the response
   std::vector<double> itl_ms; // between content events (an event of k tokens gives k equal gaps)
