@@ -197,7 +197,14 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       const int status = self->parser->get().result_int();
       // 100 Continue, 102 Processing, 103 Early Hints: interim responses before the real one (RFC 9110).
       if (status >= 100 && status < 200 && status != 101) return self->read_header(false);
-      if (status != 200) return self->read_error_body(status);
+      // The request sends no Accept-Encoding, so a body in gzip, br, ... is the server's (or a proxy's) choice:
+      // it cannot be read. An error body in one is left unread.
+      const auto& header = self->parser->get();
+      const auto encoding = header.find(http::field::content_encoding);
+      const std::string coding = encoding == header.end() ? "" : server_message(std::string(encoding->value()));
+      const bool encoded = !coding.empty() && !beast::iequals(coding, "identity");
+      if (status != 200) return encoded ? self->fail(cat("http_", status)) : self->read_error_body(status);
+      if (encoded) return self->fail("unsupported_encoding", cat("Content-Encoding: ", coding));
       if (!self->client.options_.stream) {  // a whole response's stage timings: the Server-Timing header
         const auto header = self->parser->get().find("Server-Timing");
         if (header != self->parser->get().end())

@@ -15,7 +15,7 @@ errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `
 end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON), donespace
 (`data: [DONE] ` with a space after it), bighdr (a response with 40 KB of headers, as a gateway's cookies
 and policies), http400 (OpenAI's JSON error body), http503text (a plain-text body of two lines, delimited by
-closing the connection). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+closing the connection), gzip (the whole stream gzip-compressed, with Content-Encoding: gzip, unasked). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -26,6 +26,7 @@ of content. Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
 """
 import argparse
+import gzip
 import json
 import os
 import threading
@@ -38,7 +39,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr|http400|http503text")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr|http400|http503text|gzip")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -148,6 +149,16 @@ class Handler(BaseHTTPRequestHandler):
                 whole["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
                                   "total_tokens": len(prompt.split()) + tokens}
             return self.send_json(200, whole)
+        if fault == "gzip":
+            body = gzip.compress(b"".join(b"data: %s\n\n" % json.dumps({"choices": [{"index": 0, "text": " tok"}]}).encode()
+                                          for _ in range(tokens)) + b"data: [DONE]\n\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if fault == "continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.send_response(200)

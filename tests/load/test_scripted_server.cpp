@@ -596,3 +596,17 @@ TEST(ScriptedServer, ResponseHeadersBeyondEightKibibytesPass) {
   EXPECT_EQ(l.completed, 4);
   EXPECT_TRUE(l.errors.empty());
 }
+
+TEST(ScriptedServer, AnEncodedBodyIsUnsupportedEncoding) {
+  // Requests 0 and 2 come gzip-compressed though no Accept-Encoding was sent (were incomplete_stream).
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:gzip,2:gzip"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {1};
+  o.num_requests = 4;
+  o.output_len = 5;
+  const Results rl = run_load(o);
+  const LoadResult& l = *only_point(rl).load;
+  EXPECT_EQ(l.completed, 2);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"unsupported_encoding", 2}}));
+  EXPECT_EQ(l.requests.at(0).error_detail, "Content-Encoding: gzip");
+}
