@@ -208,9 +208,13 @@ StreamChunk parse_chunk(std::string_view data) {
       has_text = true;
     }
     // A reasoning model's thinking (DeepSeek-R1: reasoning_content; newer vLLM: reasoning), before its answer.
+    // One of the two: vLLM sends both, reasoning_content a copy of reasoning for older clients.
     auto take_reasoning = [&](const nlohmann::json& o) {
-      for (const char* key : {"reasoning_content", "reasoning"})
-        if (auto t = o.find(key); t != o.end() && t->is_string()) reasoning += t->get<std::string>();
+      for (const char* key : {"reasoning", "reasoning_content"})
+        if (auto t = o.find(key); t != o.end() && t->is_string() && !t->get_ref<const std::string&>().empty()) {
+          reasoning += t->get<std::string>();
+          return;
+        }
     };
     // A whole (non-streamed) chat response: choices[0].message.content.
     if (auto m = choice.find("message"); m != choice.end() && m->is_object()) {

@@ -242,6 +242,12 @@ TEST(Sse, ReasoningTextIsGeneratedText) {
   EXPECT_EQ(c.content, "let me think");
   c = parse_chunk(R"({"choices":[{"index":0,"message":{"content":" 42","reasoning":"so"},"finish_reason":"stop"}]})");
   EXPECT_EQ(c.content, "so 42");
+  // vLLM sends both fields, reasoning_content a copy of reasoning: the text counts once.
+  c = parse_chunk(R"({"choices":[{"index":0,"delta":{"content":null,"reasoning":" why","reasoning_content":" why"}}]})");
+  EXPECT_TRUE(c.token);
+  EXPECT_EQ(c.content, " why");
+  c = parse_chunk(R"({"choices":[{"index":0,"message":{"content":"7","reasoning":"a","reasoning_content":"a"}}]})");
+  EXPECT_EQ(c.content, "a7");
 }
 
 TEST(Sse, ParsesAtLeastFiftyThousandEventsPerSecond) {
