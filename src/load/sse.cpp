@@ -119,7 +119,7 @@ bool plain_stage(std::string_view name) {
 bool plain_ms(double ms) { return std::isfinite(ms) && ms >= 0 && ms <= kMaxStageMs; }
 
 // Control characters (a line break, a tab) become one space; bytes that are not UTF-8 are dropped.
-std::string one_line(std::string_view text, std::size_t max_bytes) {
+std::string message_line(std::string_view text, std::size_t max_bytes) {
   std::string out;
   bool space = false;
   for (std::size_t i = 0; i < text.size();) {
@@ -175,7 +175,7 @@ std::string server_message(std::string_view body) {
     if (start != std::string_view::npos) body.remove_prefix(start);
     text = body.substr(0, body.find_first_of("\r\n"));
   }
-  return one_line(text, kMaxServerMessageBytes);
+  return message_line(text, kMaxServerMessageBytes);
 }
 
 StreamChunk parse_chunk(std::string_view data) {

@@ -45,6 +45,16 @@ const PointResult& only_point(const Results& r) {
   return r.points.at(0);
 }
 
+// Four streamed requests of 5 tokens at `concurrency` against a scripted server with these --faults.
+Results run_faulted(const std::string& faults, int concurrency) {
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", faults});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {concurrency};
+  o.num_requests = 4;
+  o.output_len = 5;
+  return run_load(o);
+}
+
 }  // namespace
 
 TEST(ScriptedServer, MeasuredLatenciesMatchTheScript) {
@@ -559,12 +569,7 @@ TEST(ScriptedServer, ErrorEventsOfEveryShapeAreServerErrors) {
 
 TEST(ScriptedServer, NamedEventsOtherThanMessageAreSkipped) {
   // Requests 0 and 2 get an `event: ping` whose data is not JSON before every event (was malformed_sse).
-  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:ping,2:ping"});
-  LoadOptions o = options_for(server.process.url());
-  o.concurrency = {2};
-  o.num_requests = 4;
-  o.output_len = 5;
-  const Results rl = run_load(o);
+  const Results rl = run_faulted("0:ping,2:ping", 2);
   const LoadResult& l = *only_point(rl).load;
   EXPECT_EQ(l.completed, 4);
   EXPECT_TRUE(l.errors.empty());
@@ -573,12 +578,7 @@ TEST(ScriptedServer, NamedEventsOtherThanMessageAreSkipped) {
 
 TEST(ScriptedServer, DoneWithWhitespaceEndsTheStream) {
   // Requests 1 and 2 end with `data: [DONE] ` (was malformed_sse).
-  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "1:donespace,2:donespace"});
-  LoadOptions o = options_for(server.process.url());
-  o.concurrency = {2};
-  o.num_requests = 4;
-  o.output_len = 5;
-  const Results rl = run_load(o);
+  const Results rl = run_faulted("1:donespace,2:donespace", 2);
   const LoadResult& l = *only_point(rl).load;
   EXPECT_EQ(l.completed, 4);
   EXPECT_TRUE(l.errors.empty());
@@ -586,12 +586,7 @@ TEST(ScriptedServer, DoneWithWhitespaceEndsTheStream) {
 
 TEST(ScriptedServer, ResponseHeadersBeyondEightKibibytesPass) {
   // Requests 0 and 3 come with 40 KB of headers (a gateway's): past Beast's default limit of 8 KiB (bad_http).
-  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:bighdr,3:bighdr"});
-  LoadOptions o = options_for(server.process.url());
-  o.concurrency = {2};
-  o.num_requests = 4;
-  o.output_len = 5;
-  const Results rl = run_load(o);
+  const Results rl = run_faulted("0:bighdr,3:bighdr", 2);
   const LoadResult& l = *only_point(rl).load;
   EXPECT_EQ(l.completed, 4);
   EXPECT_TRUE(l.errors.empty());
@@ -599,12 +594,7 @@ TEST(ScriptedServer, ResponseHeadersBeyondEightKibibytesPass) {
 
 TEST(ScriptedServer, AnEncodedBodyIsUnsupportedEncoding) {
   // Requests 0 and 2 come gzip-compressed though no Accept-Encoding was sent (were incomplete_stream).
-  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--faults", "0:gzip,2:gzip"});
-  LoadOptions o = options_for(server.process.url());
-  o.concurrency = {1};
-  o.num_requests = 4;
-  o.output_len = 5;
-  const Results rl = run_load(o);
+  const Results rl = run_faulted("0:gzip,2:gzip", 1);
   const LoadResult& l = *only_point(rl).load;
   EXPECT_EQ(l.completed, 2);
   EXPECT_EQ(l.errors, (std::map<std::string, int>{{"unsupported_encoding", 2}}));
