@@ -66,9 +66,10 @@ std::string point_key(const PointParams& p, bool with_dtype) {
   os << p.model << '\x1f' << p.label << '\x1f' << p.batch << '\x1f' << p.prompt_len << '\x1f' << p.max_new_tokens
      << '\x1f' << p.temperature << '\x1f' << p.attn << '\x1f' << (with_dtype ? p.dtype : "") << '\x1f' << p.top_k
      << '\x1f' << p.top_p << '\x1f' << p.seed << '\x1f' << p.cuda_graph << '\x1f' << p.fused;
-  // Quantized points are other points (left out at the default, so older baselines still match).
-  if (p.weights != "bf16") os << '\x1f' << "weights " << p.weights;
-  if (p.kv_dtype != "bf16") os << '\x1f' << "kv " << p.kv_dtype;
+  // Quantized points are other points (left out at the default, so older baselines still match; "" on a load
+  // point, whose engine is not known).
+  if (!p.weights.empty() && p.weights != "bf16") os << '\x1f' << "weights " << p.weights;
+  if (!p.kv_dtype.empty() && p.kv_dtype != "bf16") os << '\x1f' << "kv " << p.kv_dtype;
   return os.str();
 }
 

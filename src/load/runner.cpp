@@ -574,7 +574,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     p.params.prompt_len = dataset.kind == "synthetic" ? o.prefix_len + o.input_len : 0;
     p.params.max_new_tokens = dataset.kind == "synthetic" || o.output_len_given ? o.output_len : 0;
     p.params.seed = o.seed;
-    p.params.attn = p.params.dtype = "";
+    clear_engine_params(p.params);
     p.params.device = "endpoint";
     p.prompt_source = dataset.kind;
     p.tokenizer = tokenizer ? tokenizer->info().source : "none (prompts by the built-in tiny tokenizer)";

@@ -431,8 +431,8 @@ std::string format_results(const Results& results, Format format) {
 std::string point_text(const PointParams& p) {
   std::string s = cat(label_of(p), " batch ", p.batch, " prompt ", p.prompt_len, " new ", p.max_new_tokens, " temp ",
                       shortest(p.temperature), " ", p.attn, " ", p.dtype);
-  if (p.weights != "bf16") s += cat(" weights ", p.weights);
-  if (p.kv_dtype != "bf16") s += cat(" kv ", p.kv_dtype);
+  if (!p.weights.empty() && p.weights != "bf16") s += cat(" weights ", p.weights);
+  if (!p.kv_dtype.empty() && p.kv_dtype != "bf16") s += cat(" kv ", p.kv_dtype);
   return s;
 }
 

@@ -94,8 +94,8 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
 
 std::string point_key(const PointParams& p) {
   return cat(model_label(p), "|", p.device, "|", p.dtype, "|", p.attn, "|", p.batch, "|", p.prompt_len, "|",
-             p.max_new_tokens, "|", p.temperature, p.weights == "bf16" ? "" : "|" + p.weights,
-             p.kv_dtype == "bf16" ? "" : "|kv " + p.kv_dtype);
+             p.max_new_tokens, "|", p.temperature, p.weights == "bf16" || p.weights.empty() ? "" : "|" + p.weights,
+             p.kv_dtype == "bf16" || p.kv_dtype.empty() ? "" : "|kv " + p.kv_dtype);
 }
 
 std::string point_key(const PointResult& p) {

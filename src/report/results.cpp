@@ -67,6 +67,12 @@ void summarize_point(PointResult& point) {
   point.stages.detokenize_ms = stage(&RunRecord::detokenize_ms);
 }
 
+void clear_engine_params(PointParams& params) {
+  params.attn = params.dtype = params.weights = params.kv_dtype = params.fp8_gemm = "";
+  params.cuda_graph = params.fused = params.gemv = false;
+  params.tp = 0;
+}
+
 // ---------------------------------------------------------------- writing
 
 namespace {
@@ -390,8 +396,10 @@ PointResult point_from(const Node& n) {
     r.opt("prefill_flops", p.roofline.prefill_flops);
   }
   n.opt("mode", p.mode);
-  if (p.mode == "load") p.load = load_from_json(n.get(), n.path());
-  else if (p.mode != "run")
+  if (p.mode == "load") {
+    p.load = load_from_json(n.get(), n.path());
+    clear_engine_params(p.params);
+  } else if (p.mode != "run")
     throw Error(cat(n.child_path("mode"), ": expected run or load, got '", p.mode, "'"));
   if (n.has("outputs")) {
     Node o = n.object("outputs");

@@ -190,6 +190,22 @@ TEST(Gate, LoadPointsWithSpreadLengthsAreOtherPoints) {
   EXPECT_EQ(run_gate(base, extra, GateConfig{}).points[0].verdict, Verdict::missing);  // and other request fields
 }
 
+TEST(Gate, OlderLoadFilesPairWithNewOnes) {
+  // Load files before clear_engine_params had llmbench's engine defaults in params (attn and dtype were "");
+  // read back from JSON such a point pairs with a point as the load runner writes it now.
+  PointResult old = load_point(100, 0);
+  old.params.attn = old.params.dtype = "";
+  const Results old_file = results_from_json(to_json(results({old})));
+  PointResult now = load_point(100, 0);
+  clear_engine_params(now.params);
+  GateReport r = run_gate(old_file, results({now}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::unchanged);
+  EXPECT_EQ(r.exit_code(), 0);
+  // In memory, without the read, the defaults would have made them other points.
+  EXPECT_EQ(run_gate(results({old}), results({now}), GateConfig{}).points[0].verdict, Verdict::missing);
+}
+
 namespace {
 
 // A `load --search` probe at `rate` requests/s.

@@ -91,6 +91,7 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   p.mode = "load";
   p.weights = "unknown";
   p.params.model = p.params.label = "m";
+  clear_engine_params(p.params);  // as the load runner writes it
   p.load = sample();
   p.load->requests[0].server_ms = {{"queue", 1.5}, {"prefill", 3}};
   p.load->requests[1].server_ms = {{"queue", 2.5}};
@@ -139,6 +140,37 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "points[0].request_log[1].ttft_ms: expected a number, got string");
   }
+}
+
+TEST(LoadResult, OlderFilesEngineDefaultsAreCleared) {
+  // Files before clear_engine_params wrote llmbench's engine defaults into a load point's params.
+  PointResult p;
+  p.mode = "load";
+  p.weights = "unknown";
+  p.params.model = p.params.label = "m";
+  p.load = sample();
+  summarize_point(p);
+  Results r;
+  r.points = {p};
+  nlohmann::json j = to_json(r);
+  nlohmann::json& params = j["points"][0]["params"];
+  ASSERT_EQ(params["weights"], "bf16");
+  ASSERT_EQ(params["cuda_graph"], true);
+  const PointParams back = results_from_json(j).points[0].params;
+  EXPECT_EQ(back.weights, "");
+  EXPECT_EQ(back.kv_dtype, "");
+  EXPECT_EQ(back.fp8_gemm, "");
+  EXPECT_FALSE(back.cuda_graph);
+  EXPECT_FALSE(back.fused);
+  EXPECT_FALSE(back.gemv);
+  EXPECT_EQ(back.tp, 0);
+  EXPECT_EQ(back.model, "m");
+  // A run point keeps what it ran with.
+  j["points"][0]["mode"] = "run";
+  for (const char* k : {"load", "requests", "request_log", "goodput", "throughput"}) j["points"][0].erase(k);
+  j["points"][0]["runs"] = nlohmann::json::array();
+  EXPECT_EQ(results_from_json(j).points[0].params.weights, "bf16");
+  EXPECT_TRUE(results_from_json(j).points[0].params.cuda_graph);
 }
 
 TEST(Endpoint, Parses) {

@@ -71,6 +71,12 @@ TEST(ScriptedServer, MeasuredLatenciesMatchTheScript) {
   const LoadResult& l = *p.load;
   EXPECT_EQ(p.mode, "load");
   EXPECT_EQ(p.params.model, "scripted");  // the first entry of /v1/models
+  // The endpoint's engine is not known: none of llmbench's engine defaults stand in for it.
+  EXPECT_EQ(p.params.weights, "");
+  EXPECT_EQ(p.params.kv_dtype, "");
+  EXPECT_FALSE(p.params.cuda_graph);
+  EXPECT_FALSE(p.params.fused);
+  EXPECT_EQ(p.params.tp, 0);
   EXPECT_EQ(l.completed, 16);
   EXPECT_EQ(l.failed, 0);
   EXPECT_EQ(l.token_count_source, "usage");

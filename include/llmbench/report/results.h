@@ -147,6 +147,11 @@ struct Results {
 // from its request records (summary over load_summary_metrics(), plus summarize_load).
 void summarize_point(PointResult& point);
 
+// A load point measures an endpoint whose engine the client cannot see: its engine parameters (attn, dtype,
+// weights, kv_dtype, fp8_gemm) are "", cuda_graph, fused and gemv false, tp 0. The load runner writes them so,
+// and a load point read from a file is set so (files before this wrote llmbench's engine defaults there).
+void clear_engine_params(PointParams& params);
+
 // The per-run values of one summary metric, as summarize_point computes them (itl_ms: every ITL of
 // every run). Runs without a value are left out (tpot_ms and decode_tok_s when N == 1). Throws Error
 // on a name that is not a summary metric. A load point gives its completed requests' values (none for
