@@ -64,6 +64,8 @@ for tool in memcheck racecheck synccheck; do
 done
 grep -q -- "--tool racecheck .*--racecheck-report analysis" "$FAKE_LOG" || fail "racecheck without its analysis report"
 grep -q -- "--tool memcheck .*--racecheck-report" "$FAKE_LOG" && fail "memcheck given racecheck's flag"
+grep -q -- "--tool synccheck .*--num-cuda-barriers 1024" "$FAKE_LOG" || fail "synccheck without its larger barrier table"
+grep -q -- "--tool memcheck .*--num-cuda-barriers" "$FAKE_LOG" && fail "memcheck given synccheck's flag"
 [ "$(grep -c 'cache=1' "$FAKE_LOG")" = 3 ] || fail "PYTORCH_NO_CUDA_MEMORY_CACHING=1 not set for every tool"
 grep -q -- "--gtest_filter=Gate.\*-FusedOps.CudaGraphReplayFollowsDeviceState:Gemv.ReplaysInACudaGraph:" "$FAKE_LOG" ||
   fail "FILTER not passed, or the graph-capturing tests not left out of it"
