@@ -3,7 +3,8 @@
 # "llmbench: error: ..." naming the culprit, as the last line, with nothing else on stderr but [info] log
 # lines (no warning repeating the error, no backtrace, no sanitizer report); an exit code in 1..127; no
 # output file and no temporary left beside it, or (every other case) a pre-existing output file left byte
-# for byte intact.
+# for byte intact. The cases are independent and each is mostly the binary's start-up (libtorch), so they run
+# LLMBENCH_TEST_JOBS at a time (default: the number of CPUs), each in its own folder.
 # Usage: run.sh <path-to-llmbench> <tests/data dir>. The damaged inputs come from make_cases.py.
 set -u
 bin=$1
@@ -21,34 +22,57 @@ cases=0
 failed=()
 models=$data/models
 
-# One invocation; mode "absent": the output path does not exist before, "present": it holds a sentinel.
+# One invocation, in the background (at most $par at a time), in its own folder $tmp/c/N: mode "absent": the
+# output path does not exist before, "present": it holds a sentinel. A failure leaves its report in
+# $tmp/c/N/FAIL, collected (in case order) by finish_cases.
+par=${LLMBENCH_TEST_JOBS:-$(nproc)}
+runs=0
+mkdir -p "$tmp/c"
 run_one() {
-  local name=$1 culprit=$2 mode=$3
-  shift 3
+  runs=$((runs + 1))
+  while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
+  local dir
+  dir=$tmp/c/$(printf '%04d' "$runs")
+  mkdir -p "$dir/out"
+  run_case "$dir" "$@" &
+}
+run_case() {
+  local dir=$1 name=$2 culprit=$3 mode=$4
+  shift 4
+  local out=$dir/out
   local o=$out/$name.out sentinel="previous results of $name, must survive"
-  rm -rf "$out"/*
   [ "$mode" = present ] && printf '%s\n' "$sentinel" >"$o"
   local args=("${@//@OUT@/$o}")
-  timeout 120 "$bin" "${args[@]}" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+  timeout 120 "$bin" "${args[@]}" >"$dir/stdout" 2>"$dir/stderr" </dev/null
   local rc=$? why=""
   local errors others
-  errors=$(grep -c '^llmbench: error: ' "$tmp/stderr")
-  others=$(grep -v '^llmbench: error: ' "$tmp/stderr" | grep -cv '^\[[0-9:.]*\] \[info\] ')
+  errors=$(grep -c '^llmbench: error: ' "$dir/stderr")
+  others=$(grep -v '^llmbench: error: ' "$dir/stderr" | grep -cv '^\[[0-9:.]*\] \[info\] ')
   if [ "$rc" -eq 124 ]; then why="timed out"
   elif [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then why="exit code $rc (want 1..127)"
   elif [ "$errors" -ne 1 ]; then why="$errors 'llmbench: error:' lines on stderr (want 1)"
   elif [ "$others" -ne 0 ]; then why="$others stderr lines that are neither the error nor [info]"
-  elif ! tail -1 "$tmp/stderr" | grep -q '^llmbench: error: '; then why="the error is not the last line"
-  elif ! tail -1 "$tmp/stderr" | grep -qF -- "$culprit"; then why="the message does not name '$culprit'"
+  elif ! tail -1 "$dir/stderr" | grep -q '^llmbench: error: '; then why="the error is not the last line"
+  elif ! tail -1 "$dir/stderr" | grep -qF -- "$culprit"; then why="the message does not name '$culprit'"
   elif [ "$mode" = absent ] && [ -e "$o" ]; then why="an output file was created"
   elif [ "$mode" = present ] && [ "$(cat "$o")" != "$sentinel" ]; then why="the previous output file was changed"
   elif [ "$(ls -A "$out" | grep -v "^$name.out\$" | wc -l)" -ne 0 ]; then why="left files behind: $(ls -A "$out")"
   fi
   if [ -n "$why" ]; then
-    failed+=("$name")
-    echo "FAIL $name ($mode): $why"
-    sed 's/^/    stderr: /' "$tmp/stderr" | head -20
+    { echo "FAIL $name ($mode): $why"; sed 's/^/    stderr: /' "$dir/stderr" | head -20; } >"$dir/FAIL"
+    echo "$name" >"$dir/NAME"
   fi
+}
+# Waits for the cases in flight and adds the failed ones to $failed (each report printed once).
+finish_cases() {
+  wait
+  local f
+  for f in "$tmp"/c/*/FAIL; do
+    [ -e "$f" ] || continue
+    cat "$f"
+    failed+=("$(cat "${f%FAIL}NAME")")
+    mv "$f" "$f.seen"
+  done
 }
 
 # expect NAME CULPRIT ARGS...: @OUT@ in ARGS stands for the output path. Such cases alternate between a
@@ -240,6 +264,7 @@ expect out_is_input_run "self_prompt.txt: is also an input" run --model tiny "${
   --output "$in/self_prompt.txt"
 cp "$root/configs/tiny-ci.yaml" "$in/self.yaml"
 expect out_is_input_compare "self.yaml: is also an input" compare "$in/self.yaml" --output "$in/self.yaml"
+finish_cases
 if ! cmp -s "$good" "$in/self.json" || [ "$(cat "$in/self_prompt.txt")" != "a prompt" ] ||
    ! cmp -s "$root/configs/tiny-ci.yaml" "$in/self.yaml"; then
   failed+=(out_is_input_intact)
@@ -247,6 +272,8 @@ if ! cmp -s "$good" "$in/self.json" || [ "$(cat "$in/self_prompt.txt")" != "a pr
 fi
 expect out_logits_no_dir "/nonexistent-dir-llmbench/l.json" generate --model tiny --device cpu --prompt-ids 1,2 \
   --dump-logits /nonexistent-dir-llmbench/l.json
+
+finish_cases
 
 # ---- a real allocation failure mid-sweep (address space capped with ulimit -v, below the estimate's view
 # of free memory): the point fails with the estimate and what is free, the next point still runs, exit 1.
