@@ -13,6 +13,7 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/config/compare_config.h"
 #include "llmbench/report/format.h"
+#include "llmbench/report/load_result.h"
 
 namespace llmbench {
 
@@ -70,6 +71,10 @@ std::string point_key(const PointParams& p, bool with_dtype) {
   // point, whose engine is not known).
   if (!p.weights.empty() && p.weights != "bf16") os << '\x1f' << "weights " << p.weights;
   if (!p.kv_dtype.empty() && p.kv_dtype != "bf16") os << '\x1f' << "kv " << p.kv_dtype;
+  // So are other tensor-parallel widths and the scaled-mm prefill (left out at their defaults, as above; a load
+  // point's tp is 0, in old files and new alike).
+  if (p.tp != 1) os << '\x1f' << "tp " << p.tp;
+  if (!p.fp8_gemm.empty() && p.fp8_gemm != "dequant") os << '\x1f' << "fp8_gemm " << p.fp8_gemm;
   return os.str();
 }
 
@@ -103,6 +108,8 @@ std::string what_differs(const PointResult& b, const PointResult& c) {
   auto on = [](bool v) { return std::string(v ? "on" : "off"); };
   differ("cuda_graph", on(b.params.cuda_graph), on(c.params.cuda_graph));
   differ("fused", on(b.params.fused), on(c.params.fused));
+  differ("tp", b.params.tp, c.params.tp);
+  differ("fp8_gemm", text(b.params.fp8_gemm), text(c.params.fp8_gemm));
   if (b.load && c.load) {
     const LoadResult &x = *b.load, &y = *c.load;
     differ("api", text(x.api), text(y.api));
@@ -190,16 +197,25 @@ MetricVerdict judge_runs(const PointResult& b, const PointResult& c, const GateM
   v.threshold = gm.threshold;
   v.higher_is_better = higher_is_better(gm.name);
   const std::vector<double> bv = metric_values(b, gm.name), cv = metric_values(c, gm.name);
+  v.baseline = v.current = v.ratio = std::nan("");  // none yet: null in JSON, "-" in markdown
+  if (!bv.empty()) v.baseline = summarize(bv, b.trim).trimmed_median;
+  if (!cv.empty()) v.current = summarize(cv, c.trim).trimmed_median;
   if (bv.empty() || cv.empty()) {
     v.verdict = Verdict::inconclusive;
     v.reason = cat("no ", gm.name, " values in the ", bv.empty() ? "baseline" : "current", " runs");
     return v;
   }
   const Summary bs = summarize(bv, b.trim), cs = summarize(cv, c.trim);
-  v.baseline = bs.trimmed_median;
-  v.current = cs.trimmed_median;
   v.baseline_cv = bs.cv;
   v.current_cv = cs.cv;
+  if (bv.size() < 2 || cv.size() < 2) {
+    // One value has no spread: neither its CV nor a bootstrap interval says anything about the noise.
+    v.verdict = Verdict::inconclusive;
+    v.reason = cat("one ", gm.name, " value in the ", bv.size() < 2 ? "baseline" : "current",
+                   ": no noise estimate (run --runs 2 or more)");
+    if (v.baseline != 0) v.ratio = v.current / v.baseline;
+    return v;
+  }
   if (v.baseline == 0) {
     v.verdict = Verdict::inconclusive;
     v.reason = "baseline value is 0";
@@ -248,6 +264,9 @@ MetricVerdict judge_memory(const PointResult& b, const PointResult& c, const Gat
   if (v.baseline == 0 || v.current == 0) {
     v.verdict = Verdict::inconclusive;
     v.reason = cat("not measured in the ", v.baseline == 0 ? "baseline" : "current", " file");
+    if (v.baseline == 0) v.baseline = std::nan("");  // null in JSON, "-" in markdown
+    if (v.current == 0) v.current = std::nan("");
+    v.ratio = std::nan("");
     return v;
   }
   v.ratio = v.current / v.baseline;
@@ -428,6 +447,19 @@ std::map<std::string, SearchOutcome> searches(const Results& r) {
   return out;
 }
 
+// What tells two searches of the same printed name apart: their objective (SLO, goodput target), then their shape.
+std::string search_differs(const PointResult& b, const PointResult& c) {
+  std::string out;
+  const LoadResult &x = *b.load, &y = *c.load;
+  const std::string xs = slo_text(x.slo), ys = slo_text(y.slo);
+  if (xs != ys) out = cat("slo: ", xs.empty() ? "(none)" : xs, " → ", ys.empty() ? "(none)" : ys);
+  if (x.search->target != y.search->target)
+    out += cat(out.empty() ? "" : ", ", "goodput target: ", x.search->target, " → ", y.search->target);
+  const std::string shape = what_differs(b, c);
+  if (!shape.empty()) out += (out.empty() ? "" : ", ") + shape;
+  return out;
+}
+
 PointVerdict judge_search(const SearchOutcome& b, const SearchOutcome* c, const GateConfig& config) {
   PointVerdict pv;
   pv.params = b.any->params;
@@ -446,7 +478,7 @@ PointVerdict judge_search(const SearchOutcome& b, const SearchOutcome* c, const 
   mv.threshold = config.search_threshold;
   mv.baseline = b.best.value_or(0);
   mv.current = c->best.value_or(0);
-  mv.ratio = mv.baseline > 0 ? mv.current / mv.baseline : 0;
+  mv.ratio = mv.baseline > 0 ? mv.current / mv.baseline : std::nan("");
   const double t = config.search_threshold;
   auto show = [](std::optional<double> v) { return v ? number(*v) : std::string("none"); };
   const std::string brackets = cat("highest passing ", show(b.best), " -> ", show(c->best), ", lowest missing ",
@@ -487,14 +519,21 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
   auto differ = [&](const std::string& what, const std::string& b, const std::string& c) {
     if (b != c) differences.push_back(cat(what, ": ", b, " (baseline) vs ", c, " (current)"));
   };
+  if (baseline.points.empty())
+    throw UsageError(cat(baseline_name, ": the baseline has no points, nothing to gate against",
+                         baseline.interrupted ? " (its run was interrupted before the first point finished)" : ""));
   differ("GPU", gpu_names(baseline.env), gpu_names(current.env));
-  differ("device", join(collect(baseline, [](const PointResult& p) { return device_kind(p.params); })),
-         join(collect(current, [](const PointResult& p) { return device_kind(p.params); })));
+  // What the points ran with, where both files have points (a current file without any, e.g. interrupted before
+  // its first point, fails below with every baseline point missing).
   const auto b_dtypes = collect(baseline, [](const PointResult& p) { return p.params.dtype; });
   const auto c_dtypes = collect(current, [](const PointResult& p) { return p.params.dtype; });
-  differ("dtype", join(b_dtypes), join(c_dtypes));
-  differ("weights", join(collect(baseline, [](const PointResult& p) { return p.weights; })),
-         join(collect(current, [](const PointResult& p) { return p.weights; })));
+  if (!current.points.empty()) {
+    differ("device", join(collect(baseline, [](const PointResult& p) { return device_kind(p.params); })),
+           join(collect(current, [](const PointResult& p) { return device_kind(p.params); })));
+    differ("dtype", join(b_dtypes), join(c_dtypes));
+    differ("weights", join(collect(baseline, [](const PointResult& p) { return p.weights; })),
+           join(collect(current, [](const PointResult& p) { return p.weights; })));
+  }
   if (!differences.empty()) {
     if (!config.allow_env_mismatch) {
       std::string all;
@@ -517,6 +556,9 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     auto it = c_searches.find(key);
     PointVerdict pv = judge_search(b, it == c_searches.end() ? nullptr : &it->second, config);
     if (pv.verdict == Verdict::missing) {
+      for (const auto& [ckey, c] : c_searches)
+        if (!b_searches.count(ckey) && describe(*c.any) == pv.name && !search_differs(*b.any, *c.any).empty())
+          pv.reason += cat("; the current --search of that name differs in ", search_differs(*b.any, *c.any));
       if (config.allow_missing) pv.reason += " (allowed)";
       else ++report.regressions;
     } else if (pv.verdict == Verdict::regressed) {
@@ -524,8 +566,14 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     }
     report.points.push_back(pv);
   }
-  for (const auto& [key, c] : c_searches)
-    if (!b_searches.count(key)) report.notes.push_back(cat(describe(*c.any), ": new --search, not in the baseline"));
+  for (const auto& [key, c] : c_searches) {
+    if (b_searches.count(key)) continue;
+    std::string note = cat(describe(*c.any), ": new --search, not in the baseline");
+    for (const auto& [bkey, b] : b_searches)
+      if (!c_searches.count(bkey) && describe(*b.any) == describe(*c.any) && !search_differs(*b.any, *c.any).empty())
+        note += cat(" (the baseline --search of that name differs in ", search_differs(*b.any, *c.any), ")");
+    report.notes.push_back(note);
+  }
 
   for (const auto& b : baseline.points) {
     if (is_probe(b)) continue;
@@ -611,27 +659,29 @@ std::string gate_markdown(const GateReport& r) {
   os << "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
   for (const auto& p : r.points) {
     if (p.verdict == Verdict::missing) {
-      os << "| " << md_escape(name_of(p)) << " | | | | | | | **missing**: " << p.reason << " |\n";
+      os << "| " << md_escape(name_of(p)) << " | | | | | | | **missing**: " << md_escape(p.reason) << " |\n";
       continue;
     }
     for (const auto& m : p.metrics) {
       const bool bad = m.verdict == Verdict::regressed;
-      auto value = [&](double v) { return is_memory(m.metric) ? format_bytes(std::uint64_t(v)) : number(v); };
+      auto value = [&](double v) {
+        return std::isnan(v) ? std::string("-") : is_memory(m.metric) ? format_bytes(std::uint64_t(v)) : number(v);
+      };
       os << "| " << md_escape(name_of(p)) << " | " << m.metric << " | " << value(m.baseline) << " | "
-         << value(m.current) << " | " << (m.ratio > 0 ? signed_percent(m.ratio) : "") << " | "
+         << value(m.current) << " | " << (std::isfinite(m.ratio) ? signed_percent(m.ratio) : "") << " | "
          << (m.has_ci ? cat("[", signed_percent(m.ci_lo), ", ", signed_percent(m.ci_hi), "]") : "") << " | "
          << percent(m.threshold) << " | " << (bad ? "**" : "") << to_string(m.verdict) << (bad ? "**" : "");
-      if (m.verdict == Verdict::inconclusive) os << ": " << m.reason;
+      if (m.verdict == Verdict::inconclusive) os << ": " << md_escape(m.reason);
       os << " |\n";
     }
   }
   if (!r.env_differences.empty()) {
     os << "\nEnvironments differ (allowed):\n";
-    for (const auto& d : r.env_differences) os << "- " << d << "\n";
+    for (const auto& d : r.env_differences) os << "- " << md_escape(d) << "\n";
   }
   if (!r.notes.empty()) {
     os << "\nNotes:\n";
-    for (const auto& n : r.notes) os << "- " << n << "\n";
+    for (const auto& n : r.notes) os << "- " << md_escape(n) << "\n";
   }
   os << "\nTimes: lower is better; *_tok_s: higher is better. Regressed = beyond the threshold and the "
         "bootstrap CI95 of the ratio of medians wholly beyond it.\n";
@@ -701,6 +751,10 @@ void check_verdict_json(const json& j) {
   check_strings(j, "env_differences");
 }
 
+namespace {
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }  // no value: null
+}  // namespace
+
 json to_json(const GateReport& r) {
   json points = json::array();
   for (const auto& p : r.points) {
@@ -709,9 +763,9 @@ json to_json(const GateReport& r) {
       metrics.push_back({{"metric", m.metric},
                          {"higher_is_better", m.higher_is_better},
                          {"threshold", m.threshold},
-                         {"baseline", m.baseline},
-                         {"current", m.current},
-                         {"ratio", m.ratio},
+                         {"baseline", number_or_null(m.baseline)},
+                         {"current", number_or_null(m.current)},
+                         {"ratio", number_or_null(m.ratio)},
                          {"ci95", m.has_ci ? json{m.ci_lo, m.ci_hi} : json(nullptr)},
                          {"baseline_cv", m.baseline_cv},
                          {"current_cv", m.current_cv},

@@ -567,3 +567,98 @@ TEST(Gate, SameNamedPointsSayWhatDiffers) {
   EXPECT_EQ(r.notes[0], "served b2 p1 n1 t0 eager bfloat16: new point, not in the baseline (the baseline point of "
                         "that name differs in api: completions → chat, prefix_len: 0 → 64)");
 }
+
+// Review findings of session 40.
+TEST(Gate, AnEmptyCurrentFileMissesEveryPointAndAnEmptyBaselineIsRefused) {
+  const Results base = results({point(1, 100, 0.01), point(2, 100, 0.01)});
+  Results none = results({});
+  none.interrupted = true;  // a run stopped before its first point finished
+  GateReport r = run_gate(base, none, GateConfig{});  // not "environments differ: dtype bfloat16 vs (none)"
+  EXPECT_TRUE(r.env_differences.empty());
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(r.points[1].verdict, Verdict::missing);
+  EXPECT_EQ(r.exit_code(), 1);
+  try {
+    run_gate(none, base, GateConfig{}, "empty.json", "cur.json");
+    ADD_FAILURE() << "an empty baseline passed";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "empty.json: the baseline has no points, nothing to gate against (its run was interrupted before the "
+              "first point finished)");
+  }
+}
+
+TEST(Gate, OneRunHasNoNoiseEstimate) {
+  // One run a side, 6 % apart: with no spread the CI95 collapses onto the ratio, and a 5 % gate would call it.
+  PointResult b = point(1, 100, 0), c = point(1, 106, 0);
+  b.runs.resize(1);
+  c.runs.resize(1);
+  b.trim = c.trim = 0;
+  summarize_point(b);
+  summarize_point(c);
+  GateConfig config;
+  config.metrics = {{"e2e_ms", 0.05}, {"itl_ms", 0.05}};
+  GateReport r = run_gate(results({b}), results({c}), config);
+  const MetricVerdict& e2e = metric(r, 0, "e2e_ms");
+  EXPECT_EQ(e2e.verdict, Verdict::inconclusive);
+  EXPECT_EQ(e2e.reason, "one e2e_ms value in the baseline: no noise estimate (run --runs 2 or more)");
+  EXPECT_NEAR(e2e.ratio, 1.06, 1e-9);
+  EXPECT_EQ(metric(r, 0, "itl_ms").verdict, Verdict::regressed);  // 7 ITLs a run do have a spread (here none)
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST(Gate, MarkdownEscapesReasonsAndNotes) {
+  PointResult b = point(1, 100, 0.01), c = point(1, 100, 0.01), failed_b = point(2, 100, 0.01);
+  c.status = "failed";
+  c.error = "line1 | col\nline2";
+  failed_b.status = "failed";
+  failed_b.error = "x | y\nz";
+  const std::string md = gate_markdown(run_gate(results({b, failed_b}), results({c}), GateConfig{}));
+  EXPECT_NE(md.find("**missing**: the current point failed: line1 \\| col line2 |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("not gated, the baseline point failed: x \\| y z\n"), std::string::npos) << md;
+}
+
+TEST(Gate, MissingValuesAreNullNotZero) {
+  PointResult b = point(1, 100, 0.01), c = point(1, 100, 0.01);
+  c.memory.peak_allocated_bytes = 0;  // not measured
+  c.memory.peak_rss_bytes = 0;
+  GateConfig config;
+  config.metrics = {{"peak_memory", 0.05}};
+  const GateReport r = run_gate(results({b}), results({c}), config);
+  const nlohmann::json j = to_json(r);
+  const nlohmann::json& m = j["points"][0]["metrics"][0];
+  EXPECT_EQ(m["verdict"], "inconclusive");
+  EXPECT_TRUE(m["ratio"].is_null()) << m;
+  EXPECT_TRUE(m["current"].is_null()) << m;
+  EXPECT_EQ(m["baseline"], double(1ULL << 30));
+  EXPECT_NO_THROW(check_verdict_json(j));
+  EXPECT_NE(gate_markdown(r).find("| peak_memory | 1.00 GiB | - |  |"), std::string::npos) << gate_markdown(r);
+}
+
+TEST(Gate, OtherTensorParallelWidthsAndScaledMmAreOtherPoints) {
+  PointResult b = point(1, 100, 0.01), c = point(1, 100, 0.01);
+  c.params.tp = 2;
+  GateReport r = run_gate(results({b}), results({c}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_NE(r.points[0].reason.find("differs in tp: 1 → 2"), std::string::npos) << r.points[0].reason;
+  c.params.tp = 1;
+  c.params.fp8_gemm = "scaled-mm";
+  r = run_gate(results({b}), results({c}), GateConfig{});
+  EXPECT_NE(r.points[0].reason.find("differs in fp8_gemm: dequant → scaled-mm"), std::string::npos) << r.points[0].reason;
+}
+
+TEST(Gate, SearchesOfOneNameSayWhatSetsThemApart) {
+  Results strict = search({{5, true}, {10, false}});
+  for (auto& p : strict.points) p.load->slo.ttft_ms = 0.001;
+  const GateReport r = run_gate(search({{5, true}, {10, false}}), strict, GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].verdict, Verdict::missing);
+  EXPECT_NE(r.points[0].reason.find("differs in slo: ttft_ms=500 → ttft_ms=0.001"), std::string::npos)
+      << r.points[0].reason;
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("(the baseline --search of that name differs in slo: ttft_ms=500 → ttft_ms=0.001)"),
+            std::string::npos)
+      << r.notes[0];
+}
