@@ -33,7 +33,7 @@ Sampler::Sampler(const SamplingParams& params, torch::Device device)
 torch::Tensor Sampler::sample(const torch::Tensor& logits) {
   if (greedy()) return logits.argmax(-1);  // [B] int64
   const double neg_inf = -std::numeric_limits<double>::infinity();
-  torch::Tensor x = logits.to(torch::kFloat32) / params_.temperature;  // [B, V]
+  torch::Tensor x = logits.to(torch::kFloat32) / std::max(params_.temperature, kMinSamplingTemperature);  // [B, V]
   const std::int64_t vocab = x.size(-1);
   if (params_.top_k > 0 && params_.top_k < vocab) {
     torch::Tensor kth = std::get<0>(x.topk(params_.top_k, -1)).narrow(-1, params_.top_k - 1, 1);  // [B, 1]
@@ -60,7 +60,8 @@ torch::Tensor sample_rows(const torch::Tensor& logits, const std::vector<double>
     throw Error(cat("sample_rows: logits ", logits.sizes(), " need one temperature, top_p and generator per row"));
   const double neg_inf = -std::numeric_limits<double>::infinity();
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-  torch::Tensor temps = torch::tensor(temperature, f64).to(logits.device(), torch::kFloat32).view({n, 1});  // [n, 1]
+  torch::Tensor temps = torch::tensor(temperature, f64).clamp_min(kMinSamplingTemperature)
+                            .to(logits.device(), torch::kFloat32).view({n, 1});  // [n, 1]
   torch::Tensor x = logits.to(torch::kFloat32) / temps;                                                    // [n, V]
   if (std::any_of(top_p.begin(), top_p.end(), [](double p) { return p < 1.0; })) {
     torch::Tensor ps = torch::tensor(top_p, f64).to(logits.device()).view({n, 1});                       // [n, 1]

@@ -124,7 +124,8 @@ void Session::read_request() {
 void Session::on_header(beast::error_code ec) {
   if (ec || phase_ != Phase::reading) return on_read(ec);
   const auto& req = parser_->get();
-  if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
+  // An HTTP/1.0 client knows no interim responses: RFC 9110 §10.1.1 has the server ignore its 100-continue.
+  if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
     asio::async_write(socket_, asio::buffer(kContinue, sizeof kContinue - 1),
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         if (ec) return self->on_read(ec);
@@ -316,8 +317,13 @@ void Session::on_engine_event(std::uint64_t job_id, const EngineEvent& event) {
   if (!job_ || job_->id != job_id || phase_ == Phase::closed) return;  // answered already (stop string)
   Job& j = *job_;
   const auto now = Clock::now();
+  // The queue time is known once the request holds a slot: observed then, so that a request cancelled later
+  // (the client went away mid-stream) still counts in the histogram.
+  const bool admitted_now = is_set(event.times.admitted) && !is_set(j.times.admitted);
   if (is_set(event.times.enqueued)) j.times.enqueued = event.times.enqueued;
   if (is_set(event.times.admitted)) j.times.admitted = event.times.admitted;
+  if (admitted_now && is_set(j.times.enqueued))
+    ctx_.metrics.queue.observe(ms_between(j.times.enqueued, j.times.admitted) / 1e3);
   if (is_set(event.times.first_token)) j.times.first_token = event.times.first_token;
   if (is_set(event.times.finished)) j.times.finished = event.times.finished;
   if (!event.tokens.empty()) {
@@ -365,10 +371,7 @@ void Session::finish_job(const std::string& finish_reason) {
   StageTimes t;
   t.http_recv = ms_between(first_byte_, received_);
   t.tokenize = j.tokenize_ms;
-  if (is_set(j.times.enqueued) && is_set(j.times.admitted)) {
-    t.queue = ms_between(j.times.enqueued, j.times.admitted);
-    ctx_.metrics.queue.observe(t.queue / 1e3);
-  }
+  if (is_set(j.times.enqueued) && is_set(j.times.admitted)) t.queue = ms_between(j.times.enqueued, j.times.admitted);
   if (is_set(j.times.admitted) && is_set(j.times.first_token)) t.prefill = ms_between(j.times.admitted, j.times.first_token);
   const auto last = is_set(j.times.finished) && j.times.finished < now ? j.times.finished : now;
   if (is_set(j.times.first_token)) t.decode = ms_between(j.times.first_token, last);

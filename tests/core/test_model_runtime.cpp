@@ -153,6 +153,21 @@ TEST(Sampler, SameSeedSameTokensTopK1IsGreedy) {
   EXPECT_TRUE(torch::equal(greedy.sample(logits), logits.argmax(-1)));
 }
 
+TEST(Sampler, TemperaturesTooSmallForFloat32AreArgmax) {
+  // logits / 1e-40 in float32 overflow to inf and the softmax to NaN: without the floor the draws were garbage.
+  torch::manual_seed(1);
+  torch::Tensor logits = torch::randn({4, 50}) * 10;  // [4, 50]
+  for (double t : {1e-6, 1e-40, 1e-300, 4.9e-324}) {
+    Sampler s({t, 0, 1.0, 7}, torch::kCPU);
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(torch::equal(s.sample(logits), logits.argmax(-1))) << t;
+    std::vector<at::Generator> gens;
+    for (int r = 0; r < 4; ++r) gens.push_back(make_generator(torch::kCPU, r));
+    EXPECT_TRUE(torch::equal(sample_rows(logits, std::vector<double>(4, t), std::vector<double>(4, 1.0), gens),
+                             logits.argmax(-1)))
+        << t;
+  }
+}
+
 TEST(Sampler, FrequenciesFollowTheFilteredDistribution) {
   // p = softmax(log [0.5, 0.3, 0.15, 0.05]); top-k 3 renormalises to [0.526, 0.316, 0.158, 0];
   // top-p 0.7 keeps the first two: [0.625, 0.375, 0, 0].

@@ -483,6 +483,17 @@ TEST_F(ServerTest, HeadUnsupportedTransferCodingsAndHttp10Streams) {
   EXPECT_EQ(framed, events);  // nothing but the events: no chunk sizes
   EXPECT_EQ(sse_data(events).back(), "[DONE]");
   EXPECT_EQ(text, expected_text({7}, 3));
+
+  // RFC 9110 10.1.1: an HTTP/1.0 client's Expect: 100-continue is ignored (it would take a 100 for the answer);
+  // an HTTP/1.1 client's is answered.
+  const std::string plain = R"({"prompt":[7],"max_tokens":3})";
+  out = exchange("POST /v1/completions HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: " + std::to_string(plain.size()) +
+                 "\r\n\r\n" + plain);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  EXPECT_EQ(out.find("100 Continue"), std::string::npos) << out;
+  out = exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: " +
+                 std::to_string(plain.size()) + "\r\n\r\n" + plain);
+  EXPECT_EQ(out.rfind("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", 0), 0u) << out;
 }
 
 // RFC 9112 3.2: an HTTP/1.1 request without one Host header is a 400 (with the usual JSON error body);
@@ -633,6 +644,13 @@ TEST_F(ServerTest, DisconnectStormFreesEverySlot) {
   EXPECT_NE(metrics.body.find("llmbench_requests_total{code=\"499\"} 40\n"), std::string::npos) << metrics.body;
   EXPECT_NE(metrics.body.find("llmbench_kv_cache_slots_used 0\n"), std::string::npos);
   EXPECT_NE(metrics.body.find("llmbench_request_finish_total{reason=\"cancelled\"} 40\n"), std::string::npos);
+  // The 8 that held a slot waited in the queue first: their queue times count though they never finished.
+  const std::string queued = "llmbench_request_queue_time_seconds_count ";
+  const auto at = metrics.body.find(queued);
+  ASSERT_NE(at, std::string::npos) << metrics.body;
+  const int count = std::stoi(metrics.body.substr(at + queued.size()));
+  EXPECT_GE(count, 8) << metrics.body;
+  EXPECT_LE(count, kClients);
   Reply r = post("/v1/completions", R"({"prompt":[1],"max_tokens":4})");
   EXPECT_EQ(r.status, 200);
 }

@@ -8,8 +8,13 @@
 // step followed by sample() stays capturable.
 namespace llmbench {
 
+// Logits are divided by the temperature in float32: below about 1e-38 the quotient overflows to inf and the
+// softmax to NaN (garbage tokens). A temperature under this minimum samples at it instead, which is argmax
+// but for exact ties (vLLM takes temperatures under the same 1e-5 as greedy).
+constexpr double kMinSamplingTemperature = 1e-5;
+
 struct SamplingParams {
-  double temperature = 0.0;  // 0: greedy (argmax)
+  double temperature = 0.0;  // 0: greedy (argmax); (0, kMinSamplingTemperature) samples at that minimum
   std::int64_t top_k = 0;    // 0: off
   double top_p = 1.0;        // 1: off
   std::uint64_t seed = 0;
