@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -41,6 +42,8 @@ void add_compare_command(CLI::App& root, Commands& out) {
   app->add_option("--max-minutes", st->max_minutes, "Refuse a comparison estimated (all models) to take longer than this; 0: no limit")
       ->capture_default_str();
   out.push_back({app, [st] {
+                   if (!(st->max_minutes >= 0 && std::isfinite(st->max_minutes)))
+                     throw UsageError(cat("--max-minutes: ", st->max_minutes, " is not allowed (must be >= 0; 0 is no limit)"));
                    ComparePlan plan = load_compare_config(st->config);
                    for (std::size_t i = 0; i < plan.models.size(); ++i) {  // read now: every file checked before any work
                      RunOptions& m = plan.models[i];

@@ -420,9 +420,12 @@ ComparePlan parse_compare_config(const std::string& text, const std::string& nam
     throw UsageError(cat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
   }
   if (!root.IsMap()) ctx.fail(root, "", cat("expected a mapping with 'models:' at the top level, got ", kind_of(root)));
+  std::set<std::string> top_seen;
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = scalar<std::string>(ctx, it->first, "", "a key");
     if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) unknown_key(ctx, it->first, "", kTopLevel);
+    // yaml-cpp keeps both and root[key] finds the first: the second would be dropped without a word.
+    if (!top_seen.insert(key).second) ctx.fail(it->first, key, "duplicate key");
   }
 
   // `defaults:` takes run and load options; each applies to the entries of its kind (seed to both).

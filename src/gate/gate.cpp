@@ -359,15 +359,19 @@ GateConfig parse_gate_config(const std::string& text, const std::string& name) {
   if (root.IsNull()) return c;
   if (!root.IsMap()) config_fail(name, root, "", "expected a mapping at the top level");
   const std::vector<std::string> top = {"metrics", "max_cv", "allow_missing", "allow_env_mismatch", "search_threshold"};
+  std::set<std::string> seen;  // yaml-cpp keeps duplicate keys; each would silently override or add a row
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.Scalar();
     const YAML::Node v = it->second;
+    if (!seen.insert(key).second) config_fail(name, it->first, key, "duplicate key");
     if (key == "metrics") {
       if (!v.IsMap() || v.size() == 0)
         config_fail(name, v, key, "expected a non-empty mapping of metric: threshold (e.g. ttft_ms: 5%)");
       c.metrics.clear();
       for (auto m = v.begin(); m != v.end(); ++m) {
         const std::string metric = m->first.Scalar();
+        for (const auto& earlier : c.metrics)
+          if (earlier.name == metric) config_fail(name, m->first, key + "." + metric, "duplicate key");
         const auto& known = gate_metric_names();
         if (std::find(known.begin(), known.end(), metric) == known.end()) {
           const std::string best = closest_key(metric, known);

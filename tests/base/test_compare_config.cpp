@@ -93,6 +93,13 @@ TEST(CompareConfig, UnknownKeysSuggestTheClosest) {
   EXPECT_NE(e.find("batch, prompt_len, max_new_tokens, temperature, attn, dtype"), std::string::npos) << e;
 }
 
+TEST(CompareConfig, DuplicateKeysAreRefusedAtEveryLevel) {
+  // yaml-cpp keeps both copies and a lookup finds the first: a second `defaults:` was dropped without a word.
+  EXPECT_EQ(error_of("models: [tiny]\ndefaults:\n  runs: 3\ndefaults:\n  runs: 4\n"), "c.yaml:4:1: defaults: duplicate key");
+  EXPECT_EQ(error_of("models: [tiny]\nmodels: [tiny]\n"), "c.yaml:2:1: models: duplicate key");
+  EXPECT_EQ(error_of("models: [tiny]\ndefaults:\n  batch: 1\n  batch: 2\n"), "c.yaml:4:3: defaults.batch: duplicate key");
+}
+
 TEST(CompareConfig, WrongTypesNameTheKeyPath) {
   EXPECT_EQ(error_of("models: [tiny]\nmatrix:\n  batch: [1, two]\n"),
             "c.yaml:3:14: matrix.batch[1]: expected an integer, got 'two'");

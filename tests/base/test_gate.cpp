@@ -461,6 +461,9 @@ TEST(Gate, ConfigFile) {
   EXPECT_EQ(error_of("metrics: {}\n"),
             "g.yaml:1:10: metrics: expected a non-empty mapping of metric: threshold (e.g. ttft_ms: 5%)");
   EXPECT_EQ(GateConfig{}.metrics.size(), parse_gate_config("", "g.yaml").metrics.size());
+  // yaml-cpp keeps duplicate keys: the last max_cv silently won, a metric given twice made two rows.
+  EXPECT_EQ(error_of("max_cv: 50%\nmax_cv: 1%\n"), "g.yaml:2:1: max_cv: duplicate key");
+  EXPECT_EQ(error_of("metrics:\n  e2e_ms: 5%\n  e2e_ms: 1%\n"), "g.yaml:3:3: metrics.e2e_ms: duplicate key");
 }
 
 // report --gate's check of a verdict file: what to_json writes passes (with a regression, a missing point and

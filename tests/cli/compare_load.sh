@@ -157,4 +157,11 @@ interrupt_after_line $! "$out/stderr" "stalled (load" 0.5
 python3 -c "
 import json; r = json.load(open('$out/int.json'))
 assert r['interrupted'] is True and [p['params']['label'] for p in r['points']] == ['up']" || fail "interrupted compare results"
+# --max-minutes takes a number >= 0 (nan and negatives were taken: nan then refused every plan, -1 meant no limit).
+for bad in nan -1 inf; do
+  "$bin" compare "$out/engines.yaml" --max-minutes "$bad" -o "$out/mm.json" >/dev/null 2>"$out/stderr"; code=$?
+  [ "$code" = 2 ] && grep -q -- "--max-minutes: .* is not allowed (must be >= 0; 0 is no limit)" "$out/stderr" && [ ! -e "$out/mm.json" ] ||
+    { cat "$out/stderr"; fail "compare --max-minutes $bad: exit $code"; }
+done
+
 echo "compare_load: all checks passed"
