@@ -196,13 +196,18 @@ RequestRecord record_from(const Reader& r) {
   rec.ok = r.boolean("ok");
   if (r.has("error")) rec.error = r.string("error");
   if (r.has("error_detail")) rec.error_detail = r.string("error_detail");
-  rec.ttft_ms = r.number("ttft_ms");
-  rec.e2e_ms = r.number("e2e_ms");
+  // Latencies are never negative: such a file is corrupt (the gate would take it for a gain).
+  auto latency = [&](const std::string& where, double v) {
+    if (!(v >= 0)) throw Error(cat(r.path, ".", where, ": expected a number >= 0, got ", v));
+    return v;
+  };
+  rec.ttft_ms = latency("ttft_ms", r.number("ttft_ms"));
+  rec.e2e_ms = latency("e2e_ms", r.number("e2e_ms"));
   const json& itl = r.at("itl_ms");
   if (!itl.is_array()) throw Error(cat(r.path, ".itl_ms: expected an array, got ", itl.type_name()));
   for (std::size_t i = 0; i < itl.size(); ++i) {
     if (!itl[i].is_number()) throw Error(cat(r.path, ".itl_ms[", i, "]: expected a number, got ", itl[i].type_name()));
-    rec.itl_ms.push_back(itl[i].get<double>());
+    rec.itl_ms.push_back(latency(cat("itl_ms[", i, "]"), itl[i].get<double>()));
   }
   rec.prompt_tokens = r.integer("prompt_tokens");
   rec.output_tokens = r.integer("output_tokens");

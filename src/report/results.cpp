@@ -223,7 +223,18 @@ class Node {
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
 
   double number(const std::string& key) const { return as_number(at(key), child_path(key)); }
+  // A duration or a count: a negative one is a corrupt file, not a measurement (the gate took -1 ms for a gain).
+  double non_negative(const std::string& key) const { return check_non_negative(number(key), child_path(key)); }
+  static double check_non_negative(double v, const std::string& path) {
+    if (!(v >= 0)) throw Error(cat(path, ": expected a number >= 0, got ", v));
+    return v;
+  }
   long long integer(const std::string& key) const { return as_integer(at(key), child_path(key)); }
+  long long non_negative_integer(const std::string& key) const {
+    const long long i = integer(key);
+    if (i < 0) throw Error(cat(child_path(key), ": expected a non-negative integer, got ", i));
+    return i;
+  }
   std::uint64_t unsigned_integer(const std::string& key) const {
     const json& v = at(key);
     if (v.is_number_unsigned()) return v.get<std::uint64_t>();
@@ -285,9 +296,9 @@ PointParams params_from(const Node& n) {
   PointParams p;
   p.model = n.string("model");
   n.opt("label", p.label);
-  p.batch = static_cast<int>(n.integer("batch"));
-  p.prompt_len = static_cast<int>(n.integer("prompt_len"));
-  p.max_new_tokens = static_cast<int>(n.integer("max_new_tokens"));
+  p.batch = static_cast<int>(n.non_negative_integer("batch"));
+  p.prompt_len = static_cast<int>(n.non_negative_integer("prompt_len"));
+  p.max_new_tokens = static_cast<int>(n.non_negative_integer("max_new_tokens"));
   p.temperature = n.number("temperature");
   p.attn = n.string("attn");
   p.dtype = n.string("dtype");
@@ -307,17 +318,16 @@ PointParams params_from(const Node& n) {
 
 RunRecord run_from(const Node& n) {
   RunRecord r;
-  r.ttft_ms = n.number("ttft_ms");
-  r.prefill_ms = n.number("prefill_ms");
-  r.tpot_ms = n.number("tpot_ms");
-  r.e2e_ms = n.number("e2e_ms");
+  r.ttft_ms = n.non_negative("ttft_ms");
+  r.prefill_ms = n.non_negative("prefill_ms");
+  r.tpot_ms = n.non_negative("tpot_ms");
+  r.e2e_ms = n.non_negative("e2e_ms");
   Node itl = n.array("itl_ms");
   for (std::size_t i = 0; i < itl.get().size(); ++i)
-    r.itl_ms.push_back(Node::as_number(itl.get()[i], index_path(itl, i)));
-  n.opt("tokenize_ms", r.tokenize_ms);
-  n.opt("kv_init_ms", r.kv_init_ms);
-  n.opt("decode_ms", r.decode_ms);
-  n.opt("detokenize_ms", r.detokenize_ms);
+    r.itl_ms.push_back(Node::check_non_negative(Node::as_number(itl.get()[i], index_path(itl, i)), index_path(itl, i)));
+  for (auto [key, field] : {std::pair{"tokenize_ms", &RunRecord::tokenize_ms}, {"kv_init_ms", &RunRecord::kv_init_ms},
+                            {"decode_ms", &RunRecord::decode_ms}, {"detokenize_ms", &RunRecord::detokenize_ms}})
+    if (n.has(key)) r.*field = n.non_negative(key);
   return r;
 }
 

@@ -222,6 +222,22 @@ TEST(Results, MalformedInputNamesTheJsonPath) {
   j["points"][0]["status"] = "great";
   EXPECT_EQ(error_of(j), "points[0].status: expected ok, failed, skipped or interrupted, got 'great'");
   EXPECT_EQ(error_of(json::array()), "expected a JSON object at the top level, got array");
+  // Negative durations and sizes are corrupt, not measurements (the gate called -100 % an improvement).
+  j = good;
+  j["points"][0]["runs"][3]["e2e_ms"] = -5.0;
+  EXPECT_EQ(error_of(j), "points[0].runs[3].e2e_ms: expected a number >= 0, got -5");
+  j = good;
+  j["points"][0]["runs"][0]["itl_ms"][1] = -0.5;
+  EXPECT_EQ(error_of(j), "points[0].runs[0].itl_ms[1]: expected a number >= 0, got -0.5");
+  j = good;
+  j["points"][0]["runs"][0]["decode_ms"] = -1;
+  EXPECT_EQ(error_of(j), "points[0].runs[0].decode_ms: expected a number >= 0, got -1");
+  j = good;
+  j["points"][1]["params"]["batch"] = -1;
+  EXPECT_EQ(error_of(j), "points[1].params.batch: expected a non-negative integer, got -1");
+  j = good;
+  j["points"][0]["runs"][0]["tpot_ms"] = 0;  // zero is a value (one new token has no TPOT)
+  EXPECT_EQ(error_of(j), "(no error)");
 }
 
 TEST(Results, SchemaVersionIsChecked) {

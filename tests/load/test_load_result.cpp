@@ -125,6 +125,19 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   EXPECT_EQ(results_from_json(spread).points[0].load->range_ratio, 0);
   spread["points"][0]["load"]["range_ratio"] = 1.5;
   EXPECT_THROW(results_from_json(spread), Error);
+  // A negative latency is a corrupt file.
+  nlohmann::json negative = j;
+  negative["points"][0]["request_log"][0]["ttft_ms"] = -1;
+  try {
+    results_from_json(negative);
+    ADD_FAILURE() << "a negative TTFT was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("request_log[0].ttft_ms: expected a number >= 0, got -1"), std::string::npos)
+        << e.what();
+  }
+  negative = j;
+  negative["points"][0]["request_log"][0]["itl_ms"] = {5.0, -2.0};
+  EXPECT_THROW(results_from_json(negative), Error);
   // A run point stays a run point.
   Results plain;
   plain.points.resize(1);
