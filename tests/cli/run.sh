@@ -45,19 +45,21 @@ for p in d["points"]:
 PY
 grep -q 'verified' "$tmp/table.txt" || fail "table lacks the verified column"
 
+# The runs below test what does not depend on the device ceilings (the sweep above and compare measure
+# them and check MBU): --no-roofline spares each ~3 s of ceiling measurement.
 # --no-verify: no verification block, the table says off.
-"$bin" run "${small[@]}" --batch 1 --no-verify --output "$tmp/nv.json" >"$tmp/nv.txt" 2>/dev/null || fail "--no-verify"
+"$bin" run "${small[@]}" --batch 1 --no-roofline --no-verify --output "$tmp/nv.json" >"$tmp/nv.txt" 2>/dev/null || fail "--no-verify"
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; assert p["verification"] is None' "$tmp/nv.json" \
   || fail "--no-verify still verified"
 grep -q ' off ' "$tmp/nv.txt" || fail "--no-verify: table does not say off"
 
 # Console formats.
-"$bin" run "${small[@]}" --batch 1 --format csv 2>/dev/null | head -1 | grep -q ',' || fail "--format csv"
-"$bin" run "${small[@]}" --batch 1 --format json 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' \
+"$bin" run "${small[@]}" --batch 1 --no-roofline --format csv 2>/dev/null | head -1 | grep -q ',' || fail "--format csv"
+"$bin" run "${small[@]}" --batch 1 --no-roofline --format json 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' \
   || fail "--format json is not JSON"
 
 # A text prompt is tokenized by the tiny tokenizer and repeated to the length.
-"$bin" run "${small[@]}" --batch 1 --prompt "The quick brown fox" --output "$tmp/t.json" >/dev/null 2>&1 || fail "--prompt"
+"$bin" run "${small[@]}" --batch 1 --no-roofline --prompt "The quick brown fox" --output "$tmp/t.json" >/dev/null 2>&1 || fail "--prompt"
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"][0]; assert p["prompt_source"]=="text-repeated", p["prompt_source"]' "$tmp/t.json" \
   || fail "prompt_source"
 # A 7B preset has no tokenizer without a checkpoint: --prompt is refused in seconds, before the ceilings are
@@ -69,7 +71,7 @@ grep -q "has no tokenizer (none found with its weights): drop --prompt" "$tmp/er
 [ $(( $(date +%s) - start )) -le 20 ] || fail "--prompt on qwen refused only after $(( $(date +%s) - start )) s"
 [ ! -e "$tmp/q.json" ] || fail "--prompt on qwen left a results file"
 # results.command is the command line, quoted where a shell needs it.
-want="llmbench run ${small[*]} --batch 1 --prompt 'The quick brown fox' --output $tmp/t.json"
+want="llmbench run ${small[*]} --batch 1 --no-roofline --prompt 'The quick brown fox' --output $tmp/t.json"
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["command"]; assert c == sys.argv[2], c' "$tmp/t.json" "$want" \
   || fail "results.command"
 
@@ -248,7 +250,7 @@ PY
 mkdir -p "$tmp/pf"
 printf 'The quick brown fox jumps over the lazy dog. ' >"$tmp/pf/p.txt"
 printf 'defaults: {device: cpu, warmup: 0, runs: 3, trim: 0, batch: 1, prompt_len: 8, max_new_tokens: 2}\nmodels:\n  - {model: tiny, label: from-file, prompt_file: p.txt}\n' >"$tmp/pf/c.yaml"
-"$bin" compare "$tmp/pf/c.yaml" --output "$tmp/pf/r.json" >/dev/null 2>"$tmp/err.txt" || fail "compare with prompt_file: $(cat "$tmp/err.txt")"
+"$bin" compare "$tmp/pf/c.yaml" --no-roofline --output "$tmp/pf/r.json" >/dev/null 2>"$tmp/err.txt" || fail "compare with prompt_file: $(cat "$tmp/err.txt")"
 "$bin" run --model tiny --device cpu --batch 1 --prompt-len 8 --max-new-tokens 2 --warmup 0 --runs 3 --trim 0 \
   --no-roofline --prompt-file "$tmp/pf/p.txt" --output "$tmp/pf/run.json" >/dev/null 2>&1 || fail "run --prompt-file"
 python3 - "$tmp/pf/r.json" "$tmp/pf/run.json" <<'PY' || fail "compare's prompt_file is not the prompt"
