@@ -30,4 +30,6 @@ fi
 
 dir=${LLMBENCH_BUILD_DIR:-build}
 scripts/build.sh "$dir"
-ctest --test-dir "$dir" --output-on-failure --timeout 1200
+# Two tests at a time (most are the binary's start-up, one core each); the timing-sensitive ones run alone
+# (RUN_SERIAL in tests/CMakeLists.txt). LLMBENCH_CTEST_JOBS=1: one at a time.
+ctest --test-dir "$dir" --output-on-failure --timeout 1200 -j"${LLMBENCH_CTEST_JOBS:-2}"
