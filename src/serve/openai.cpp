@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 
@@ -48,7 +49,11 @@ std::optional<double> get_number(const json& body, const char* name, double lo, 
   if (!v) return std::nullopt;
   if (!v->is_number()) throw wrong_type(name, "a number", *v);
   const double x = v->get<double>();
-  if (!(x >= lo && x <= hi)) throw bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", x));
+  if (!(x >= lo && x <= hi)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%.10g", x);  // 2.0000001, not the 6 digits of "2"
+    throw bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", got));
+  }
   return x;
 }
 
@@ -58,6 +63,7 @@ std::optional<std::int64_t> get_integer(const json& body, const char* name) {
   if (v->is_number_float()) {
     const double x = v->get<double>();
     if (x == std::floor(x) && std::abs(x) < 9e15) return static_cast<std::int64_t>(x);  // 16.0
+    if (x == std::floor(x)) throw bad_request(name, cat("'", name, "' is out of range"));  // 1e20: whole, too large
   }
   if (!v->is_number_integer()) throw wrong_type(name, "an integer", *v);
   if (v->is_number_unsigned() && v->get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
@@ -161,11 +167,15 @@ ApiError bad_request(const std::string& param, const std::string& message, const
 }
 
 CompletionRequest parse_request(std::string_view body, Endpoint endpoint) {
+  if (body.empty()) throw ApiError(400, "invalid_request_error", "invalid_json", "the body is empty (expected a JSON object)");
   json j;
   try {
     j = json::parse(body);
   } catch (const json::exception& e) {
-    throw ApiError(400, "invalid_request_error", "invalid_json", cat("the body is not valid JSON: ", e.what()));
+    // "[json.exception.parse_error.101] parse error at line 1, column 6: …": the library's tag is no help to a client.
+    std::string what = e.what();
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) what.erase(0, what.find("] ") + 2);
+    throw ApiError(400, "invalid_request_error", "invalid_json", cat("the body is not valid JSON: ", what));
   }
   if (!j.is_object()) throw ApiError(400, "invalid_request_error", "invalid_json", "the body must be a JSON object");
 

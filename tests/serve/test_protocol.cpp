@@ -80,6 +80,19 @@ TEST(OpenAiParse, MaxCompletionTokensWinsOverMaxTokens) {
 TEST(OpenAiParse, BadInputs) {
   EXPECT_EQ(code_of("{"), "invalid_json:");
   EXPECT_EQ(code_of("[1]"), "invalid_json:");
+  auto message_of = [](const char* body) {
+    try {
+      parse_request(body, Endpoint::completions);
+    } catch (const ApiError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message_of(""), "the body is empty (expected a JSON object)");
+  EXPECT_EQ(message_of(R"({"max_tokens":1e309})"), "the body is not valid JSON: number overflow parsing '1e309'");
+  EXPECT_EQ(message_of(R"({"a" 1})").rfind("the body is not valid JSON: parse error at line 1, column 6: ", 0), 0u);
+  EXPECT_EQ(message_of(R"({"prompt":"x","temperature":2.0000001})"), "'temperature' must be in [0, 2], got 2.0000001");
+  EXPECT_EQ(message_of(R"({"prompt":"x","max_tokens":99999999999999999999})"), "'max_tokens' is out of range");
   EXPECT_EQ(code_of(R"({"prompt":"x","max_tokens":"5"})"), "invalid_type:max_tokens");
   EXPECT_EQ(code_of(R"({"prompt":"x","max_tokens":0})"), "invalid_value:max_tokens");
   EXPECT_EQ(code_of(R"({"prompt":"x","max_tokens":-3})"), "invalid_value:max_tokens");
