@@ -79,7 +79,7 @@ sleep 1
 stop_server
 sleep 0.3
 ! alive "$r1" || fail "SIGTERM mid-stream: rank 1 (pid $r1) still runs"
-timeout 10 tail --pid="$client" -f /dev/null || fail "SIGTERM mid-stream: a stream did not end"
+timeout 10 tail -s 0.1 --pid="$client" -f /dev/null || fail "SIGTERM mid-stream: a stream did not end"
 
 # Rank 1 killed while streams run: the server exits non-zero within seconds, naming the rank.
 start_server --tp 2 --max-batch 4
@@ -89,7 +89,7 @@ client=$!
 sleep 1
 kill -9 "$r1"
 start=$(date +%s)
-timeout 20 tail --pid="$server_pid" -f /dev/null || fail "server still running 20 s after rank 1 was killed"
+timeout 20 tail -s 0.1 --pid="$server_pid" -f /dev/null || fail "server still running 20 s after rank 1 was killed"
 rc=0; wait "$server_pid" || rc=$?
 server_pid=""
 [ "$rc" -ne 0 ] || fail "killed rank 1: server exited 0"
@@ -106,7 +106,7 @@ kill -STOP "$r1"
 start=$(date +%s)
 reply=$(curl -s -m 30 "$base/v1/completions" -d '{"model": "tiny", "prompt": [5, 6, 7], "max_tokens": 8}')
 [ "$backend" = nccl ] || grep -q '"engine_error"' <<<"$reply" || fail "stuck rank 1: the request got $reply"
-timeout 20 tail --pid="$server_pid" -f /dev/null || fail "stuck rank 1: server still running 20 s later"
+timeout 20 tail -s 0.1 --pid="$server_pid" -f /dev/null || fail "stuck rank 1: server still running 20 s later"
 rc=0; wait "$server_pid" || rc=$?
 server_pid=""
 [ "$rc" -ne 0 ] || fail "stuck rank 1: server exited 0"
@@ -137,19 +137,19 @@ timeout 60 python3 "$here/sse_streams.py" "$base" "$tmp/long.json" >/dev/null 2>
 client=$!
 sleep 1
 kill -9 "$p1"
-timeout 20 tail --pid="$p0" -f /dev/null || fail "torchrun-style rank 0 still runs 20 s after rank 1 died"
+timeout 20 tail -s 0.1 --pid="$p0" -f /dev/null || fail "torchrun-style rank 0 still runs 20 s after rank 1 died"
 rc=0; wait "$p0" 2>/dev/null || rc=$?
 [ "$rc" -ne 0 ] || fail "torchrun-style rank 0 exited 0 after rank 1 died"
 grep -q "llmbench: error: tensor-parallel" "$tmp/ext0.err" || fail "torchrun-style rank 0: $(tail -3 "$tmp/ext0.err")"
 echo "torchrun-style rank 1 killed → rank 0: $(grep 'llmbench: error' "$tmp/ext0.err")"
-timeout 10 tail --pid="$client" -f /dev/null || fail "torchrun-style: a stream outlived rank 0"
+timeout 10 tail -s 0.1 --pid="$client" -f /dev/null || fail "torchrun-style: a stream outlived rank 0"
 # ... and rank 0 gone: rank 1 gives up within the timeout.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 : >"$tmp/ext0.out"
 ext 0; p0=$ext_pid; ext 1; p1=$ext_pid
 wait_listening
 kill -9 "$p0"
-timeout 20 tail --pid="$p1" -f /dev/null || fail "torchrun-style rank 1 still runs 20 s after rank 0 died"
+timeout 20 tail -s 0.1 --pid="$p1" -f /dev/null || fail "torchrun-style rank 1 still runs 20 s after rank 0 died"
 rc=0; wait "$p1" 2>/dev/null || rc=$?
 [ "$rc" -ne 0 ] || fail "torchrun-style rank 1 exited 0 after rank 0 died"
 grep -q "llmbench: error: rank 1: " "$tmp/ext1.err" || fail "torchrun-style rank 1: $(tail -3 "$tmp/ext1.err")"

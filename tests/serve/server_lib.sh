@@ -30,7 +30,7 @@ start_server() {  # start_server [serve options…]
 stop_server() {  # SIGTERM: exit 0 within a bounded time
   kill -TERM "$server_pid"
   local rc=0
-  timeout 15 tail --pid="$server_pid" -f /dev/null || fail "server still running 15 s after SIGTERM"
+  timeout 15 tail -s 0.1 --pid="$server_pid" -f /dev/null || fail "server still running 15 s after SIGTERM"
   wait "$server_pid" || rc=$?
   server_pid=""
   [ "$rc" = 0 ] || fail "server exited $rc after SIGTERM: $(tail -3 "$tmp/serve.err")"
