@@ -401,6 +401,29 @@ std::string render_by_mode(const std::vector<Column>& run_cols, const std::vecto
   for (const auto& p : points) (p.load ? load_points : run_points).push_back(p);
   if (load_points.empty()) return render(run_cols, run_points, format);
   if (run_points.empty()) return render(load_cols, load_points, format);
+  if (format == Format::csv) {
+    // One table a CSV reader can take: a mode column, then the union of both column sets by key; a row leaves
+    // the other mode's columns empty.
+    std::vector<Column> cols{{"mode", "mode", false, [](const PointResult& p) {
+                                return Cell{p.load ? "load" : "run", p.load ? "load" : "run"};
+                              }}};
+    auto add = [&](const Column& c, bool for_load) {
+      for (auto& have : cols)
+        if (have.key == c.key) {
+          auto other = have.cell;
+          have.cell = [other, c, for_load](const PointResult& p) { return bool(p.load) == for_load ? c.cell(p) : other(p); };
+          return;
+        }
+      Column mine = c;
+      mine.cell = [c, for_load](const PointResult& p) { return bool(p.load) == for_load ? c.cell(p) : Cell{"", nullptr}; };
+      cols.push_back(mine);
+    };
+    for (const auto& c : run_cols) add(c, false);
+    for (const auto& c : load_cols) add(c, true);
+    std::vector<PointResult> all = run_points;
+    all.insert(all.end(), load_points.begin(), load_points.end());
+    return render(cols, all, format);
+  }
   if (format != Format::json)
     return render(run_cols, run_points, format) + "\n" + render(load_cols, load_points, format);
   json rows = json::parse(render(run_cols, run_points, format));

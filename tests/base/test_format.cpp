@@ -144,6 +144,43 @@ TEST(Format, CsvAndJsonCarryRawNumbers) {
   EXPECT_EQ(j[4]["error"], "out of memory, needs 80 GiB");
 }
 
+TEST(Format, CsvOfRunAndLoadPointsIsOneTable) {
+  // compare with model and endpoint entries: one header (a mode column, then both column sets), each row
+  // filling its own mode's columns; before, two tables with a blank line between.
+  Results r;
+  r.points = {point("tiny", 1, 10, 5, 50, 1), load_point("served", 4, 20, 5)};
+  auto csv = lines(format_results(r, Format::csv));
+  ASSERT_EQ(csv.size(), 3u) << format_results(r, Format::csv);
+  auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
+  EXPECT_EQ(csv[0].rfind("mode,model,batch,", 0), 0u) << csv[0];
+  EXPECT_EQ(csv[0].find(",model,", 5), std::string::npos) << "a shared column twice: " << csv[0];
+  EXPECT_EQ(csv[1].rfind("run,tiny,1,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[2].rfind("load,served,", 0), 0u) << csv[2];
+  EXPECT_EQ(fields(csv[1]), fields(csv[0]));
+  EXPECT_EQ(fields(csv[2]), fields(csv[0]));
+  // Each row's TTFT sits under the one ttft_ms header.
+  std::vector<std::string> header, run_row, load_row;
+  auto split = [](const std::string& line) {
+    std::vector<std::string> out(1);
+    for (char ch : line) {
+      if (ch == ',') out.emplace_back();
+      else out.back().push_back(ch);
+    }
+    return out;
+  };
+  header = split(csv[0]), run_row = split(csv[1]), load_row = split(csv[2]);
+  const auto ttft = std::find(header.begin(), header.end(), "ttft_ms") - header.begin();
+  const auto load_ttft = std::find(header.begin(), header.end(), "ttft_p50_ms") - header.begin();
+  ASSERT_LT(std::size_t(load_ttft), header.size());
+  EXPECT_EQ(run_row[ttft], "10.0");
+  EXPECT_EQ(load_row[ttft], "");
+  EXPECT_EQ(run_row[load_ttft], "");
+  EXPECT_EQ(load_row[load_ttft], "20.0");
+  const auto model = std::find(header.begin(), header.end(), "model") - header.begin();  // shared: one column
+  EXPECT_EQ(run_row[model], "tiny");
+  EXPECT_EQ(load_row[model], "served");
+}
+
 TEST(Format, MarkdownEscapesPipes) {
   Results r = two_models();
   r.points[4].error = "a|b";
