@@ -17,8 +17,9 @@ using nlohmann::json;
 std::string md_escape(const std::string& text) {
   std::string out;
   for (char ch : text) {
-    if (ch == '|') out += "\\|";
-    else out += ch == '\n' || ch == '\r' ? ' ' : ch;
+    // | ends a cell; * ` < would start emphasis, code or an HTML tag; a line break ends the row.
+    if (ch == '|' || ch == '*' || ch == '`' || ch == '<') out += '\\';
+    out += ch == '\n' || ch == '\r' ? ' ' : ch;
   }
   return out;
 }

@@ -188,6 +188,10 @@ TEST(Format, MarkdownEscapesPipes) {
   ASSERT_EQ(md.size(), 7u);
   EXPECT_EQ(md[1].substr(0, 19), "| --- | ---: | ---:");
   EXPECT_NE(md[6].find("failed: a\\|b"), std::string::npos);
+  // Emphasis, code spans and HTML tags in a label stay text.
+  r.points[0].params.label = "*a* `b` <i>c</i>";
+  md = lines(format_results(r, Format::md));
+  EXPECT_NE(md[2].find("\\*a\\* \\`b\\` \\<i>c\\</i>"), std::string::npos) << md[2];
 }
 
 TEST(Format, ControlCharactersInLabelsAreEscapedInTables) {

@@ -12,7 +12,7 @@ enum class Format { table, md, csv, json };
 // "table" | "md" | "csv" | "json"; throws UsageError naming the value otherwise.
 Format parse_format(const std::string& name);
 
-// Text for one Markdown table cell: `|` escaped, line breaks as spaces.
+// Text for one Markdown table cell: `|`, `*`, backquote and `<` escaped, line breaks as spaces.
 std::string md_escape(const std::string& text);
 
 // One row per point: model, batch, prompt, new tokens, temperature, attn, dtype, trimmed medians of
