@@ -512,6 +512,8 @@ Results results_from_json(const json& j) {
 
 Results load_results(const std::string& path) {
   const std::string text = read_file(path);
+  if (text.size() >= 2 && text[0] == '\x1f' && text[1] == '\x8b')
+    throw Error(cat(path, ": is gzip-compressed: decompress it first (gunzip -k ", path, ")"));
   json j;
   try {
     j = json::parse(text);

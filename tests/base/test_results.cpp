@@ -257,6 +257,13 @@ TEST(Results, LoadNamesTheFile) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind(path + ": not valid JSON", 0), 0u) << e.what();
   }
+  write_file_atomic(path, std::string("\x1f\x8b\x08\x00rest of a gzip stream", 24));
+  try {
+    load_results(path);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": is gzip-compressed: decompress it first (gunzip -k " + path + ")");
+  }
   write_file_atomic(path, "{\"schema_version\": 1, \"env\": {}, \"points\": [{\"params\": 3}]}");
   try {
     load_results(path);
