@@ -212,7 +212,7 @@ MetricVerdict judge_runs(const PointResult& b, const PointResult& c, const GateM
     // One value has no spread: neither its CV nor a bootstrap interval says anything about the noise.
     v.verdict = Verdict::inconclusive;
     v.reason = cat("one ", gm.name, " value in the ", bv.size() < 2 ? "baseline" : "current",
-                   ": no noise estimate (run --runs 2 or more)");
+                   ": no noise estimate (", b.load ? "--num-requests" : "--runs", " 2 or more)");
     if (v.baseline != 0) v.ratio = v.current / v.baseline;
     return v;
   }
@@ -276,6 +276,28 @@ MetricVerdict judge_memory(const PointResult& b, const PointResult& c, const Gat
   else v.verdict = Verdict::unchanged;
   v.reason = v.verdict == Verdict::unchanged ? cat("within ", percent(gm.threshold))
                                               : cat("change ", signed_percent(v.ratio), " beyond ", percent(gm.threshold));
+  return v;
+}
+
+// A load point's failed requests: a share that rose by more than kFailedShareThreshold (in points) is a
+// regression whatever the latencies of the requests that did complete say.
+constexpr double kFailedShareThreshold = 0.05;
+
+MetricVerdict judge_failures(const LoadResult& b, const LoadResult& c) {
+  MetricVerdict v;
+  v.metric = "failed_fraction";
+  v.threshold = kFailedShareThreshold;
+  const int b_total = b.completed + b.failed, c_total = c.completed + c.failed;
+  v.baseline = b_total > 0 ? double(b.failed) / b_total : 0;
+  v.current = c_total > 0 ? double(c.failed) / c_total : 0;
+  v.ratio = std::nan("");  // a share of 0 has no ratio: the change is in points
+  const double change = v.current - v.baseline;
+  v.verdict = change > kFailedShareThreshold    ? Verdict::regressed
+              : change < -kFailedShareThreshold ? Verdict::improved
+                                                : Verdict::unchanged;
+  v.reason = cat("failed requests ", b.failed, " of ", b_total, " (", percent(v.baseline), ") -> ", c.failed, " of ", c_total,
+                 " (", percent(v.current), ")", v.verdict == Verdict::unchanged ? ", within " : ", beyond ",
+                 percent(kFailedShareThreshold), " points");
   return v;
 }
 
@@ -552,6 +574,7 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
   const std::map<std::string, const PointResult*> current_by_key = points_by_key(current, current_name);
   points_by_key(baseline, baseline_name);  // a baseline point given twice is refused as well
   std::set<const PointResult*> matched;
+  std::set<std::string> not_for_load;  // configured metrics a load point does not have
 
   // `load --search` probes sit at loads of their own choosing: they are judged as searches, not points.
   const auto b_searches = searches(baseline), c_searches = searches(current);
@@ -617,14 +640,28 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
       continue;
     }
     const PointResult& c = *found;
+    if (b.load && c.load) {
+      MetricVerdict mv = judge_failures(*b.load, *c.load);
+      pv.verdict = mv.verdict;
+      pv.metrics.push_back(mv);
+    }
     for (const auto& gm : config.metrics) {
-      if (!applies(b, gm.name)) continue;
+      if (!applies(b, gm.name)) {
+        not_for_load.insert(gm.name);
+        continue;
+      }
       MetricVerdict mv = is_memory(gm.name) ? judge_memory(b, c, gm) : judge_runs(b, c, gm, config.max_cv);
       if (severity(mv.verdict) > severity(pv.verdict)) pv.verdict = mv.verdict;
       pv.metrics.push_back(mv);
     }
     if (pv.verdict == Verdict::regressed) ++report.regressions;
     report.points.push_back(pv);
+  }
+  if (!not_for_load.empty()) {
+    std::string names;
+    for (const auto& m : not_for_load) names += (names.empty() ? "" : ", ") + m;
+    report.notes.push_back(cat("load points have no ", names, " (per-run throughputs, memory; a --no-stream point has e2e_ms "
+                               "only): not judged on them"));
   }
   for (const auto& p : current.points) {
     if (matched.count(&p) || is_probe(p)) continue;

@@ -296,9 +296,40 @@ TEST(Gate, WholeResponsesAreJudgedOnEndToEndOnly) {
   whole.points[0].load->stream = false;
   GateReport r = run_gate(whole, whole, GateConfig{});
   ASSERT_EQ(r.points.size(), 1u);
-  ASSERT_EQ(r.points[0].metrics.size(), 1u);  // no TTFT/TPOT shown as 0 and inconclusive
-  EXPECT_EQ(r.points[0].metrics[0].metric, "e2e_ms");
+  ASSERT_EQ(r.points[0].metrics.size(), 2u);  // no TTFT/TPOT shown as 0 and inconclusive
+  EXPECT_EQ(r.points[0].metrics[0].metric, "failed_fraction");
+  EXPECT_EQ(r.points[0].metrics[1].metric, "e2e_ms");
   EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(Gate, LoadPointsAreJudgedOnTheirFailedRequests) {
+  // 18 of 20 requests failing with a 500 left the latencies of the 2 that completed unchanged: the gate passed.
+  const Results base = results({load_point(100, 0)});
+  PointResult broken = load_point(100, 0);
+  for (std::size_t i = 2; i < broken.load->requests.size(); ++i) {
+    broken.load->requests[i].ok = false;
+    broken.load->requests[i].error = "http_500";
+  }
+  summarize_point(broken);
+  GateConfig config;
+  config.metrics = {{"ttft_ms", 0.05}, {"output_tok_s", 0.05}};
+  GateReport r = run_gate(base, results({broken}), config);
+  ASSERT_EQ(r.points.size(), 1u);
+  const MetricVerdict& failed = metric(r, 0, "failed_fraction");
+  EXPECT_EQ(failed.verdict, Verdict::regressed);
+  EXPECT_DOUBLE_EQ(failed.baseline, 0.0);
+  EXPECT_DOUBLE_EQ(failed.current, 0.9);
+  EXPECT_EQ(failed.reason, "failed requests 0 of 20 (0.0%) -> 18 of 20 (90.0%), beyond 5.0% points");
+  EXPECT_EQ(r.exit_code(), 1);
+  // output_tok_s is a per-run throughput: a load point has none, and a note says it was not judged.
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("load points have no output_tok_s"), std::string::npos) << r.notes[0];
+  // One failure in 20 more (5 points) is within the threshold; the way back is an improvement.
+  PointResult one = load_point(100, 0);
+  one.load->requests[0].ok = false;
+  summarize_point(one);
+  EXPECT_EQ(metric(run_gate(base, results({one}), GateConfig{}), 0, "failed_fraction").verdict, Verdict::unchanged);
+  EXPECT_EQ(metric(run_gate(results({broken}), base, GateConfig{}), 0, "failed_fraction").verdict, Verdict::improved);
 }
 
 TEST(Gate, ConcurrencySearchesAreWholeNumbers) {
@@ -605,10 +636,15 @@ TEST(Gate, OneRunHasNoNoiseEstimate) {
   GateReport r = run_gate(results({b}), results({c}), config);
   const MetricVerdict& e2e = metric(r, 0, "e2e_ms");
   EXPECT_EQ(e2e.verdict, Verdict::inconclusive);
-  EXPECT_EQ(e2e.reason, "one e2e_ms value in the baseline: no noise estimate (run --runs 2 or more)");
+  EXPECT_EQ(e2e.reason, "one e2e_ms value in the baseline: no noise estimate (--runs 2 or more)");
   EXPECT_NEAR(e2e.ratio, 1.06, 1e-9);
   EXPECT_EQ(metric(r, 0, "itl_ms").verdict, Verdict::regressed);  // 7 ITLs a run do have a spread (here none)
   EXPECT_EQ(r.exit_code(), 1);
+  PointResult lone = load_point(100, 0);  // one request: load has no --runs
+  lone.load->requests.resize(1);
+  summarize_point(lone);
+  EXPECT_EQ(metric(run_gate(results({lone}), results({lone}), GateConfig{}), 0, "ttft_ms").reason,
+            "one ttft_ms value in the baseline: no noise estimate (--num-requests 2 or more)");
 }
 
 TEST(Gate, MarkdownEscapesReasonsAndNotes) {
