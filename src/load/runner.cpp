@@ -1,6 +1,7 @@
 #include "llmbench/load/runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -142,6 +143,14 @@ void validate(const LoadOptions& o) {
     throw UsageError("--concurrency and --request-rate exclude each other (closed or open loop)");
   for (int c : o.concurrency)
     if (c < 1 || c > kMaxRequests) throw UsageError(cat("--concurrency must be in [1, ", kMaxRequests, "], got ", c));
+  // A value given twice would be two identical points, which gate cannot tell apart.
+  for (std::size_t i = 0; i < o.concurrency.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (o.concurrency[k] == o.concurrency[i]) throw UsageError(cat("--concurrency lists ", o.concurrency[i], " twice"));
+  for (std::size_t i = 0; i < o.request_rate.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (o.request_rate[k] == o.request_rate[i])
+        throw UsageError(cat("--request-rate lists ", shown(o.request_rate[i]), " twice"));
   // A closed loop of C needs at least C requests, or it never has C in flight (nor does a search probe).
   const int requests = o.num_requests > 0 ? o.num_requests : kDefaultRequests;
   if (o.duration_s == 0)
@@ -216,6 +225,11 @@ void validate(const LoadOptions& o) {
     const auto colon = h.find(':');
     if (colon == std::string::npos || colon == 0 || breaks_header(h))
       throw UsageError(cat("--header '", h, "': expected KEY:VALUE"));
+    // RFC 9110 5.1: a field name is a token; a space or parenthesis would make every request a 400.
+    const std::string name = h.substr(0, colon);
+    for (unsigned char ch : name)
+      if (!std::isalnum(ch) && std::string("!#$%&'*+-.^_`|~").find(char(ch)) == std::string::npos)
+        throw UsageError(cat("--header '", h, "': '", name, "' is not a header name (letters, digits and !#$%&'*+-.^_`|~)"));
   }
   parse_extra_body(o.extra_body);
   if (o.no_stream && !o.slo.empty() && (parse_slo(o.slo).ttft_ms || parse_slo(o.slo).tpot_ms))
@@ -585,6 +599,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     p.prompt_source = dataset.kind;
     p.tokenizer = tokenizer ? tokenizer->info().source : "none (prompts by the built-in tiny tokenizer)";
     p.trim = 0;
+    p.warmup = o.warmup_requests;  // as load.warmup_requests: requests sent and not timed before the point
     LoadResult l;
     l.endpoint = endpoint.url();
     l.api = o.api;

@@ -173,3 +173,18 @@ TEST(LoadValidate, ApiKeyCannotInjectHeaders) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key = "sk-secret\r\n"; }).find("sk-secret"), std::string::npos);
   EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key = "sk-fine"; }), "");
 }
+
+TEST(LoadValidate, SweepValuesOnceEach) {
+  // Twice the same value made two identical points, and gate then refused the file.
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.concurrency = {2, 4, 2}; }), "--concurrency lists 2 twice");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.request_rate = {5, 5}; }), "--request-rate lists 5 twice");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.concurrency = {1, 2, 4}; }), "");
+}
+
+TEST(LoadValidate, HeaderNamesAreTokens) {
+  // A space or parenthesis in the name made every request a 400 (and /v1/models' 400 blamed --model).
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.headers = {"X Y: z"}; }),
+            "--header 'X Y: z': 'X Y' is not a header name (letters, digits and !#$%&'*+-.^_`|~)");
+  EXPECT_NE(refusal([](LoadOptions& o) { o.headers = {"Bad(name): v"}; }).find("is not a header name"), std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.headers = {"X-Team: bench", "x_trace.id~1: a b"}; }), "");
+}
