@@ -283,6 +283,17 @@ std::vector<Column> load_columns() {
                  if (p.load && p.load->partial) s += " (interrupted)";
                  return Cell{s, p.status};
                }});
+  // csv/json only (the table shows them in the concurrency and status cells, or in the search summary):
+  // what tells a capped, cut-short or probing point apart.
+  c.push_back({"max_concurrency", "", true, [](const PointResult& p) {
+                 if (!p.load || p.load->max_concurrency == 0) return kMissing;
+                 return Cell{"", p.load->max_concurrency};
+               }, true});
+  c.push_back({"partial", "", false, [](const PointResult& p) { return Cell{"", p.load && p.load->partial}; }, true});
+  c.push_back({"search_passed", "", false, [](const PointResult& p) {
+                 if (!p.load || !p.load->search) return kMissing;
+                 return Cell{"", p.load->search->passed};
+               }, true});
   return c;
 }
 

@@ -181,6 +181,30 @@ TEST(Format, CsvOfRunAndLoadPointsIsOneTable) {
   EXPECT_EQ(load_row[model], "served");
 }
 
+TEST(Format, LoadPointsInCsvAndJsonKeepCapPartialAndSearch) {
+  // The table says "≤2", "ok (interrupted)" and the search summary; csv and json lost all three.
+  Results r;
+  r.points = {load_point("capped", 0, 20, 5), load_point("probe", 0, 20, 5)};
+  r.points[0].load->request_rate = 20;
+  r.points[0].load->max_concurrency = 2;
+  r.points[0].load->partial = true;
+  r.points[1].load->request_rate = 40;
+  r.points[1].load->search = SearchProbe{"request_rate", 0.95, false, false};
+  const json j = json::parse(format_results(r, Format::json));
+  EXPECT_EQ(j[0]["max_concurrency"], 2);
+  EXPECT_EQ(j[0]["partial"], true);
+  EXPECT_TRUE(j[0]["search_passed"].is_null());
+  EXPECT_TRUE(j[1]["max_concurrency"].is_null());
+  EXPECT_EQ(j[1]["partial"], false);
+  EXPECT_EQ(j[1]["search_passed"], false);
+  auto csv = lines(format_results(r, Format::csv));
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_NE(csv[0].find(",max_concurrency,partial,search_passed"), std::string::npos) << csv[0];
+  EXPECT_NE(csv[1].find(",2,true,"), std::string::npos) << csv[1];
+  const std::string table = format_results(r, Format::table);
+  EXPECT_EQ(table.find("search_passed"), std::string::npos);  // the table shows them its own way
+}
+
 TEST(Format, MarkdownEscapesPipes) {
   Results r = two_models();
   r.points[4].error = "a|b";
