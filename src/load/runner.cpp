@@ -213,11 +213,15 @@ void validate(const LoadOptions& o) {
                                                                         : kDefaultRequests);
     const long long longest = o.prefix_len + static_cast<long long>(length_range(o.input_len, o.range_ratio).second);
     if (prompts * longest > kMaxPromptTokens)
-      throw UsageError(cat(prompts, " synthetic prompts (--num-requests + --warmup-requests) of up to ", longest,
-                           " tokens (--input-len", o.range_ratio > 0 ? ", --range-ratio" : "",
-                           o.prefix_len > 0 ? ", --prefix-len" : "", ") are up to ",
-                           prompts * longest, " tokens, more than ", kMaxPromptTokens,
-                           " (fewer requests, or --duration, which cycles through ", kPromptPoolForDuration, " prompts)"));
+      throw UsageError(cat(prompts, " synthetic prompts (",
+                           o.duration_s > 0 ? cat("the ", kPromptPoolForDuration, " that --duration cycles through")
+                                            : std::string("--num-requests"),
+                           " + --warmup-requests) of up to ", longest, " tokens (--input-len",
+                           o.range_ratio > 0 ? ", --range-ratio" : "", o.prefix_len > 0 ? ", --prefix-len" : "",
+                           ") are up to ", prompts * longest, " tokens, more than ", kMaxPromptTokens,
+                           o.duration_s > 0 ? std::string(" (shorter prompts)")
+                                            : cat(" (fewer requests, or --duration, which cycles through ",
+                                                  kPromptPoolForDuration, " prompts)")));
   }
   if (!o.slo.empty()) parse_slo(o.slo);
   auto breaks_header = [](const std::string& s) { return s.find_first_of(std::string("\r\n\0", 3)) != std::string::npos; };

@@ -48,6 +48,10 @@ TEST(LoadValidate, ImpossibleSizesAreRefusedUpFront) {
   // Each within its bound, but together too many synthetic prompt tokens to make up front.
   EXPECT_NE(refusal([](LoadOptions& o) { o.num_requests = 1000000, o.input_len = 1000; }).find("synthetic prompts"),
             std::string::npos);
+  // Under --duration the prompts are a pool of 256: the advice is shorter prompts, not --duration again.
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.concurrency = {1}, o.duration_s = 1, o.input_len = 1000000; }),
+            "256 synthetic prompts (the 256 that --duration cycles through + --warmup-requests) of up to 1000000 tokens "
+            "(--input-len) are up to 256000000 tokens, more than 50000000 (shorter prompts)");
   EXPECT_NE(refusal([](LoadOptions& o) { o.request_rate = {1e308}, o.duration_s = 0.5; }).find("--request-rate"),
             std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.request_rate = {1000}, o.duration_s = 1e5; }).find("requests per point"),
