@@ -43,7 +43,11 @@ run_case() {
   local o=$out/$name.out sentinel="previous results of $name, must survive"
   [ "$mode" = present ] && printf '%s\n' "$sentinel" >"$o"
   local args=("${@//@OUT@/$o}")
-  timeout 120 "$bin" "${args[@]}" >"$dir/stdout" 2>"$dir/stderr" </dev/null
+  if [[ $name == fsize_* ]]; then  # a 4 KiB file-size cap stands in for a full disk (SIGXFSZ ignored: EFBIG)
+    (trap '' XFSZ; ulimit -f 4; exec timeout 120 "$bin" "${args[@]}") >"$dir/stdout" 2>"$dir/stderr" </dev/null
+  else
+    timeout 120 "$bin" "${args[@]}" >"$dir/stdout" 2>"$dir/stderr" </dev/null
+  fi
   local rc=$? why=""
   local errors others
   errors=$(grep -c '^llmbench: error: ' "$dir/stderr")
@@ -270,6 +274,12 @@ if ! cmp -s "$good" "$in/self.json" || [ "$(cat "$in/self_prompt.txt")" != "a pr
   failed+=(out_is_input_intact)
   echo "FAIL out_is_input_intact: an input given as the output was changed"
 fi
+# The disk fills during the final write (a file-size cap, or /dev/full): one error line, the previous file
+# intact, no temporary left.
+expect fsize_run "fsize_run.out: write failed: File too large" run --model tiny "${small[@]}" --output @OUT@
+expect fsize_report "fsize_report.out: write failed: File too large" report "$good" -o @OUT@
+expect dev_full_run "/dev/full: write failed: No space left on device" run --model tiny "${small[@]}" --output /dev/full
+expect dev_full_report "/dev/full: write failed: No space left on device" report "$good" -o /dev/full
 expect out_logits_no_dir "/nonexistent-dir-llmbench/l.json" generate --model tiny --device cpu --prompt-ids 1,2 \
   --dump-logits /nonexistent-dir-llmbench/l.json
 
