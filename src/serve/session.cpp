@@ -25,6 +25,9 @@ bool is_set(Clock::time_point t) { return t != Clock::time_point{}; }
 
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr std::size_t kMaxHeaderBytes = 64 * 1024;  // request line and fields, as sent
+// What the read buffer may hold: the header, or a chunk-size line or trailer section (Beast bounds neither:
+// one connection filled gigabytes), plus one read.
+constexpr std::size_t kMaxBufferBytes = 2 * kMaxHeaderBytes;
 constexpr double kLingerSeconds = 1;  // reading what the client still sends before closing (no RST)
 
 std::uint64_t random_seed() {
@@ -76,6 +79,7 @@ struct Session::Job {
 
 Session::Session(ServerContext& ctx, tcp::socket socket)
     : ctx_(ctx), socket_(std::move(socket)), executor_(socket_.get_executor()), timer_(executor_) {
+  buffer_.max_size(kMaxBufferBytes);
   ++ctx_.metrics.connections;
 }
 
@@ -173,6 +177,9 @@ void Session::on_read(beast::error_code ec) {
                                     cat("the request body exceeds ", ctx_.options.max_body_bytes, " bytes")));
     if (ec == http::error::header_limit)
       return respond_error(ApiError(431, "invalid_request_error", "headers_too_large", "the request headers are too large"));
+    if (ec == http::error::buffer_overflow)
+      return respond_error(ApiError(431, "invalid_request_error", "headers_too_large",
+                                    cat("a chunk-size line or the trailer fields exceed ", kMaxBufferBytes, " bytes")));
     return respond_error(ApiError(400, "invalid_request_error", "bad_http", cat("malformed HTTP request: ", ec.message())));
   }
   handle();

@@ -514,6 +514,35 @@ TEST_F(ServerTest, HeadersOver64KiBAre431) {
   EXPECT_EQ(exchange(fits + "\r\n").rfind("HTTP/1.1 200", 0), 0u);
 }
 
+// A chunked body's chunk-size line (its extensions) and its trailer fields are not bounded by Beast: the
+// read buffer is. Sent without end, either is refused once it fills the buffer (it grew by the gigabyte
+// until the read timeout), and the server keeps serving.
+TEST_F(ServerTest, EndlessChunkExtensionOrTrailerIs431) {
+  start();
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& start : {head + "1;a=", head + "0\r\nX-T: "}) {
+    tcp::socket s = connect();
+    boost::asio::write(s, boost::asio::buffer(start));
+    std::thread writer([&s] {  // 16 MiB at most, until the server closes
+      const std::string filler(64 * 1024, 'x');
+      boost::system::error_code ignored;
+      for (int i = 0; i < 256 && !ignored; ++i) boost::asio::write(s, boost::asio::buffer(filler), ignored);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string out = read_until_close(s);
+    writer.join();
+    EXPECT_EQ(out.rfind("HTTP/1.1 431", 0), 0u) << out.substr(0, 200);
+    EXPECT_NE(out.find(R"("code":"headers_too_large")"), std::string::npos) << out.substr(0, 400);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  }
+  const std::string body = R"({"prompt":[7],"max_tokens":2})";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  const std::string out = exchange(head.substr(0, head.size() - 2) + "Connection: close\r\n\r\n" + size + ";ext=1\r\n" +
+                                   body + "\r\n0\r\nX-T: 1\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;  // short extensions and trailers are fine
+}
+
 // RFC 9112 3.2: an HTTP/1.1 request without one Host header is a 400 (with the usual JSON error body);
 // HTTP/1.0 needs none. RFC 9112 9.3: an HTTP/1.0 keep-alive is echoed, and the connection then kept.
 TEST_F(ServerTest, HostIsRequiredOnHttp11AndHttp10KeepAliveIsEchoed) {
