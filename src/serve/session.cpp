@@ -22,6 +22,9 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 bool is_set(Clock::time_point t) { return t != Clock::time_point{}; }
+bool starts_nocase(std::string_view s, beast::string_view prefix) {
+  return s.size() >= prefix.size() && beast::iequals(beast::string_view(s.data(), prefix.size()), prefix);
+}
 
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr std::size_t kMaxHeaderBytes = 64 * 1024;  // request line and fields, as sent
@@ -194,6 +197,11 @@ void Session::handle() {
   head_ = req.method() == http::verb::head;
   chunked_ = req.version() >= 11;
   std::string_view path(req.target().data(), req.target().size());
+  // RFC 9112 3.2.2: the absolute-form (http://host:port/path?query, as sent to proxies) is routed on its path.
+  if (starts_nocase(path, "http://") || starts_nocase(path, "https://")) {
+    const auto end = path.find_first_of("/?", path.find("//") + 2);
+    path = end == std::string_view::npos || path[end] == '?' ? "/" : path.substr(end);
+  }
   path = path.substr(0, path.find('?'));
   count_response_ = path != "/health" && path != "/metrics";
   try {

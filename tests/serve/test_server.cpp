@@ -543,6 +543,24 @@ TEST_F(ServerTest, EndlessChunkExtensionOrTrailerIs431) {
   EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;  // short extensions and trailers are fine
 }
 
+// RFC 9112 3.2.2: a server must accept the absolute-form of a target (what clients send to a proxy, and some
+// send through one that passes it on): it is routed on its path, not answered 404.
+TEST_F(ServerTest, AbsoluteFormTargetsAreRouted) {
+  start();
+  std::string out = exchange("GET http://127.0.0.1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  out = exchange("GET HTTPS://x:8000/v1/models?a=b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  const std::string body = R"({"prompt":[7],"max_tokens":2})";
+  out = exchange("POST http://x/v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  EXPECT_NE(out.find(R"("completion_tokens":2)"), std::string::npos) << out;
+  out = exchange("GET http://x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");  // no path: "/"
+  EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << out;
+  EXPECT_NE(out.find("no route for GET /\""), std::string::npos) << out;
+}
+
 // RFC 9112 3.2: an HTTP/1.1 request without one Host header is a 400 (with the usual JSON error body);
 // HTTP/1.0 needs none. RFC 9112 9.3: an HTTP/1.0 keep-alive is echoed, and the connection then kept.
 TEST_F(ServerTest, HostIsRequiredOnHttp11AndHttp10KeepAliveIsEchoed) {
