@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "command.h"
+#include "run_options_cli.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
 #include "llmbench/base/log.h"
@@ -31,6 +32,8 @@ void add_load_command(CLI::App& root, Commands& out) {
     LoadOptions options;
     std::string output;
     std::string format = "table";
+    // Comma lists, each occurrence parsed strictly (CLI11's own delimiter skipped empty items: 1,,2 was 1,2).
+    std::vector<std::string> concurrency, request_rate;
   };
   auto st = std::make_shared<State>();
   LoadOptions& o = st->options;
@@ -40,8 +43,8 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--model", o.model, "Model name in requests (none: the first of /v1/models; the preset `serve` loads)");
   app->add_option("--label", o.label, "Label of the points in tables and reports (none: the model)");
   app->add_option("--api", o.api, "completions or chat")->capture_default_str();
-  app->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight; a comma list sweeps")->delimiter(',');
-  app->add_option("--request-rate", o.request_rate, "Open loop: requests per second; a comma list sweeps")->delimiter(',');
+  app->add_option("--concurrency", st->concurrency, "Closed loop: requests in flight; a comma list sweeps");
+  app->add_option("--request-rate", st->request_rate, "Open loop: requests per second; a comma list sweeps");
   app->add_option("--max-concurrency", o.max_concurrency,
                   "Open loop: at most N requests in flight; later arrivals wait for one to finish (vLLM's "
                   "--max-concurrency)");
@@ -86,6 +89,10 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
   out.push_back({app, [st, num_requests, duration, search_goodput, search_steps, output_len, max_concurrency] {
                    LoadOptions options = st->options;
+                   for (const auto& text : st->concurrency)
+                     for (int c : parse_int_list(text, "--concurrency")) options.concurrency.push_back(c);
+                   for (const auto& text : st->request_rate)
+                     for (double r : parse_double_list(text, "--request-rate")) options.request_rate.push_back(r);
                    options.output_len_given = output_len->count() > 0;
                    // 0 inside LoadOptions means "not given": given as 0, it is a mistake.
                    if (num_requests->count() && options.num_requests < 1)

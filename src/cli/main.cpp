@@ -80,7 +80,13 @@ int main(int argc, char** argv) {
       }
       if (!known) return fail(kExitUsage, cat("unknown command '", argv[1], "' (commands: ", names, ")"));
     }
-    return fail(kExitUsage, e.what());
+    // CLI11 says "--runs: At Most 1 required but received 2" for an option given twice.
+    std::string message = e.what();
+    const std::string twice = ": At Most 1 required but received ";
+    if (const auto at = message.find(twice); at != std::string::npos)
+      message = cat(message.substr(0, at), ": given ", message.substr(at + twice.size()),
+                    " times; give it once");
+    return fail(kExitUsage, message);
   }
 
   // A tensor-parallel group ends here, whatever the outcome, before static destruction (NCCL needs CUDA up).

@@ -52,6 +52,11 @@ std::vector<T> parse_list(const std::string& s, const std::string& flag) {
 
 }  // namespace
 
+std::vector<int> parse_int_list(const std::string& s, const std::string& flag) { return parse_list<int>(s, flag); }
+std::vector<double> parse_double_list(const std::string& s, const std::string& flag) {
+  return parse_list<double>(s, flag);
+}
+
 void add_run_flags(CLI::App& app, RunFlags& f) {
   RunOptions& o = f.options;
   app.add_option("--model,-m", o.model, "Preset (tiny, deepseek-r1-7b, llama-3-8b, qwen2.5-7b, llama-3-70b, qwen2.5-72b), directory or org/name")

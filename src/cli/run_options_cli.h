@@ -29,6 +29,10 @@ struct RunFlags {
 constexpr std::size_t kMaxPromptFileBytes = std::size_t(64) << 20;
 std::string read_prompt_file(const std::string& path, const std::string& what);
 
+// A comma list of numbers ("1,4,16"): UsageError naming `flag` for an empty item ("1,,4", "1,") or a non-number.
+std::vector<int> parse_int_list(const std::string& s, const std::string& flag);
+std::vector<double> parse_double_list(const std::string& s, const std::string& flag);
+
 // Adds --model, the sweep axes and every other run option to `app`.
 void add_run_flags(CLI::App& app, RunFlags& f);
 // Parses the comma lists and the prompt file into f.options; throws UsageError naming the flag.

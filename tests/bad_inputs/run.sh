@@ -202,6 +202,7 @@ expect too_long "more than --max-minutes 30" run --model tiny --device cpu --pro
 # Out of memory by the estimate: refused before allocating anything.
 expect oom_estimate "out of memory" run --model tiny "${small[@]}" --batch 50000000 --output @OUT@
 expect batch_twice "--batch: 1 is given twice" run --model tiny "${small[@]}" --batch 1,2,1 --output @OUT@
+expect option_twice "--batch: given 2 times; give it once" run --model tiny "${small[@]}" --batch 1 --batch 2 --output @OUT@
 expect temperature_twice "--temperature: 0 is given twice" run --model tiny "${small[@]}" --temperature 0,0.0 --output @OUT@
 expect batch_trailing_comma "--batch: empty value" run --model tiny "${small[@]}" --batch 1, --output @OUT@
 # A prompt "file" that never ends: refused at its size limit, not read until memory runs out.

@@ -42,8 +42,12 @@ printf '{"prompt": "caf\xe9", "output_len": 2}\n' >"$out/latin1.jsonl"
 says="latin1.jsonl:1: invalid UTF-8" bad --endpoint "$url" --dataset "jsonl:$out/latin1.jsonl"
 printf '{"prompt": "ok", "output_len": 99999999999}\n' >"$out/long.jsonl"
 says='long.jsonl:1: "output_len" must be an integer' bad --endpoint "$url" --dataset "jsonl:$out/long.jsonl"
+# Sweep lists are parsed strictly (CLI11's delimiter used to drop the empty item: 1,,2 ran as 1,2).
+says="--concurrency: empty value in '1,,2'" bad --endpoint "$url" --concurrency 1,,2
+says="--request-rate: empty value in '1,'" bad --endpoint "$url" --request-rate 1,
+says="--request-rate: 'x' is not a number" bad --endpoint "$url" --request-rate 2,x
 
-"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1,2 --num-requests 6 --input-len 8 --output-len 4 \
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1 --concurrency 2 --num-requests 6 --input-len 8 --output-len 4 \
   --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }
 python3 - "$out/load.json" <<'PY' || fail "results file content"
 import json, sys
