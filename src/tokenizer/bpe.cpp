@@ -34,7 +34,7 @@ void MergeMap::insert(TokenId a, TokenId b, Value v) {
 }
 
 BpeModel::BpeModel(const nlohmann::json& model, bool byte_level) : byte_level_(byte_level) {
-  if (model.value("dropout", nlohmann::json()).is_number() && model["dropout"].get<double>() > 0)
+  if (model.contains("dropout") && model["dropout"].is_number() && model["dropout"].get<double>() > 0)
     throw Error("BPE dropout is not supported");
   auto string_or_empty = [&](const char* key) {
     return model.contains(key) && model[key].is_string() ? model[key].get<std::string>() : std::string();

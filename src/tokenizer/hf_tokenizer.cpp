@@ -69,7 +69,7 @@ HfTokenizer::HfTokenizer(const json& j, const tok::TokenizerConfig& config, cons
   vocab_size_ = model_->size();
   split_at_metaspace_ = !pre_tokenizer_ && model_->never_merges_across(kMetaspace);
   std::vector<std::string> special_contents;
-  for (const auto& a : node("added_tokens").is_array() ? node("added_tokens") : json::array()) {
+  for (const auto& a : node("added_tokens").is_array() ? node("added_tokens") : null_json) {  // no copy: it may nest deep
     tok::AddedToken t;
     t.content = a.at("content").get<std::string>();
     t.id = tok::json_token_id(a.at("id"), "added_tokens[].id");

@@ -18,7 +18,7 @@ using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
 
 std::string type_of(const json& j, const char* what) {
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
-    throw Error(cat(what, " has no \"type\": ", j.dump().substr(0, 120)));
+    throw Error(cat(what, " has no \"type\": ", brief_json(j)));
   return j["type"].get<std::string>();
 }
 
@@ -28,7 +28,7 @@ class Pattern {
   explicit Pattern(const json& j) {
     if (j.contains("String")) literal_ = j["String"].get<std::string>();
     else if (j.contains("Regex")) regex_ = std::make_unique<Regex>(j["Regex"].get<std::string>());
-    else throw Error(cat("pattern is neither String nor Regex: ", j.dump()));
+    else throw Error(cat("pattern is neither String nor Regex: ", brief_json(j)));
   }
   void find_all(std::string_view text, Ranges& out) const {
     if (regex_) return regex_->find_all(text, out);
@@ -499,7 +499,8 @@ class SequenceDecoder : public Decoder {
 class TemplatePostProcessor : public PostProcessor {
  public:
   explicit TemplatePostProcessor(const json& j) {
-    const json& specials = j.value("special_tokens", json::object());
+    const json null_json;
+    const json& specials = j.contains("special_tokens") ? j["special_tokens"] : null_json;  // value() would copy
     for (const auto& item : j.at("single")) {
       if (item.contains("Sequence")) {
         pieces_.push_back({true, {}});
@@ -510,7 +511,7 @@ class TemplatePostProcessor : public PostProcessor {
         for (const auto& id : specials[name].at("ids")) ids.push_back(json_token_id(id, "TemplateProcessing ids"));
         pieces_.push_back({false, std::move(ids)});
       } else {
-        throw Error(cat("TemplateProcessing: unsupported piece ", item.dump()));
+        throw Error(cat("TemplateProcessing: unsupported piece ", brief_json(item)));
       }
     }
   }
@@ -558,9 +559,21 @@ class SequencePostProcessor : public PostProcessor {
   std::vector<std::unique_ptr<PostProcessor>> steps_;
 };
 
+// Sequences nest; building (and destroying) them recurses once per level, so a file nesting them 100 000
+// deep overflowed the stack. Real files nest one or two.
+constexpr int kMaxSequenceNesting = 64;
+
 template <class T, class F>
 std::vector<std::unique_ptr<T>> make_all(const json& list, const char* what, F make) {
   if (!list.is_array()) throw Error(cat(what, " of a Sequence is not a list"));
+  thread_local int nesting = 0;
+  struct Level {
+    Level(const char* what) {
+      if (nesting == kMaxSequenceNesting) throw Error(cat(what, ": Sequences nested more than ", kMaxSequenceNesting, " deep"));
+      ++nesting;
+    }
+    ~Level() { --nesting; }
+  } level(what);
   std::vector<std::unique_ptr<T>> out;
   for (const auto& j : list)
     if (auto p = make(j)) out.push_back(std::move(p));

@@ -1,5 +1,7 @@
-// Pathological input found by review: time that grew faster than the input.
+// Pathological input found by review: time that grew faster than the input, crashes on deep JSON.
 #include <chrono>
+#include <functional>
+#include <tuple>
 
 #include "llmbench/base/error.h"
 #include "test_tokenizer_common.h"
@@ -68,6 +70,68 @@ TEST(Pathological, QwenNfcRoundTripsCombiningMarks) {
   const std::string out = t.decode(t.encode("e" + repeat(kAcute + kGraveBelow, n), false));
   EXPECT_LT(seconds_since(start), 5.0);
   EXPECT_EQ(out, "\xC3\xA9" + repeat(kGraveBelow, n) + repeat(kAcute, n - 1));
+}
+
+std::string deep_array(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+// Error messages quoted the offending JSON with dump(), which recurses once per level: a value nested
+// 200 000 deep overflowed the stack (SIGSEGV) instead of being refused.
+TEST(Pathological, DeeplyNestedValuesAreRefusedNotACrash) {
+  const std::string tiny(tiny_tokenizer_json());
+  const json base = json::parse(tiny);
+  const std::vector<std::pair<std::string, std::function<void(json&)>>> cases = {
+      {"normalizer", [](json& j) { j["normalizer"] = "@@"; }},
+      {"decoder", [](json& j) { j["decoder"] = "@@"; }},
+      {"added id", [](json& j) { j["added_tokens"][0]["id"] = "@@"; }},
+      {"vocab id", [](json& j) { j["model"]["vocab"]["a"] = "@@"; }},
+      {"split pattern", [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = "@@"; }},
+      {"template piece", [](json& j) { j["post_processor"]["single"][0] = "@@"; }},
+      {"template specials", [](json& j) { j["post_processor"]["special_tokens"] = "@@"; }},
+  };
+  for (const auto& [what, edit] : cases) {
+    json j = base;
+    edit(j);
+    std::string text = j.dump();
+    text.replace(text.find("\"@@\""), 4, deep_array(200000));
+    try {
+      tokenizer_from_json(text, "", "deep.json");
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_LT(std::string(e.what()).size(), 400u) << what << ": " << e.what();
+    }
+  }
+  json j = base;  // a dropout that is not a number is none: read without a (recursive) copy
+  j["model"]["dropout"] = "@@";
+  std::string text = j.dump();
+  EXPECT_NO_THROW(tokenizer_from_json(text.replace(text.find("\"@@\""), 4, deep_array(200000)), "", "t"));
+}
+
+// Sequences built one level of recursion each: 100 000 nested Sequences overflowed the stack too.
+TEST(Pathological, DeeplyNestedSequencesAreRefused) {
+  const json base = json::parse(std::string(tiny_tokenizer_json()));
+  for (const auto& [key, list, leaf] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"normalizer", "normalizers", R"({"type": "NFC"})"},
+           {"pre_tokenizer", "pretokenizers", R"({"type": "ByteLevel"})"},
+           {"decoder", "decoders", R"({"type": "ByteLevel"})"},
+           {"post_processor", "processors", R"({"type": "ByteLevel"})"}}) {
+    auto nested = [&](std::size_t depth) {
+      json j = base;
+      j[key] = "@@";
+      std::string text = j.dump(), open = R"({"type": "Sequence", ")" + list + R"(": [)";
+      std::string deep;
+      for (std::size_t i = 0; i < depth; ++i) deep += open;
+      deep += leaf;
+      for (std::size_t i = 0; i < depth; ++i) deep += "]}";
+      return text.replace(text.find("\"@@\""), 4, deep);
+    };
+    EXPECT_NO_THROW(tokenizer_from_json(nested(3), "", "t")) << key;
+    try {
+      tokenizer_from_json(nested(100000), "", "deep.json");
+      ADD_FAILURE() << key << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nested more than 64 deep"), std::string::npos) << key << ": " << e.what();
+    }
+  }
 }
 
 }  // namespace
