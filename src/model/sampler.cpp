@@ -12,7 +12,9 @@
 namespace llmbench {
 
 at::Generator make_generator(torch::Device device, std::uint64_t seed) {
-  if (device.is_cpu()) return at::detail::createCPUGenerator(seed);
+  // torch's CPU generator (mt19937) keeps only the low 32 bits of a seed: the high half is folded in, so that
+  // seeds differing only above bit 32 (1 and 2^32 + 1) draw differently. Seeds below 2^32 are unchanged.
+  if (device.is_cpu()) return at::detail::createCPUGenerator(seed ^ (seed >> 32));
 #ifdef LLMBENCH_WITH_CUDA
   if (device.is_cuda()) {
     at::Generator gen = at::cuda::detail::createCUDAGenerator(device.has_index() ? device.index() : 0);

@@ -153,6 +153,21 @@ TEST(Sampler, SameSeedSameTokensTopK1IsGreedy) {
   EXPECT_TRUE(torch::equal(greedy.sample(logits), logits.argmax(-1)));
 }
 
+TEST(Sampler, CpuSeedsDifferingAboveBit32DrawDifferently) {
+  // mt19937 takes 32 bits: without folding the high half in, seeds 1 and 2^32 + 1 drew alike.
+  torch::manual_seed(0);
+  torch::Tensor logits = torch::randn({4, 50});  // [4, 50]
+  const std::uint64_t one = 1, high = (std::uint64_t(1) << 32) + 1;
+  Sampler a({1.0, 0, 1.0, one}, torch::kCPU), b({1.0, 0, 1.0, high}, torch::kCPU), c({1.0, 0, 1.0, high}, torch::kCPU);
+  std::vector<torch::Tensor> sa, sb, sc;
+  for (int i = 0; i < 20; ++i) sa.push_back(a.sample(logits)), sb.push_back(b.sample(logits)), sc.push_back(c.sample(logits));
+  EXPECT_FALSE(torch::equal(torch::stack(sa), torch::stack(sb)));
+  EXPECT_TRUE(torch::equal(torch::stack(sb), torch::stack(sc)));
+  // Seeds below 2^32 keep torch's own stream (random weights and earlier results files stay as they were).
+  EXPECT_TRUE(torch::equal(torch::rand({8}, make_generator(torch::kCPU, 123)),
+                           torch::rand({8}, at::detail::createCPUGenerator(123))));
+}
+
 TEST(Sampler, TemperaturesTooSmallForFloat32AreArgmax) {
   // logits / 1e-40 in float32 overflow to inf and the softmax to NaN: without the floor the draws were garbage.
   torch::manual_seed(1);
