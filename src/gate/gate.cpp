@@ -279,25 +279,23 @@ MetricVerdict judge_memory(const PointResult& b, const PointResult& c, const Gat
   return v;
 }
 
-// A load point's failed requests: a share that rose by more than kFailedShareThreshold (in points) is a
-// regression whatever the latencies of the requests that did complete say.
-constexpr double kFailedShareThreshold = 0.05;
-
-MetricVerdict judge_failures(const LoadResult& b, const LoadResult& c) {
+// A load point's failed requests: a share that rose by more than `threshold` (in points) is a regression
+// whatever the latencies of the requests that did complete say.
+MetricVerdict judge_failures(const LoadResult& b, const LoadResult& c, double threshold) {
   MetricVerdict v;
   v.metric = "failed_fraction";
-  v.threshold = kFailedShareThreshold;
+  v.threshold = threshold;
   const int b_total = b.completed + b.failed, c_total = c.completed + c.failed;
   v.baseline = b_total > 0 ? double(b.failed) / b_total : 0;
   v.current = c_total > 0 ? double(c.failed) / c_total : 0;
   v.ratio = std::nan("");  // a share of 0 has no ratio: the change is in points
   const double change = v.current - v.baseline;
-  v.verdict = change > kFailedShareThreshold    ? Verdict::regressed
-              : change < -kFailedShareThreshold ? Verdict::improved
-                                                : Verdict::unchanged;
+  v.verdict = change > threshold    ? Verdict::regressed
+              : change < -threshold ? Verdict::improved
+                                    : Verdict::unchanged;
   v.reason = cat("failed requests ", b.failed, " of ", b_total, " (", percent(v.baseline), ") -> ", c.failed, " of ", c_total,
                  " (", percent(v.current), ")", v.verdict == Verdict::unchanged ? ", within " : ", beyond ",
-                 percent(kFailedShareThreshold), " points");
+                 percent(threshold), " points");
   return v;
 }
 
@@ -380,7 +378,8 @@ GateConfig parse_gate_config(const std::string& text, const std::string& name) {
   GateConfig c;
   if (root.IsNull()) return c;
   if (!root.IsMap()) config_fail(name, root, "", "expected a mapping at the top level");
-  const std::vector<std::string> top = {"metrics", "max_cv", "allow_missing", "allow_env_mismatch", "search_threshold"};
+  const std::vector<std::string> top = {"metrics", "max_cv", "allow_missing", "allow_env_mismatch", "search_threshold",
+                                        "failed_threshold"};
   std::set<std::string> seen;  // yaml-cpp keeps duplicate keys; each would silently override or add a row
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.Scalar();
@@ -411,6 +410,8 @@ GateConfig parse_gate_config(const std::string& text, const std::string& name) {
       c.allow_env_mismatch = boolean(name, v, key);
     } else if (key == "search_threshold") {
       c.search_threshold = fraction(name, v, key);
+    } else if (key == "failed_threshold") {
+      c.failed_threshold = fraction(name, v, key);
     } else {
       const std::string best = closest_key(key, top);
       config_fail(name, it->first, "",
@@ -641,7 +642,7 @@ GateReport run_gate(const Results& baseline, const Results& current, const GateC
     }
     const PointResult& c = *found;
     if (b.load && c.load) {
-      MetricVerdict mv = judge_failures(*b.load, *c.load);
+      MetricVerdict mv = judge_failures(*b.load, *c.load, config.failed_threshold);
       pv.verdict = mv.verdict;
       pv.metrics.push_back(mv);
     }

@@ -366,6 +366,15 @@ TEST(Gate, LoadPointsAreJudgedOnTheirFailedRequests) {
   summarize_point(one);
   EXPECT_EQ(metric(run_gate(base, results({one}), GateConfig{}), 0, "failed_fraction").verdict, Verdict::unchanged);
   EXPECT_EQ(metric(run_gate(results({broken}), base, GateConfig{}), 0, "failed_fraction").verdict, Verdict::improved);
+  // gate.yaml's failed_threshold: 0 makes that one failure a regression; 95% lets the 90-point rise pass.
+  GateConfig strict = parse_gate_config("failed_threshold: 0", "gate.yaml");
+  EXPECT_EQ(metric(run_gate(base, results({one}), strict), 0, "failed_fraction").verdict, Verdict::regressed);
+  GateConfig lax = parse_gate_config("failed_threshold: 95%", "gate.yaml");
+  const GateReport lax_report = run_gate(base, results({broken}), lax);
+  const MetricVerdict& tolerated = metric(lax_report, 0, "failed_fraction");
+  EXPECT_EQ(tolerated.verdict, Verdict::unchanged);
+  EXPECT_EQ(tolerated.reason, "failed requests 0 of 20 (0.0%) -> 18 of 20 (90.0%), within 95.0% points");
+  EXPECT_THROW(parse_gate_config("failed_threshold: 5", "gate.yaml"), UsageError);
 }
 
 TEST(Gate, ConcurrencySearchesAreWholeNumbers) {

@@ -27,13 +27,16 @@ struct GateConfig {
   // search missed at a load at most (1 - t) x the baseline's highest passing one; improved when it met
   // one at least (1 + t) x the baseline's lowest missing one.
   double search_threshold = 0.10;
+  // Load points: regressed when the share of failed requests rose by more than this (in points), improved
+  // when it fell by more.
+  double failed_threshold = 0.05;
 };
 
 // Every metric name the gate knows.
 const std::vector<std::string>& gate_metric_names();
 
 // YAML: `metrics: {ttft_ms: 5%, peak_memory: 0.02, ...}` (replaces the default list), `max_cv`,
-// `allow_missing`, `allow_env_mismatch`. Errors name FILE:LINE:COL and the key (UsageError).
+// `allow_missing`, `allow_env_mismatch`, `search_threshold`, `failed_threshold`. Errors name FILE:LINE:COL and the key (UsageError).
 GateConfig parse_gate_config(const std::string& text, const std::string& name);
 GateConfig load_gate_config(const std::string& path);
 
