@@ -14,6 +14,7 @@ namespace llmbench::serve {
 
 namespace {
 constexpr double kDrainSeconds = 1.5;  // after the engine stopped: responses still being written
+constexpr int kReclaimIdle = 16;       // idle connections closed per failed accept when out of descriptors
 }
 
 struct Server::Impl {
@@ -25,16 +26,21 @@ struct Server::Impl {
       if (!acceptor.is_open()) return;
       if (ec) {
         // Out of file descriptors (or another accept error): accepting again at once would spin and log
-        // without end. Warn once per episode and retry after a pause; connections that close make room.
-        if (!accept_failing) log::warn(cat("serve: accept: ", ec.message(), "; new connections wait until it clears"));
-        accept_failing = true;
+        // without end. Warn at most every 10 s and retry after a pause; connections that close make room, and
+        // out of descriptors the oldest idle keep-alive connections close to make it (as nginx does): else
+        // connections that send nothing would shut new clients out until --idle-timeout.
+        const auto now = Clock::now();
+        if (last_accept_warning == Clock::time_point{} || now - last_accept_warning > std::chrono::seconds(10)) {
+          log::warn(cat("serve: accept: ", ec.message(), "; new connections wait until it clears"));
+          last_accept_warning = now;
+        }
+        if (ec == asio::error::no_descriptors || ec == std::errc::too_many_files_open_in_system) close_idle(kReclaimIdle);
         accept_retry.expires_after(std::chrono::milliseconds(50));
         accept_retry.async_wait([this](beast::error_code) {
           if (acceptor.is_open()) accept();
         });
         return;
       }
-      accept_failing = false;
       {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
@@ -50,12 +56,23 @@ struct Server::Impl {
     });
   }
 
+  void close_idle(int n) {
+    std::lock_guard<std::mutex> lock(sessions_mutex);
+    for (auto& weak : sessions) {  // oldest first
+      if (n == 0) return;
+      if (auto session = weak.lock(); session && session->idle()) {
+        session->close_if_idle();
+        --n;
+      }
+    }
+  }
+
   ServerContext ctx;  // first: sessions destroyed with the io_context still use it
   asio::io_context ioc;
   asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
   tcp::acceptor acceptor{asio::make_strand(ioc)};
   asio::steady_timer accept_retry{acceptor.get_executor()};
-  bool accept_failing = false;  // touched on the acceptor's strand only
+  Clock::time_point last_accept_warning{};  // touched on the acceptor's strand only
   std::vector<std::thread> threads;
   std::mutex sessions_mutex;
   std::list<std::weak_ptr<Session>> sessions;

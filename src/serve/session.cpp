@@ -99,6 +99,12 @@ void Session::drain() {
   });
 }
 
+void Session::close_if_idle() {
+  asio::post(executor_, [self = shared_from_this()] {
+    if (self->phase_ == Phase::idle) self->close();
+  });
+}
+
 // ---- reading
 
 void Session::wait_request() {
@@ -109,8 +115,10 @@ void Session::wait_request() {
     return read_request();
   }
   arm_timer(ctx_.options.idle_timeout_s);
+  idle_ = true;
   socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
     if (self->phase_ != Phase::idle) return;
+    self->idle_ = false;
     if (ec) return self->close();
     self->first_byte_ = Clock::now();
     self->read_request();
@@ -546,6 +554,7 @@ void Session::drain_read() {
 void Session::close() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
+  idle_ = false;
   disarm_timer();
   if (job_) {  // the client went away mid-request: free the slot at the next step
     job_->request->cancelled = true;

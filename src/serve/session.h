@@ -48,6 +48,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void start();
   // The server is shutting down: an idle connection closes now, a busy one after its response.
   void drain();
+  // Out of file descriptors: a connection waiting for its next request closes to make room.
+  bool idle() const { return idle_; }
+  void close_if_idle();
 
  private:
   enum class Phase { idle, reading, busy, closing, closed };
@@ -87,6 +90,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Phase phase_ = Phase::idle;
+  std::atomic<bool> idle_{false};  // waiting for a request (read by the acceptor)
   bool timed_out_ = false;
   bool keep_alive_ = true;
   bool count_response_ = false;    // an API request (not /health or /metrics)

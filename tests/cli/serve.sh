@@ -174,4 +174,20 @@ sleep 0.3
 [ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekret' "$base/v1/models")" = 200 ] \
   || fail "not serving after the descriptors came back"
 stop_server
+
+# Out of file descriptors because idle keep-alive connections hold them all: the server closes the oldest idle
+# ones to make room (as nginx does), so a new client is served at once, not after --idle-timeout (60 s).
+start_server
+prlimit --nofile=48:48 --pid "$server_pid" || fail "prlimit"
+python3 - "${base##*:}" <<'PY' || fail "new clients wait while idle connections hold every descriptor"
+import socket, subprocess, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]  # idle, beyond 48 descriptors
+time.sleep(0.5)
+code = subprocess.run(["curl", "-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", f"http://127.0.0.1:{port}/health"],
+                      capture_output=True, text=True).stdout
+assert code == "200", f"/health while idle connections hold the descriptors: {code!r}"
+for s in held: s.close()
+PY
+stop_server
 echo "serve: ok"
