@@ -1,5 +1,6 @@
 #include "tokenizer_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -41,13 +42,19 @@ TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string&
     c.eos_token = token_text(j, "eos_token");
     if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) c.add_bos_token = j["add_bos_token"].get<bool>();
     if (j.contains("add_eos_token") && j["add_eos_token"].is_boolean()) c.add_eos_token = j["add_eos_token"].get<bool>();
-    if (j.contains("chat_template")) {
+    if (j.contains("chat_template") && !j["chat_template"].is_null()) {
       const auto& t = j["chat_template"];
+      auto named = [](const nlohmann::json& n) {  // {"name": "default", "template": "..."}
+        return n.is_object() && n.contains("name") && n["name"].is_string() && n.contains("template") &&
+               n["template"].is_string();
+      };
       if (t.is_string()) {
         c.chat_template = t.get<std::string>();
-      } else if (t.is_array()) {  // [{"name": "default", "template": ...}, ...]
-        for (const auto& named : t)
-          if (named.value("name", std::string()) == "default") c.chat_template = named.value("template", std::string());
+      } else if (t.is_array() && std::all_of(t.begin(), t.end(), named)) {
+        for (const auto& n : t)
+          if (n["name"] == "default") c.chat_template = n["template"].get<std::string>();
+      } else {
+        throw Error(R"(chat_template is neither a string nor a list of {"name": ..., "template": ...})");
       }
     }
   } catch (const Error& e) {

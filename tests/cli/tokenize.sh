@@ -124,4 +124,10 @@ grep -q "^llmbench: error: LLMBENCH_SPM_MODULE=/nonexistent/libspm.so: no such f
 LLMBENCH_SPM_MODULE=/nonexistent/libspm.so expect_exit 0 --tokenizer tiny --text hi
 (cd "$out" && expect_exit 2 --tokenizer tiny --bench)  # the default corpus is relative to the repository root
 grep -q "give --corpus FILE" "$out/stderr" || fail "--bench outside the repository: $(cat "$out/stderr")"
+# A chat_template that is neither a string nor HF's list of {name, template} is named, in one line.
+mkdir -p "$out/badtpl" && cp "$(cd "$2/../.." && pwd)/assets/tiny/tokenizer.json" "$out/badtpl/"
+echo '{"bos_token": "<|begin_of_text|>", "chat_template": ["<|im_start|>"]}' >"$out/badtpl/tokenizer_config.json"
+expect_exit 1 --tokenizer "$out/badtpl" --text a --chat
+[ "$(wc -l <"$out/stderr")" = 1 ] && grep -q "badtpl/tokenizer_config.json: chat_template is neither a string nor a list" \
+  "$out/stderr" || fail "chat_template of the wrong type: $(cat "$out/stderr")"
 echo "tokenize: ok"

@@ -1,4 +1,5 @@
-// Pathological input found by review: time that grew faster than the input, crashes on deep JSON.
+// Pathological input found by review: time that grew faster than the input, crashes on deep JSON, and
+// tokenizer_config.json values of the wrong type.
 #include <chrono>
 #include <functional>
 #include <tuple>
@@ -132,6 +133,31 @@ TEST(Pathological, DeeplyNestedSequencesAreRefused) {
       EXPECT_NE(std::string(e.what()).find("nested more than 64 deep"), std::string::npos) << key << ": " << e.what();
     }
   }
+}
+
+// chat_template must be a string or HF's list of {"name", "template"}; other types were ignored (an
+// int or object) or refused with nlohmann's words ("cannot use value() with string").
+TEST(Pathological, ChatTemplateOfTheWrongTypeIsNamed) {
+  const std::string tiny(tiny_tokenizer_json());
+  for (const char* bad : {R"(5)", R"({"default": "x"})", R"(["<|im_start|>"])", R"([{"name": 5, "template": "x"}])",
+                          R"([{"name": "default", "template": 5}])", R"([{"name": "default"}])"}) {
+    try {
+      tokenizer_from_json(tiny, std::string(R"({"chat_template": )") + bad + "}", "dir/tokenizer.json");
+      ADD_FAILURE() << bad << ": accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("dir/tokenizer_config.json: chat_template"), std::string::npos) << bad << ": " << what;
+      EXPECT_EQ(what.find("json.exception"), std::string::npos) << bad << ": " << what;
+    }
+  }
+  // null and a list without "default" are no template: the format comes from the special tokens.
+  for (const char* none : {R"(null)", R"([{"name": "tool_use", "template": "<|im_start|>"}])"})
+    EXPECT_EQ(tokenizer_from_json(tiny, std::string(R"({"chat_template": )") + none + "}", "t")->chat_format(),
+              ChatFormat::none)
+        << none;
+  EXPECT_EQ(tokenizer_from_json(tiny, R"({"chat_template": [{"name": "default", "template": "<|im_start|>"}]})", "t")
+                ->chat_format(),
+            ChatFormat::chatml);
 }
 
 }  // namespace
