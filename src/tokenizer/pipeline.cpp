@@ -128,6 +128,7 @@ class UnicodeNormalizer : public Normalizer {
       if (!std::is_sorted(cps.begin() + std::ptrdiff_t(b), cps.begin() + std::ptrdiff_t(e), by_class))
         std::stable_sort(cps.begin() + std::ptrdiff_t(b), cps.begin() + std::ptrdiff_t(e), by_class);
     }
+    cps.resize(n + 1);  // reencode writes up to 4 bytes per code point and then a NUL byte
     auto bytes = utf8proc_reencode(cps.data(), utf8proc_ssize_t(n), options);  // composes, then UTF-8 in place
     if (bytes < 0) throw Error(cat("unicode normalisation failed: ", utf8proc_errmsg(bytes)));
     return std::string(reinterpret_cast<const char*>(cps.data()), std::size_t(bytes));
