@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "llmbench/base/error.h"
+#include "llmbench/tokenizer/stream_decoder.h"
 #include "test_tokenizer_common.h"
 
 namespace llmbench {
@@ -158,6 +159,35 @@ TEST(Pathological, ChatTemplateOfTheWrongTypeIsNamed) {
   EXPECT_EQ(tokenizer_from_json(tiny, R"({"chat_template": [{"name": "default", "template": "<|im_start|>"}]})", "t")
                 ->chat_format(),
             ChatFormat::chatml);
+}
+
+// serve streams with skip_special: ids that decode to nothing (EOS repeated under ignore_eos, ids past the
+// tokenizer's vocabulary) stayed in the window, so each push decoded all of them again (quadratic:
+// 100 000 took ~13 s).
+TEST(Pathological, StreamOfInvisibleIdsStaysLinear) {
+  auto t = load_tokenizer("tiny");
+  StreamDecoder stream(*t, /*skip_special=*/true);
+  std::string out;
+  for (TokenId id : t->encode("Hi", false)) out += stream.push(id);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100000; ++i) out += stream.push(i % 2 ? 2 : 100000);  // EOS, an id outside the vocab
+  for (TokenId id : t->encode(" there", false)) out += stream.push(id);
+  out += stream.finish();
+  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_EQ(out, "Hi there");
+}
+
+// The Metaspace decoder strips the first token's leading space: a lone "▁" decodes to "" at the start of
+// a stream but is not invisible (a run of them must keep its spaces).
+TEST(Pathological, StreamKeepsLeadingSpaceTokens) {
+  LLMBENCH_REQUIRE_TOKENIZER("llama2");
+  const Tokenizer& t = testing::cached_tokenizer("llama2");
+  const std::vector<TokenId> ids = t.encode("   Hello  world", false);
+  StreamDecoder stream(t, true);
+  std::string out;
+  for (TokenId id : ids) out += stream.push(id);
+  out += stream.finish();
+  EXPECT_EQ(out, t.decode(ids, true));
 }
 
 }  // namespace
