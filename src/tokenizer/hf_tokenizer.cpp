@@ -115,15 +115,19 @@ std::vector<TokenId> HfTokenizer::encode(std::string_view text, bool add_special
                     int(static_cast<unsigned char>(text[bad])), ")"));
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 3 + 4);
-  if (raw_added_.empty()) {
-    encode_text(text, true, ids);
-  } else {
-    std::vector<tok::Segment> segments;
-    raw_added_.split(text, segments);
-    for (const auto& s : segments) {
-      if (s.id >= 0) ids.push_back(s.id);
-      else encode_text(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+  try {  // what fails here is the file's (a regex past PCRE2's limits): name it
+    if (raw_added_.empty()) {
+      encode_text(text, true, ids);
+    } else {
+      std::vector<tok::Segment> segments;
+      raw_added_.split(text, segments);
+      for (const auto& s : segments) {
+        if (s.id >= 0) ids.push_back(s.id);
+        else encode_text(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+      }
     }
+  } catch (const Error& e) {
+    throw Error(cat(info_.source, ": ", e.what()));
   }
   if (add_special && post_processor_) post_processor_->apply(ids);
   return ids;

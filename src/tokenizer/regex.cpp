@@ -10,6 +10,7 @@ namespace llmbench::tok {
 struct Regex::Impl {
   pcre2_code* code = nullptr;
   bool jit = false;
+  std::string pattern;  // for errors
 };
 
 namespace {
@@ -27,6 +28,7 @@ pcre2_match_data* thread_match_data() {
 }  // namespace
 
 Regex::Regex(const std::string& pattern) : impl_(std::make_unique<Impl>()) {
+  impl_->pattern = pattern;
   int error = 0;
   PCRE2_SIZE offset = 0;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
@@ -51,7 +53,12 @@ void Regex::find_all(std::string_view text, std::vector<std::pair<std::size_t, s
     int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), start, 0, md, nullptr)
                         : pcre2_match(impl_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) throw Error(cat("regex match failed with PCRE2 error ", rc));
+    if (rc < 0) {  // a pattern that backtracks without bound (a crafted tokenizer.json) runs out of its limits
+      PCRE2_UCHAR buffer[256];
+      pcre2_get_error_message(rc, buffer, sizeof buffer);
+      throw Error(cat("regex /", impl_->pattern, "/ failed at byte ", start, " of the text: ",
+                      reinterpret_cast<const char*>(buffer), " (PCRE2 error ", rc, ")"));
+    }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     std::size_t b = ov[0], e = ov[1];
     if (e > b) {

@@ -136,6 +136,22 @@ TEST(Pathological, DeeplyNestedSequencesAreRefused) {
   }
 }
 
+// A pattern that backtracks without bound hits PCRE2's limits: the error named neither the pattern nor
+// the reason ("regex match failed with PCRE2 error -46").
+TEST(Pathological, RunawayRegexIsNamed) {
+  json j = json::parse(std::string(tiny_tokenizer_json()));
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a|aa)+$";
+  auto t = tokenizer_from_json(j.dump(), "", "dir/tokenizer.json");
+  try {
+    t->encode(std::string(5000, 'a') + "b", false);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("dir/tokenizer.json: regex /(a|aa)+$/ failed at byte 0 of the text: "), std::string::npos) << what;
+    EXPECT_NE(what.find("limit"), std::string::npos) << what;
+  }
+}
+
 // chat_template must be a string or HF's list of {"name", "template"}; other types were ignored (an
 // int or object) or refused with nlohmann's words ("cannot use value() with string").
 TEST(Pathological, ChatTemplateOfTheWrongTypeIsNamed) {
