@@ -9,6 +9,10 @@
 namespace llmbench {
 
 std::string StreamDecoder::push(TokenId id) {
+  // An id that is nothing even twice over (a skipped special token, an id outside the vocabulary; not a
+  // lone "▁", which only the first-token rule hides) never reaches the decoders: it is left out. Kept, a run
+  // of them (EOS repeated under ignore_eos) made each push decode the whole run again (quadratic).
+  if (tokenizer_.decode_bytes({id, id}, skip_special_).empty()) return {};
   ids_.push_back(id);
   // Decode the window with and without the unread ids: the difference is the new text, and decoder
   // rules that only touch the first token (leading-space strip) cancel out.
@@ -16,13 +20,6 @@ std::string StreamDecoder::push(TokenId id) {
   std::string before = tokenizer_.decode_bytes(window, skip_special_);
   window.assign(ids_.begin() + std::ptrdiff_t(prefix_), ids_.end());
   std::string after = tokenizer_.decode_bytes(window, skip_special_);
-  // An id that adds nothing here and is nothing even twice over (a skipped special token, an id outside the
-  // vocabulary; not a lone "▁", which only the first-token rule hides) is dropped: kept, a run of them (EOS
-  // repeated under ignore_eos) made each push decode the whole run again, quadratic in its length.
-  if (after == before && tokenizer_.decode_bytes({id, id}, skip_special_).empty()) {
-    ids_.pop_back();
-    return {};
-  }
   if (after.size() <= before.size() || after.compare(0, before.size(), before) != 0) return {};
   const std::string_view fresh = std::string_view(after).substr(before.size());
   // Everything up to an unfinished code point at the end goes now (malformed bytes as U+FFFD); the

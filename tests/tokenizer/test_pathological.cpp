@@ -193,6 +193,24 @@ TEST(Pathological, StreamOfInvisibleIdsStaysLinear) {
   EXPECT_EQ(out, "Hi there");
 }
 
+// The same run after the first byte of an unfinished code point (its bytes wait in the window).
+TEST(Pathological, InvisibleIdsInsideAnUnfinishedCodePointStayLinear) {
+  auto t = load_tokenizer("tiny");
+  std::vector<TokenId> emoji;  // the byte tokens of 😀
+  for (unsigned char byte : std::string("\xF0\x9F\x98\x80"))
+    for (TokenId id = 0; id < TokenId(t->vocab_size()); ++id)
+      if (t->decode_bytes({id}) == std::string(1, char(byte))) emoji.push_back(id);
+  ASSERT_EQ(emoji.size(), 4u);
+  StreamDecoder stream(*t, /*skip_special=*/true);
+  std::string out = stream.push(emoji[0]);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100000; ++i) out += stream.push(2);
+  for (std::size_t k = 1; k < 4; ++k) out += stream.push(emoji[k]);
+  out += stream.finish();
+  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_EQ(out, "\xF0\x9F\x98\x80");
+}
+
 // The Metaspace decoder strips the first token's leading space: a lone "▁" decodes to "" at the start of
 // a stream but is not invisible (a run of them must keep its spaces).
 TEST(Pathological, StreamKeepsLeadingSpaceTokens) {
