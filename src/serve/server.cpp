@@ -1,5 +1,6 @@
 #include "llmbench/serve/server.h"
 
+#include <algorithm>
 #include <list>
 #include <mutex>
 #include <pthread.h>
@@ -47,7 +48,10 @@ struct Server::Impl {
         auto session = std::make_shared<Session>(ctx, std::move(socket));
         {
           std::lock_guard<std::mutex> lock(sessions_mutex);
-          if (sessions.size() >= 1024) sessions.remove_if([](const auto& s) { return s.expired(); });
+          if (sessions.size() >= prune_at) {  // twice the live ones: a sweep per accept was quadratic in them
+            sessions.remove_if([](const auto& s) { return s.expired(); });
+            prune_at = std::max<std::size_t>(1024, 2 * sessions.size());
+          }
           sessions.push_back(session);
         }
         session->start();
@@ -76,6 +80,7 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   std::mutex sessions_mutex;
   std::list<std::weak_ptr<Session>> sessions;
+  std::size_t prune_at = 1024;  // sweep the closed sessions out of the list at this size
   int port = 0;
   bool started = false;
   bool stopped = false;
