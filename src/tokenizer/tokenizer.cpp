@@ -13,6 +13,9 @@ std::string Tokenizer::apply_chat(const std::vector<ChatMessage>& messages, bool
   if ((f == ChatFormat::llama3 || f == ChatFormat::deepseek_r1) && info_.bos_token.empty())
     throw UsageError(cat("chat format ", to_string(f), " starts with a BOS token, but tokenizer ", info_.source,
                          " has none (no bos_token in its tokenizer_config.json)"));
+  if ((f == ChatFormat::llama3 || f == ChatFormat::deepseek_r1) && !info_.bos_id)  // it would be encoded as text
+    throw UsageError(cat("chat format ", to_string(f), " starts with the BOS token, but tokenizer ", info_.source,
+                         "'s bos_token '", info_.bos_token, "' (tokenizer_config.json) is not one of its tokens"));
   return format_chat(f, messages, add_generation_prompt, info_.bos_token);
 }
 

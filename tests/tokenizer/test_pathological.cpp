@@ -177,6 +177,26 @@ TEST(Pathological, ChatTemplateOfTheWrongTypeIsNamed) {
             ChatFormat::chatml);
 }
 
+// A bos_token that is no token of the vocabulary was written into llama3 / deepseek-r1 prompts as plain
+// text (its bytes' ids), silently: refused like a missing bos_token.
+TEST(Pathological, ChatBosThatIsNoTokenIsRefused) {
+  const std::string tiny(tiny_tokenizer_json());
+  auto t = tokenizer_from_json(tiny, R"({"bos_token": "<|nope|>"})", "dir/tokenizer.json");
+  for (ChatFormat f : {ChatFormat::llama3, ChatFormat::deepseek_r1}) {
+    try {
+      t->encode_chat({{"user", "hi"}}, true, f);
+      ADD_FAILURE() << to_string(f) << ": accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("bos_token '<|nope|>' (tokenizer_config.json) is not one of its tokens"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(t->encode_chat({{"user", "hi"}}, true, ChatFormat::chatml));  // no BOS in it
+  auto ok = tokenizer_from_json(tiny, R"({"bos_token": "<|begin_of_text|>"})", "t");
+  EXPECT_EQ(ok->encode_chat({{"user", "hi"}}, true, ChatFormat::llama3).front(), 1);
+}
+
 // serve streams with skip_special: ids that decode to nothing (EOS repeated under ignore_eos, ids past the
 // tokenizer's vocabulary) stayed in the window, so each push decoded all of them again (quadratic:
 // 100 000 took ~13 s).
