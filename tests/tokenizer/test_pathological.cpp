@@ -193,6 +193,13 @@ TEST(Pathological, ChatBosThatIsNoTokenIsRefused) {
     }
   }
   EXPECT_NO_THROW(t->encode_chat({{"user", "hi"}}, true, ChatFormat::chatml));  // no BOS in it
+  auto huge = tokenizer_from_json(tiny, json{{"bos_token", std::string(1000000, 'x')}}.dump(), "t");
+  try {  // quoted in part, not a megabyte of error line
+    huge->encode_chat({{"user", "hi"}}, true, ChatFormat::llama3);
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u);
+  }
   auto ok = tokenizer_from_json(tiny, R"({"bos_token": "<|begin_of_text|>"})", "t");
   EXPECT_EQ(ok->encode_chat({{"user", "hi"}}, true, ChatFormat::llama3).front(), 1);
 }
