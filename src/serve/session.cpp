@@ -507,7 +507,8 @@ void Session::after_response() {
 }
 
 // A connection may go away while its request waits in the queue or generates: the socket turns readable
-// and a peek reads end of file. (Bytes to read are a pipelined request: left for the next read.)
+// and a peek reads end of file. Bytes to read are a pipelined request: they move to the read buffer (bounded;
+// the next read starts from it), so that an end of file behind them is seen too.
 void Session::watch_disconnect() {
   if (watching_) return;
   watching_ = true;
@@ -525,7 +526,13 @@ void Session::watch_disconnect() {
     // request; a wake-up without either waits again.
     char byte = 0;
     const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return;
+    if (n > 0) {
+      const std::size_t room = self->buffer_.max_size() - self->buffer_.size();
+      if (room == 0) return;  // a full buffer: the next read sees what follows
+      const ssize_t got = ::recv(self->socket_.native_handle(), self->buffer_.prepare(room).data(), room, MSG_DONTWAIT);
+      if (got > 0) self->buffer_.commit(std::size_t(got));
+      return self->watch_disconnect();
+    }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_disconnect();
     self->close();
   });

@@ -679,6 +679,23 @@ TEST_F(ServerTest, RequestArrivingBeforeTheServerWaitsForItIsRead) {
   }
 }
 
+// A client that sends its next request while this one generates (pipelining) and then goes away: the next
+// request's bytes sat unread in the socket, hiding the end of file from the disconnect watch, and a
+// non-streamed request ran to its end in its slot. The server takes them into its buffer and watches on.
+TEST_F(ServerTest, DisconnectAfterAPipelinedRequestFreesTheSlot) {
+  start({.max_batch = 4, .max_queue = 16, .max_context = 4096, .vocab = 512, .step_ms = 5});
+  const std::string body = R"({"prompt":[7],"max_tokens":2000})";  // 10 s of tokens
+  tcp::socket s = connect();
+  boost::asio::write(s, boost::asio::buffer("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                            std::to_string(body.size()) + "\r\n\r\n" + body));
+  while (engine->stats().running < 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  boost::asio::write(s, boost::asio::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  s.close();
+  EXPECT_TRUE(wait_idle(2)) << "running " << engine->stats().running;
+  EXPECT_NE(get("/metrics").body.find("llmbench_requests_total{code=\"499\"} 1\n"), std::string::npos);
+}
+
 TEST_F(ServerTest, DisconnectStormFreesEverySlot) {
   start({.max_batch = 8, .max_queue = 64, .max_context = 512, .vocab = 512, .step_ms = 5});
   const int kClients = 40;
