@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <cctype>
 #include <cerrno>
 #include <ctime>
 #include <random>
@@ -191,6 +192,16 @@ void Session::on_read(beast::error_code ec) {
     if (ec == http::error::buffer_overflow)
       return respond_error(ApiError(431, "invalid_request_error", "headers_too_large",
                                     cat("a chunk-size line or the trailer fields exceed ", kMaxBufferBytes, " bytes")));
+    if (ec == http::error::bad_version) {
+      // Beast reads HTTP/1.0 and 1.1 only: a well-formed other version (HTTP/2.0, h2's preface) is a 505.
+      const std::string_view head(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+      const std::string_view line = head.substr(0, head.find("\r\n"));
+      const std::string_view v = line.size() >= 9 ? line.substr(line.size() - 9) : std::string_view();
+      if (v.size() == 9 && v.substr(0, 6) == " HTTP/" && std::isdigit(static_cast<unsigned char>(v[6])) && v[7] == '.' &&
+          std::isdigit(static_cast<unsigned char>(v[8])))
+        return respond_error(ApiError(505, "invalid_request_error", "http_version_not_supported",
+                                      cat(v.substr(1), " is not supported: this server speaks HTTP/1.1 and HTTP/1.0")));
+    }
     return respond_error(ApiError(400, "invalid_request_error", "bad_http", cat("malformed HTTP request: ", ec.message())));
   }
   handle();

@@ -561,6 +561,20 @@ TEST_F(ServerTest, AbsoluteFormTargetsAreRouted) {
   EXPECT_NE(out.find("no route for GET /\""), std::string::npos) << out;
 }
 
+// A well-formed version other than 1.0/1.1 (Beast reads no other) is a 505 naming it; a malformed one a 400.
+TEST_F(ServerTest, OtherHttpVersionsAre505AndMalformedOnes400) {
+  start();
+  for (const char* line : {"GET /health HTTP/2.0", "PRI * HTTP/2.0", "GET /health HTTP/1.2"}) {
+    const std::string out = exchange(std::string(line) + "\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(out.rfind("HTTP/1.1 505", 0), 0u) << line << ": " << out;
+    EXPECT_NE(out.find(R"("code":"http_version_not_supported")"), std::string::npos) << out;
+    EXPECT_NE(out.find(std::string(line).substr(std::string(line).size() - 8) + " is not supported"), std::string::npos) << out;
+  }
+  const std::string out = exchange("GET /health HTTP/1.x\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+  EXPECT_NE(out.find("malformed HTTP request: bad version"), std::string::npos) << out;
+}
+
 // RFC 9112 3.2: an HTTP/1.1 request without one Host header is a 400 (with the usual JSON error body);
 // HTTP/1.0 needs none. RFC 9112 9.3: an HTTP/1.0 keep-alive is echoed, and the connection then kept.
 TEST_F(ServerTest, HostIsRequiredOnHttp11AndHttp10KeepAliveIsEchoed) {
