@@ -15,6 +15,11 @@ TEST(Error, FirstLineDropsBacktrace) {
   EXPECT_EQ(one_line("unknown model 'foo\nbar'"), "unknown model 'foo\\nbar'");
   EXPECT_EQ(one_line("not found: tiny\n"), "not found: tiny\\n");  // a quoted value's own trailing break
   EXPECT_EQ(one_line("a\rb\x01" "c\td"), "a\\rb\\x01c\td");
+  // Well-formed UTF-8 passes; a byte outside it (Latin-1, a cut sequence, an overlong form, a surrogate) is \xNN.
+  EXPECT_EQ(one_line("caf\xC3\xA9 \xF0\x9F\x98\x80 \xE4\xB8\xAD"), "caf\xC3\xA9 \xF0\x9F\x98\x80 \xE4\xB8\xAD");
+  EXPECT_EQ(one_line("caf\xE9!"), "caf\\xe9!");
+  EXPECT_EQ(one_line("\xE4\xB8"), "\\xe4\\xb8");
+  EXPECT_EQ(one_line("\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80"), "\\xc0\\xaf \\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80");
   EXPECT_EQ(cat("a", 1, "b", 2.5), "a1b2.5");
 }
 

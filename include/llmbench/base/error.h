@@ -43,7 +43,8 @@ std::string shown(double v);
 std::string first_line(const std::string& message);
 
 // llmbench's own messages on one line whatever they quote: a line break or other control character
-// in a value (a path, a model name) is written as \n, \r or \xNN instead of cutting the message there.
+// in a value (a path, a model name) is written as \n, \r or \xNN instead of cutting the message there, and
+// so is a byte that is not part of well-formed UTF-8 (a quoted file's bytes): the line is valid UTF-8.
 std::string one_line(const std::string& message);
 
 }  // namespace llmbench
