@@ -43,7 +43,7 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--model", o.model, "Model name in requests (none: the first of /v1/models; the preset `serve` loads)");
   app->add_option("--label", o.label, "Label of the points in tables and reports (none: the model)");
   app->add_option("--api", o.api, "completions or chat")->capture_default_str();
-  app->add_option("--concurrency", st->concurrency, "Closed loop: requests in flight; a comma list sweeps");
+  app->add_option("--concurrency", st->concurrency, "Closed loop: requests in flight; a comma list sweeps (default 1 without --request-rate or --search)");
   app->add_option("--request-rate", st->request_rate, "Open loop: requests per second; a comma list sweeps");
   app->add_option("--max-concurrency", o.max_concurrency,
                   "Open loop: at most N requests in flight; later arrivals wait for one to finish (vLLM's "

@@ -15,6 +15,9 @@ bad() {  # bad ARGS...: exit 2 within seconds, one error line (naming $says when
   [ ! -e "$out/bad.json" ] || fail "load $* left a results file"
 }
 
+# Every option's default is in --help (README): --concurrency's is the closed loop of 1 used when no load is given.
+"$bin" load --help | grep -- "--concurrency" | grep -qF "default 1" || fail "load --help does not give --concurrency's default"
+
 start_server ok --ttft-ms 5 --itl-ms 2 --timing
 echo '[{"conversations": [' >"$out/broken.json"
 echo 'not json' >"$out/broken.jsonl"
