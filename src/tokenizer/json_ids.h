@@ -6,6 +6,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/tokenizer.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench::tok {
 
@@ -29,10 +30,7 @@ inline std::string brief_json(const nlohmann::json& j, int depth = 0) {
     }
     out += j.is_array() ? "]" : "}";
   }
-  if (out.size() <= 120) return out;
-  std::size_t cut = 117;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
-  return out.substr(0, cut) + "...";
+  return out.size() <= 120 ? out : utf8::shortened(out, 117);
 }
 
 // A token id from tokenizer.json: an integer in [0, kMaxTokenId], else Error naming `what`.

@@ -4,6 +4,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench {
 
@@ -14,10 +15,8 @@ std::string Tokenizer::apply_chat(const std::vector<ChatMessage>& messages, bool
     throw UsageError(cat("chat format ", to_string(f), " starts with a BOS token, but tokenizer ", info_.source,
                          " has none (no bos_token in its tokenizer_config.json)"));
   if ((f == ChatFormat::llama3 || f == ChatFormat::deepseek_r1) && !info_.bos_id) {  // it would be encoded as text
-    std::size_t cut = std::min<std::size_t>(info_.bos_token.size(), 80);  // quoted whole up to 80 bytes
-    while (cut < info_.bos_token.size() && (static_cast<unsigned char>(info_.bos_token[cut]) & 0xC0) == 0x80) --cut;
     throw UsageError(cat("chat format ", to_string(f), " starts with the BOS token, but tokenizer ", info_.source,
-                         "'s bos_token '", info_.bos_token.substr(0, cut), cut < info_.bos_token.size() ? "..." : "",
+                         "'s bos_token '", utf8::shortened(info_.bos_token, 80),
                          "' (tokenizer_config.json) is not one of its tokens"));
   }
   return format_chat(f, messages, add_generation_prompt, info_.bos_token);

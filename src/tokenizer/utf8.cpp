@@ -55,4 +55,11 @@ std::size_t complete_prefix(std::string_view text) {
   return text.size();
 }
 
+std::string shortened(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
+  return std::string(text.substr(0, cut)) + "...";
+}
+
 }  // namespace llmbench::utf8

@@ -23,3 +23,10 @@ TEST(Utf8, CompletePrefixHoldsBackAnUnfinishedTail) {
   EXPECT_EQ(utf8::complete_prefix("ab\xE4\xB8\xAD"), 5u);
   EXPECT_EQ(utf8::complete_prefix("\xF0\x9F"), 0u);
 }
+
+TEST(Utf8, ShortenedCutsAtACodePoint) {
+  EXPECT_EQ(utf8::shortened("abc", 3), "abc");
+  EXPECT_EQ(utf8::shortened("abcd", 3), "abc...");
+  EXPECT_EQ(utf8::shortened("ab\xC3\xA9z", 3), "ab...");        // é would be cut in half
+  EXPECT_EQ(utf8::shortened("\xE4\xB8\xAD\xE6\x96\x87", 4), "\xE4\xB8\xAD...");
+}

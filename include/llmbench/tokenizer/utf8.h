@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace llmbench::utf8 {
@@ -13,5 +14,9 @@ inline bool is_valid(std::string_view text) { return first_invalid(text) == text
 // Length of the longest prefix that ends on a complete code point, for streaming decode: a trailing
 // sequence that is still incomplete (but could become valid) is held back.
 std::size_t complete_prefix(std::string_view text);
+
+// `text` for an error message: whole up to `max_bytes`, else cut there (back to the start of a code point)
+// with "..." after it.
+std::string shortened(std::string_view text, std::size_t max_bytes);
 
 }  // namespace llmbench::utf8
