@@ -197,17 +197,21 @@ RequestRecord record_from(const Reader& r) {
   if (r.has("error")) rec.error = r.string("error");
   if (r.has("error_detail")) rec.error_detail = r.string("error_detail");
   // Latencies are never negative: such a file is corrupt (the gate would take it for a gain).
-  auto latency = [&](const std::string& where, double v) {
-    if (!(v >= 0)) throw Error(cat(r.path, ".", where, ": expected a number >= 0, got ", v));
-    return v;
+  auto negative = [&](const std::string& where, double v) {
+    return Error(cat(r.path, ".", where, ": expected a number >= 0, got ", v));
   };
-  rec.ttft_ms = latency("ttft_ms", r.number("ttft_ms"));
-  rec.e2e_ms = latency("e2e_ms", r.number("e2e_ms"));
+  rec.ttft_ms = r.number("ttft_ms");
+  if (!(rec.ttft_ms >= 0)) throw negative("ttft_ms", rec.ttft_ms);
+  rec.e2e_ms = r.number("e2e_ms");
+  if (!(rec.e2e_ms >= 0)) throw negative("e2e_ms", rec.e2e_ms);
   const json& itl = r.at("itl_ms");
   if (!itl.is_array()) throw Error(cat(r.path, ".itl_ms: expected an array, got ", itl.type_name()));
+  rec.itl_ms.reserve(itl.size());
   for (std::size_t i = 0; i < itl.size(); ++i) {
     if (!itl[i].is_number()) throw Error(cat(r.path, ".itl_ms[", i, "]: expected a number, got ", itl[i].type_name()));
-    rec.itl_ms.push_back(latency(cat("itl_ms[", i, "]"), itl[i].get<double>()));
+    const double v = itl[i].get<double>();
+    if (!(v >= 0)) throw negative(cat("itl_ms[", i, "]"), v);
+    rec.itl_ms.push_back(v);
   }
   rec.prompt_tokens = r.integer("prompt_tokens");
   rec.output_tokens = r.integer("output_tokens");
@@ -311,10 +315,16 @@ LoadResult load_from_json(const json& point, const std::string& path) {
   l.client_events_per_s = p.object("client").number("events_per_s");
   const json& log = p.at("request_log");
   if (!log.is_array()) throw Error(cat(path, ".request_log: expected an array, got ", log.type_name()));
+  l.requests.reserve(log.size());
   for (std::size_t i = 0; i < log.size(); ++i) {
-    const std::string rp = cat(path, ".request_log[", i, "]");
-    if (!log[i].is_object()) throw Error(cat(rp, ": expected an object, got ", log[i].type_name()));
-    l.requests.push_back(record_from({log[i], rp}));
+    // The path is formatted only for an error: for each of 200,000 requests and their 1.4 million ITLs it took 0.3 s.
+    const auto rp = [&] { return cat(path, ".request_log[", i, "]"); };
+    if (!log[i].is_object()) throw Error(cat(rp(), ": expected an object, got ", log[i].type_name()));
+    try {
+      l.requests.push_back(record_from({log[i], ""}));
+    } catch (const Error& e) {  // "": ".ttft_ms: missing" and the like
+      throw Error(rp() + e.what());
+    }
   }
   // Everything else is derived: recompute rather than trust.
   summarize_load(l);

@@ -511,14 +511,18 @@ Results results_from_json(const json& j) {
 }
 
 Results load_results(const std::string& path) {
-  const std::string text = read_file(path);
-  if (text.size() >= 2 && text[0] == '\x1f' && text[1] == '\x8b')
-    throw Error(cat(path, ": is gzip-compressed: decompress it first (gunzip -k ", path, ")"));
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number such as 1e400
-    throw Error(cat(path, ": not valid JSON: ", e.what()));
+  {
+    // The text goes once parsed: the document (about 2.5 times the file) and the results made from it are
+    // enough at once (reading a 93 MB file of 200,000 requests peaked at 320 MB instead of 389 MB).
+    const std::string text = read_file(path);
+    if (text.size() >= 2 && text[0] == '\x1f' && text[1] == '\x8b')
+      throw Error(cat(path, ": is gzip-compressed: decompress it first (gunzip -k ", path, ")"));
+    try {
+      j = json::parse(text);
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number such as 1e400
+      throw Error(cat(path, ": not valid JSON: ", e.what()));
+    }
   }
   try {
     return results_from_json(j);
