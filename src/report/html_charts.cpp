@@ -37,10 +37,24 @@ std::string prefixed(const std::vector<ReportInput>& inputs, const ReportInput& 
   return inputs.size() > 1 ? in.name + ": " + s : s;
 }
 
-// ECDF of one metric's raw values with its P50/P90/P99 as vertical rules.
+// 1234567 as "1,234,567".
+std::string grouped(std::size_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+// ECDF of one metric's raw values with its P50/P90/P99 as vertical rules (from all values). Up to
+// kEcdfExactMax values: every value, the browser computes the fractions. Above: the exact ECDF at its
+// quantiles (ecdf_quantiles), as a step line with transparent points for the tooltips.
 json ecdf(const std::string& title, const std::vector<double>& values, const Summary* s) {
+  const bool exact = values.size() <= kEcdfExactMax;
   json data = json::array();
-  for (double v : values) data.push_back({{"v", v}});
+  if (exact) {
+    for (double v : values) data.push_back({{"v", v}});
+  } else {
+    for (const auto& p : ecdf_quantiles(values, kEcdfQuantileSteps)) data.push_back({{"v", p.value}, {"F", p.fraction}});
+  }
   double p50, p90, p99;
   if (s && s->n > 0) {
     p50 = s->p50, p90 = s->p90, p99 = s->p99;
@@ -50,16 +64,19 @@ json ecdf(const std::string& title, const std::vector<double>& values, const Sum
   json marks = json::array({{{"q", "P50"}, {"v", p50}}, {{"q", "P90"}, {"v", p90}}, {{"q", "P99"}, {"v", p99}}});
   json x = field("v", "quantitative", title);
   x["scale"] = {{"zero", false}};
+  json fraction_tip = {{"field", "F"}, {"type", "quantitative"}, {"format", ".2f"}};
+  if (!exact) fraction_tip.update({{"format", ".4f"}, {"title", "fraction ≤ x"}});
   json line = {
       {"data", {{"values", data}}},
-      {"transform", json::array({{{"window", json::array({{{"op", "cume_dist"}, {"as", "F"}}})},
-                                  {"sort", json::array({{{"field", "v"}}})}}})},
-      {"mark", {{"type", "line"}, {"interpolate", "step-after"}, {"point", true}}},
+      {"mark", {{"type", "line"}, {"interpolate", "step-after"}, {"point", exact ? json(true) : json("transparent")}}},
       {"encoding",
        {{"x", x},
         {"y", {{"field", "F"}, {"type", "quantitative"}, {"title", "fraction ≤ x"}, {"scale", {{"domain", {0, 1}}}}}},
         {"tooltip", json::array({{{"field", "v"}, {"type", "quantitative"}, {"format", ".3f"}, {"title", "ms"}},
-                                 {{"field", "F"}, {"type", "quantitative"}, {"format", ".2f"}}})}}}};
+                                 fraction_tip})}}}};
+  if (exact)
+    line["transform"] = json::array({{{"window", json::array({{{"op", "cume_dist"}, {"as", "F"}}})},
+                                      {"sort", json::array({{{"field", "v"}}})}}});
   json color = field("q", "nominal", "percentile");
   color["scale"] = {{"domain", {"P50", "P90", "P99"}}, {"range", {"#2ca02c", "#ff7f0e", "#d62728"}}};
   json rules = {{"data", {{"values", marks}}},
@@ -69,7 +86,11 @@ json ecdf(const std::string& title, const std::vector<double>& values, const Sum
                   {"color", color},
                   {"tooltip", json::array({field("q", "nominal"),
                                            {{"field", "v"}, {"type", "quantitative"}, {"format", ".3f"}, {"title", "ms"}}})}}}};
-  return {{"title", title}, {"width", kSubWidth}, {"height", kSubHeight}, {"layer", json::array({line, rules})}};
+  json heading = exact ? json(title)
+                       : json{{"text", title},
+                              {"subtitle", cat("ECDF from ", grouped(kEcdfQuantileSteps + 1), " quantiles of ",
+                                               grouped(values.size()), " values")}};
+  return {{"title", heading}, {"width", kSubWidth}, {"height", kSubHeight}, {"layer", json::array({line, rules})}};
 }
 
 void add_distributions(const std::vector<ReportInput>& inputs, const Axes& axes, json& out) {
@@ -79,12 +100,18 @@ void add_distributions(const std::vector<ReportInput>& inputs, const Axes& axes,
     for (const auto& p : in.results.points) {
       if (!usable(p)) continue;
       json parts = json::array();
+      bool from_quantiles = false;
       for (const auto& [key, title] : metrics) {
         auto values = raw_values(p, key);
-        if (!values.empty()) parts.push_back(ecdf(title, values, find_summary(p, key)));
+        if (values.empty()) continue;
+        from_quantiles = from_quantiles || values.size() > kEcdfExactMax;
+        parts.push_back(ecdf(title, values, find_summary(p, key)));
       }
       if (parts.empty()) continue;
-      const std::string title = prefixed(inputs, in, point_label(p, axes));
+      std::string title = prefixed(inputs, in, point_label(p, axes));
+      if (from_quantiles)
+        title += cat(" (an ECDF of more than ", grouped(kEcdfExactMax), " values is drawn from ",
+                     grouped(kEcdfQuantileSteps + 1), " quantiles; P50, P90, P99 from all values)");
       out.push_back(chart("distributions", title, {{"hconcat", parts}}));
     }
   }

@@ -180,4 +180,21 @@ Summary summarize(const std::vector<double>& values, int trim) {
   return s;
 }
 
+std::vector<EcdfPoint> ecdf_quantiles(std::vector<double> values, std::size_t steps) {
+  if (steps == 0) throw Error("ecdf_quantiles: steps must be at least 1");
+  std::vector<EcdfPoint> out;
+  if (values.empty()) return out;
+  std::sort(values.begin(), values.end());
+  const std::uint64_t n = values.size();
+  out.reserve(steps + 1);
+  for (std::uint64_t k = 0; k <= steps; ++k) {
+    const std::uint64_t rank = k == 0 ? 1 : (k * n + steps - 1) / steps;  // ceil(k n / steps), in integers
+    const double v = values[rank - 1];
+    if (!out.empty() && out.back().value == v) continue;
+    const auto le = std::upper_bound(values.begin(), values.end(), v) - values.begin();
+    out.push_back({v, static_cast<double>(le) / static_cast<double>(n)});
+  }
+  return out;
+}
+
 }  // namespace llmbench

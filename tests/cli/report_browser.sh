@@ -58,6 +58,14 @@ texts=(--expect-text 'Files side by side')
 [ ${#gate_args[@]} -gt 0 ] && texts+=(--expect-text 'Gate verdicts')
 check "$out/compare.html" "$out/compare.png" --min-charts $((min_single + 1)) "${texts[@]}"
 
+# A load point of 20,000 requests (140,000 ITLs): its ECDFs come from 1,001 quantiles each and still draw.
+python3 "$root/scripts/bench/large_load_results.py" 20000 "$out/large.json" || fail "large_load_results.py"
+"$bin" report "$out/large.json" -o "$out/large.html" 2>"$out/large.err" || fail "report of 20,000 requests: $(cat "$out/large.err")"
+size=$(stat -c %s "$out/large.html")
+[ "$size" -lt 2000000 ] || fail "the page of 20,000 requests is $size bytes"
+check "$out/large.html" "$out/large.png" --min-charts 2 --expect-text 'drawn from 1,001 quantiles' \
+  --expect-text 'ECDF from 1,001 quantiles of '
+
 # Without the bundles: tables, the notice, and still no console error.
 LLMBENCH_WEB_ASSETS="$out/no-assets" "$bin" report "$out/base.json" -o "$out/no-charts.html" 2>/dev/null \
   || fail "report without bundles exited non-zero"

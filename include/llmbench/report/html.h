@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,12 @@ std::string render_html(const std::vector<ReportInput>& inputs, const ReportOpti
 
 // The tables of the report as GitHub-flavoured Markdown (for terminals and pull requests).
 std::string render_markdown(const std::vector<ReportInput>& inputs, const std::optional<nlohmann::json>& gate);
+
+// An ECDF of up to kEcdfExactMax values embeds them all (the browser computes the fractions and marks every
+// value); above, it embeds the points of ecdf_quantiles(values, kEcdfQuantileSteps) (stats.h) and says so in
+// its subtitle: a page of a million ITLs stays small and opens.
+constexpr std::size_t kEcdfExactMax = 2000;
+constexpr std::size_t kEcdfQuantileSteps = 1000;
 
 // The Vega-Lite specs of the page, each {"id", "title", "spec"}: exposed for tests.
 nlohmann::json chart_specs(const std::vector<ReportInput>& inputs);

@@ -32,6 +32,19 @@ double trimmed_median(std::vector<double> values, int trim);
 // n = 0 gives an all-zero Summary; std = 0 and the CI collapses to the value when n = 1.
 Summary summarize(const std::vector<double>& values, int trim);
 
+// One point of an empirical CDF: `fraction` of the values are <= `value`.
+struct EcdfPoint {
+  double value = 0;
+  double fraction = 0;
+};
+
+// The empirical CDF of `values` at its quantiles every 1/steps: the order statistics of 1-based rank 1 (the
+// minimum) and ceil(k n / steps) for k = 1..steps (the last is the maximum), each with its exact ECDF value
+// (the fraction of values <= it, ties included); a value reached by several ranks appears once. Drawn as a
+// step line it is the ECDF to within 1/steps of the fraction axis, in at most steps + 1 points however many
+// values there are (how the report draws an ECDF of more than 2,000 values). Empty for no values.
+std::vector<EcdfPoint> ecdf_quantiles(std::vector<double> values, std::size_t steps);
+
 struct Interval {
   double lo = 0;
   double hi = 0;
