@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmbench/base/error.h"
+#include "llmbench/tokenizer/utf8.h"
 
 namespace llmbench {
 
@@ -125,8 +126,9 @@ std::string message_line(std::string_view text, std::size_t max_bytes) {
   for (std::size_t i = 0; i < text.size();) {
     const unsigned char c = text[i];
     std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    for (std::size_t k = 1; k < n; ++k)
-      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) n = 0;
+    // Well-formed (RFC 3629), not merely the right shape: no overlong forms, surrogates or code points above
+    // U+10FFFF, which JSON writers refuse.
+    if (n > 1 && (i + n > text.size() || !utf8::is_valid(text.substr(i, n)))) n = 0;
     if (n == 0) {  // not UTF-8: dropped
       ++i;
       continue;

@@ -151,6 +151,10 @@ TEST(Sse, ServerMessageIsOneShortLineOfText) {
   EXPECT_EQ(server_message("\r\n  Internal Server Error\nTraceback (most recent call last):\n"), "Internal Server Error");
   EXPECT_EQ(server_message(R"({"error":"line one\nline\ttwo\u0001"})"), "line one line two");
   EXPECT_EQ(server_message("caf\xe9 \xc3\xa9"), "caf \xc3\xa9");  // a byte that is not UTF-8 is dropped
+  // Sequences of the right shape that are not well-formed UTF-8 are dropped too (the JSON writer refuses them):
+  // an overlong NUL, a surrogate, a code point above U+10FFFF (found by fuzz_load_sse).
+  EXPECT_EQ(server_message("502 Bad \xc0\x80Gateway \xed\xa0\x80x \xf6\x9b\x9e\x8cy \xf4\x90\x80\x80z"),
+            "502 Bad Gateway x y z");
   const std::string long_text = std::string(198, 'x') + "\xe2\x82\xac\xe2\x82\xac";
   EXPECT_EQ(server_message(long_text), std::string(198, 'x') + "...");  // never half a character
   EXPECT_EQ(server_message(""), "");
