@@ -93,3 +93,91 @@ gate = os.path.join(root, "tests", "data", "gate")
 for name in sorted(os.listdir(gate)):
     if name.endswith(".json"):
         put("results", name, open(os.path.join(gate, name), "rb").read())
+
+# ---- response bodies for the load client (fuzz_load_sse): OpenAI-style streams of completions and chat
+# (LF, CRLF and CR line ends, a byte order mark, comments and ping events), a reasoning stream, the error
+# shapes of each server family, a whole non-streamed response, a Server-Timing header, and near misses.
+def sse(events, eol="\n"):
+    return "".join(f"data: {e if isinstance(e, str) else json.dumps(e)}{eol}{eol}" for e in events)
+
+
+def cmpl(text, finish=None, usage=None):
+    return {"id": "cmpl-1", "object": "text_completion", "model": "m",
+            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}], "usage": usage}
+
+
+def delta(d, finish=None, usage=None):
+    e = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
+    if usage is not None:
+        e["usage"] = usage
+    return e
+
+
+usage = {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+put("load_sse", "completions", sse([cmpl(" Hello"), cmpl(","), cmpl(" world"), cmpl("", "length"),
+                                    {"choices": [], "usage": usage}, "[DONE]"]))
+put("load_sse", "chat_crlf", sse([delta({"role": "assistant", "content": ""}), delta({"content": "Hi"}),
+                                  delta({"content": " there"}), delta({}, "stop", usage), "[DONE]"], "\r\n"))
+put("load_sse", "bom_comments_cr", "\ufeff: keep-alive\r\revent: ping\rdata: {}\r\r"
+    + sse([cmpl("a"), cmpl("b", usage={"prompt_tokens": 1, "completion_tokens": 2.0})], "\r") + "data: [DONE] \r\r")
+put("load_sse", "reasoning", sse([delta({"role": "assistant"}), delta({"reasoning_content": "Hmm", "content": None}),
+                                  delta({"reasoning": "ok", "reasoning_content": "ok", "content": ""}),
+                                  delta({"content": "42"}), "[DONE]"]))
+put("load_sse", "multiline_id_retry", "id: 1\nretry: 100\ndata: {\"choices\": [{\"text\":\ndata: \"x\"}]}\n\n"
+    "event: message\ndata: {\"choices\": [{\"text\": \"y\"}], \"llmbench_timing\": {\"queue\": 1.5, \"bad name\": 2, "
+    "\"prefill\": -1}}\n\ndata: [DONE]\n\n")
+put("load_sse", "llamacpp_error", sse([cmpl("a")]) + 'error: {"code": 500, "message": "context\\nfull", "type": "server_error"}\n\n')
+put("load_sse", "tgi_error_event", 'event: error\ndata: {"error": "Input validation error", "error_type": "validation"}\n\n')
+put("load_sse", "error_objects", sse([{"error": {"message": "bad\trequest", "code": 400}}, {"object": "error", "message": "vLLM"},
+                                      {"detail": [{"loc": ["body"], "msg": "field required"}]}]))
+put("load_sse", "whole_chat", json.dumps({"id": "c", "object": "chat.completion", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": "Hello!", "reasoning_content": "think"}, "finish_reason": "stop"}],
+    "usage": usage}))
+put("load_sse", "server_timing", "queue;dur=1.5, prefill;dur=3.2;desc=x, decode;dur=1e3, bad;dur=inf, x y;dur=1")
+put("load_sse", "bad_usage_and_data", sse([{"choices": [{"text": "a"}], "usage": {"prompt_tokens": -1, "completion_tokens": 1e30}},
+                                           {"choices": "x", "usage": {"completion_tokens": "3"}}, "{not json", "[DONE]"]))
+put("load_sse", "unterminated", b"data: {\"choices\": [{\"text\": \"a\"}]}\n\ndata: {\"choi")
+put("load_sse", "text_error_body", b"  \r\n502 Bad \xff\xc0\x80 Gateway\x1b[0m\r\nnginx\r\n")
+# Kept a byte sequence of UTF-8's shape that is not UTF-8 (F6: above U+10FFFF) in the error message (found by fuzz_load_sse).
+put("load_sse", "message_not_utf8", b'!\x00\x00\x00t:\xa5 error\xf6\x9b\x9e\x8ca: validation"}\n\n')
+
+# ---- dataset files for the load generator (fuzz_load_dataset): ShareGPT JSON and JSON lines, valid and near misses.
+put("load_dataset", "sharegpt.json", json.dumps([
+    {"id": "a", "conversations": [{"from": "human", "value": "What is 2+2?"}, {"from": "gpt", "value": "4, of course."}]},
+    {"id": "b", "conversations": [{"from": "human", "value": "Hi"}]},
+    {"id": "c", "conversations": [{"from": "human", "value": ""}, {"from": "gpt", "value": "x"}]},
+    {"id": "d", "conversations": [{"from": "human", "value": "Tell me more"}, {"from": "gpt", "value": ""}]},
+    {"id": "e", "conversations": [{"from": "human", "value": 1}, {"from": "gpt", "value": "y"}]},
+    {"conversations": "none"}, 7]))
+put("load_dataset", "sharegpt_not_array.json", '{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]}')
+put("load_dataset", "prompts.jsonl", '{"prompt": "Write a haiku.", "output_len": 32}\n\n  \r\n'
+    '{"prompt": "caf\\u00e9 \\ud83d\\ude00", "output_len": 1}\r\n{"prompt": "last", "output_len": 16777216}')
+put("load_dataset", "jsonl_bad_len.jsonl", '{"prompt": "a", "output_len": 0}\n{"prompt": "b", "output_len": 2.5}\n')
+put("load_dataset", "jsonl_bad_utf8.jsonl", b'{"prompt": "ok", "output_len": 3}\n{"prompt": "caf\xc3", "output_len": 3}\n')
+put("load_dataset", "jsonl_no_prompt.jsonl", '{"text": "a", "output_len": 3}\n[1, 2]\n{"prompt": ""}\n')
+
+# ---- tokenizer_config.json and chat messages (fuzz_chat_template): each family's config, HF's named-template
+# list, special tokens as {"content": ...}, and near misses; some followed by NUL, a flags byte (1: the chat
+# markers are special tokens, 2: add_generation_prompt) and NUL-separated role/content pairs.
+def chat_input(config, flags=None, messages=()):
+    out = json.dumps(config).encode()
+    if flags is not None:
+        out += b"\0" + bytes([flags]) + b"\0".join(x.encode() if isinstance(x, str) else x for m in messages for x in m)
+    return out
+
+
+msgs = [("system", "You are terse."), ("user", "  Hi!\n"), ("assistant", "Hello."), ("user", "Bye")]
+llama3 = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "add_bos_token": True,
+          "chat_template": "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+                           "{{ m['content'] | trim }}<|eot_id|>{% endfor %}"}
+put("chat_template", "llama3.json", chat_input(llama3))
+put("chat_template", "llama3_messages", chat_input(llama3, 2, msgs))
+put("chat_template", "chatml_named.json", chat_input({"eos_token": {"content": "<|im_end|>", "special": True},
+    "chat_template": [{"name": "tool_use", "template": "x"}, {"name": "default", "template": "{{'<|im_start|>' + role}}"}]}, 3, msgs))
+put("chat_template", "deepseek_markers", chat_input({"bos_token": {"content": "<\uff5cbegin\u2581of\u2581sentence\uff5c>"},
+    "add_eos_token": False, "chat_template": "{{'<\uff5cUser\uff5c>' + message['content']}}"}, 3, msgs))
+put("chat_template", "no_template_markers", chat_input({"bos_token": "<|begin_of_text|>", "chat_template": None}, 1,
+                                                       [("user", "caf\u00e9"), ("tool", "x")]))
+put("chat_template", "unknown_bos", chat_input({"bos_token": "<|nope|>", "chat_template": "<|start_header_id|>"}, 2, [("user", "a")]))
+put("chat_template", "wrong_types.json", '{"bos_token": 1, "eos_token": {"content": 2}, "add_bos_token": "yes", "chat_template": 3}')
+put("chat_template", "bad_utf8_content", chat_input({"chat_template": "<|im_start|>"}, 0, [("user", b"\xff\xfe")]))
