@@ -286,6 +286,11 @@ std::vector<double> split_gaps(const std::vector<double>& gaps, const std::vecto
   for (int i = 0; i < events; ++i) extra[i] = std::max(event_tokens[i] - 1, 0);
   const std::int64_t total_extra = std::accumulate(extra.begin(), extra.end(), std::int64_t{0});
   if (output_tokens <= events || total_extra == 0) return gaps;
+  // A count far above what the text holds (hidden reasoning tokens, or a server whose usage is wrong) says
+  // nothing about how the visible events were spaced, and splitting by it would make up to 2^24 ITLs of one
+  // request: the gaps as they are.
+  const std::int64_t counted = events + total_extra;
+  if (output_tokens > kMaxSplitOverText * counted) return gaps;
   // Largest remainder: each event's share of the tokens to give out, floored; the rest one each to the
   // events with the largest remainders.
   const std::int64_t give = output_tokens - events;

@@ -280,4 +280,9 @@ TEST(Sse, SplitGapsGivesEachEventItsShareOfTheOutputTokens) {
   EXPECT_EQ(split_gaps({7, 8}, {4, 4, 4}, 3), (std::vector<double>{7, 8}));
   EXPECT_EQ(split_gaps({7, 8}, {1, 0, 1}, 9), (std::vector<double>{7, 8}));
   EXPECT_THROW(split_gaps({7}, {1, 1, 1}, 3), Error);
+  // The text holds 1 + 3 = 4 tokens: usage up to 4 x 4 = 16 is split (15 gaps of 12/15), beyond it the
+  // gaps as they are (a count of 2^24 made 2^24 ITLs of one request).
+  EXPECT_EQ(split_gaps({12}, {1, 3}, 16), std::vector<double>(15, 12.0 / 15));
+  EXPECT_EQ(split_gaps({12}, {1, 3}, 17), std::vector<double>{12});
+  EXPECT_EQ(split_gaps({12}, {1, 3}, 1 << 24), std::vector<double>{12});
 }

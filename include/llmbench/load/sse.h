@@ -82,7 +82,10 @@ std::map<std::string, double> parse_server_timing(const std::string& header);
 // tokens beyond those go to the events in proportion to their tokenizer tokens beyond one (largest
 // remainder, ties to the earlier event). An event after the first with k tokens gives k gaps of 1/k of its
 // gap, so there are at most output_tokens - 1 of them and they sum to the first-to-last-event time. When
-// output_tokens is at most the events, or no event has more than one tokenizer token, the gaps as they are.
+// output_tokens is at most the events, or no event has more than one tokenizer token, or output_tokens is
+// more than kMaxSplitOverText times the tokenizer's count of the text (events + their tokens beyond one),
+// the gaps as they are.
+constexpr int kMaxSplitOverText = 4;
 std::vector<double> split_gaps(const std::vector<double>& gaps, const std::vector<int>& event_tokens, int output_tokens);
 
 // SSE events of a synthetic completions stream that the client can parse per second on one core
