@@ -82,7 +82,8 @@ std::string Metrics::render(const EngineStats& engine) const {
   gauge("llmbench_requests_waiting", "Requests queued for a slot", engine.waiting);
   gauge("llmbench_batch_size", "Rows of the last decode step", engine.last_batch_size);
   gauge("llmbench_kv_cache_slots_used", "KV-cache slots in use", engine.running);
-  gauge("llmbench_kv_cache_slots_total", "KV-cache slots", engine.slots_total);
+  // Not _total: Prometheus keeps that suffix for counters (promtool check metrics flags a gauge with it).
+  gauge("llmbench_kv_cache_slots_capacity", "KV-cache slots in all", engine.slots_total);
   gauge("llmbench_http_connections", "Open HTTP connections", connections.load());
   gauge("llmbench_prefill_batch_size", "Requests of the last batched prefill pass", engine.last_prefill_batch);
   header(out, "llmbench_tensor_parallel_size", "gauge", "Tensor-parallel ranks the model is split over");

@@ -120,8 +120,10 @@ for h in ["time_to_first_token", "inter_token_latency", "e2e_request_latency", "
 assert values["llmbench_requests_total{code=\"400\"}"] >= 13, values
 assert values["llmbench_requests_total{code=\"503\"}"] >= 8
 assert values["llmbench_generation_tokens_total"] > 0
-assert values["llmbench_kv_cache_slots_total"] == 4
+assert values["llmbench_kv_cache_slots_capacity"] == 4
 PY
+# The same text through Prometheus' own parser and linter (names, suffixes, types, histograms).
+promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1 || fail "promtool check metrics: $(head -c 600 "$tmp/promtool.txt")"
 
 # Still serving: a plain completion, then SIGTERM while a stream runs: exit 0 within the grace.
 code=$(curl -s -o "$tmp/ok.json" -w '%{http_code}' -H 'Content-Type: application/json' -d '{"prompt": "hello", "max_tokens": 4}' "$base/v1/completions")

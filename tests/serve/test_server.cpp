@@ -774,7 +774,7 @@ TEST_F(ServerTest, MetricsAreValidPrometheusText) {
   EXPECT_EQ(values["llmbench_inter_token_latency_seconds_count"], 12);
   EXPECT_EQ(values["llmbench_e2e_request_latency_seconds_count"], 3);
   EXPECT_EQ(values["llmbench_request_queue_time_seconds_count"], 3);
-  EXPECT_EQ(values["llmbench_kv_cache_slots_total"], 4);
+  EXPECT_EQ(values["llmbench_kv_cache_slots_capacity"], 4);
 }
 
 TEST_F(ServerTest, ShutdownFinishesOrCancelsWithinTheGrace) {
