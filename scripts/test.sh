@@ -14,6 +14,7 @@ esac
 scripts/deps.sh
 scripts/fetch-tokenizers.sh
 scripts/fetch-web-assets.sh
+scripts/fetch-schema-validator.sh  # Ajv, for tests/cli/schema.sh (results files against schemas/)
 
 if [ "${1:-}" = "--sanitize" ]; then
   dir=${LLMBENCH_BUILD_DIR:-build-asan}
