@@ -140,7 +140,7 @@ bool prefill_direct() { return env_switch("LLMBENCH_PREFILL_DIRECT", {"1", "0"})
 template <class Attend>
 torch::Tensor Decoder::prefill_layers_fused(const torch::Tensor& x, const torch::Tensor& positions, const Rope& rope,
                                             KvCache& cache, const AttnMask& mask, Attend&& attend) const {
-  const auto hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim, n = config_.num_layers;
+  const auto hq = config_.num_heads, hkv = config_.num_kv_heads, n = config_.num_layers;
   const auto b = x.size(0), s = x.size(1);
   const bool direct = prefill_direct();
   const bool kv_direct = direct && !cache.fp8() && cache.keys(0).size(0) == b && cache.keys(0).size(2) >= s &&
