@@ -72,11 +72,11 @@ lo=(--tokenizer tiny --input-len 16 --output-len 4)
 "$bin" "${q[@]}" load "${lo[@]}" --concurrency 1,2 --num-requests 6 --warmup-requests 1 --slo ttft_ms=60000,tpot_ms=1000 \
   -o load.json >/dev/null 2>>load.err || fail "load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --api chat --request-rate 50 --arrival gamma:2 --max-concurrency 2 --num-requests 6 \
-  --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' -o open.json >/dev/null 2>>load.err || fail "open-loop load"
+  --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' -o open.json >/dev/null 2>>load.err || fail "open-loop load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --search concurrency:1:2 --search-steps 1 --slo e2e_ms=60000 --num-requests 4 \
-  -o search.json >/dev/null 2>>load.err || fail "load --search"
+  -o search.json >/dev/null 2>>load.err || fail "load --search: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --no-stream --concurrency 2 --num-requests 4 -o whole.json >/dev/null 2>>load.err \
-  || fail "load --no-stream"
+  || fail "load --no-stream: $(tail -5 load.err)"
 # Failed requests (HTTP 500 with a message, a disconnect, an error event with a detail) against the scripted
 # server, on a loopback port of 23000-23999.
 for _ in 1 2 3 4 5; do
@@ -90,7 +90,7 @@ for _ in 1 2 3 4 5; do
 done
 [ -n "$spid" ] || fail "the scripted server did not start: $(cat server.out)"
 "$bin" "${q[@]}" load --endpoint "http://127.0.0.1:$port" --concurrency 1 --num-requests 5 --output-len 3 \
-  -o faults.json >/dev/null 2>>load.err || fail "load with failed requests"
+  -o faults.json >/dev/null 2>>load.err || fail "load with failed requests: $(tail -5 load.err)"
 kill $spid; wait $spid 2>/dev/null; spid=
 
 produced=(run.json sampled.json tp.json int8.json failed.json nan1.json nan2.json int.json compare.json load.json open.json search.json whole.json faults.json)
