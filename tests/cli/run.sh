@@ -121,16 +121,7 @@ grep -q 'out of memory: tiny at batch 50000000 x 22 positions (point 2 of 2: .*)
 
 # A point that fails after its timed runs (a NaN reference in verification, a NaN quality measurement) keeps
 # no metric values: runs, summary and stages are empty, as for a failed verification.
-python3 - "$data/models/llama_bf16" "$tmp/nan" <<'PY' || fail "making the NaN checkpoint"
-import json, os, shutil, struct, sys
-shutil.copytree(sys.argv[1], sys.argv[2])
-f = os.path.join(sys.argv[2], "model.safetensors")
-b = bytearray(open(f, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-a, e = json.loads(b[8:8 + n])["model.norm.weight"]["data_offsets"]
-b[8 + n + a:8 + n + e] = struct.pack("<H", 0x7FC0) * ((e - a) // 2)  # bf16 NaN
-open(f, "wb").write(bytes(b))
-PY
+python3 "$root/tests/cli/nan_checkpoint.py" "$data/models/llama_bf16" "$tmp/nan" || fail "making the NaN checkpoint"
 nan=(--model "$tmp/nan" --device cpu --no-roofline -p 8 -n 3 --runs 2 --warmup 0 --trim 0)
 "$bin" run "${nan[@]}" --batch 1 --temperature 0,0.7 -o "$tmp/nan1.json" >/dev/null 2>&1
 "$bin" run "${nan[@]}" --batch 1 --temperature 0.7 --weights bf16,int8 -o "$tmp/nan2.json" >/dev/null 2>&1

@@ -43,16 +43,7 @@ q=(--log-level off)
 [ $? = 1 ] || fail "the failed-point run did not exit 1"
 # A checkpoint (tests/data/models/llama_bf16) whose final norm is NaN: the greedy point fails its verification,
 # the int8 one its quality measurement, after their timed runs (as tests/cli/run.sh does).
-python3 - "$data/models/llama_bf16" nan <<'PY' || fail "making the NaN checkpoint"
-import json, os, shutil, struct, sys
-shutil.copytree(sys.argv[1], sys.argv[2])
-f = os.path.join(sys.argv[2], "model.safetensors")
-b = bytearray(open(f, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-a, e = json.loads(b[8:8 + n])["model.norm.weight"]["data_offsets"]
-b[8 + n + a:8 + n + e] = struct.pack("<H", 0x7FC0) * ((e - a) // 2)  # bf16 NaN
-open(f, "wb").write(bytes(b))
-PY
+python3 "$root/tests/cli/nan_checkpoint.py" "$data/models/llama_bf16" nan || fail "making the NaN checkpoint"
 nan=(--model nan --device cpu --no-roofline -p 8 -n 3 --runs 2 --warmup 0 --trim 0 --batch 1)
 "$bin" "${q[@]}" run "${nan[@]}" --temperature 0,0.7 -o nan1.json >/dev/null 2>&1
 "$bin" "${q[@]}" run "${nan[@]}" --temperature 0.7 --weights bf16,int8 -o nan2.json >/dev/null 2>&1
