@@ -66,6 +66,20 @@ size=$(stat -c %s "$out/large.html")
 check "$out/large.html" "$out/large.png" --min-charts 2 --expect-text 'drawn from 1,001 quantiles' \
   --expect-text 'ECDF from 1,001 quantiles of '
 
+# Every chart's spec against Vega-Lite's own JSON Schema (tests/schema/validate_charts.mjs, Ajv): the pages
+# above, the sample sweep (models, MBU/MFU) and a small load point (exact ECDFs); a misspelt key must fail.
+[ -f "$root/tests/schema/node_modules/ajv/package.json" ] || fail "Ajv is missing: run scripts/fetch-schema-validator.sh"
+"$bin" report "$data/results/sample-sweep.json" -o "$out/sample.html" 2>/dev/null || fail "report of the sample sweep"
+python3 "$root/scripts/bench/large_load_results.py" 300 "$out/small-load.json" || fail "large_load_results.py 300"
+"$bin" report "$out/small-load.json" -o "$out/small-load.html" 2>/dev/null || fail "report of 300 requests"
+pages=("$out/report.html" "$out/compare.html" "$out/sample.html" "$out/small-load.html" "$out/large.html")
+node "$root/tests/schema/validate_charts.mjs" "${pages[@]}" >"$out/charts.txt" 2>&1 \
+  || fail "a chart is not valid Vega-Lite: $(head -c 1500 "$out/charts.txt")"
+sed 's/"mark":/"makr":/' "$out/report.html" >"$out/misspelt.html"
+node "$root/tests/schema/validate_charts.mjs" "$out/misspelt.html" >"$out/misspelt.txt" 2>&1 \
+  && fail "a spec with 'makr' passed the Vega-Lite schema"
+grep -q 'must NOT have additional properties' "$out/misspelt.txt" || fail "misspelt spec: $(head -c 600 "$out/misspelt.txt")"
+
 # Without the bundles: tables, the notice, and still no console error.
 LLMBENCH_WEB_ASSETS="$out/no-assets" "$bin" report "$out/base.json" -o "$out/no-charts.html" 2>/dev/null \
   || fail "report without bundles exited non-zero"
