@@ -7,6 +7,10 @@
 # (docs/gpu-runs). The hand-made and older fixtures pass the readable level (#/$defs/readable), the malformed
 # ones fail it. Copies with a required key removed, a wrong type, an unknown key, a bad enum value, a load key
 # on a run point and a negative duration each fail.
+# The other JSON documents, each against its own schema (schemas/*.schema.json, validate.mjs --schema): gate --json
+# (pass, regressed, missing, load points, a search), info --json, tokenize --json (and --bench), generate --json and
+# its --dump-logits file, serve's /health and /v1/models (a `serve --model tiny` on a loopback port of 24000-24999,
+# stopped here), and the --format json console rows; a broken copy of each fails.
 set -u
 bin=$(realpath "$1")
 data=$(realpath "$2")
@@ -28,8 +32,8 @@ small=(--model tiny --device cpu --prompt-len 16 --warmup 1 --trim 1)
 q=(--log-level off)
 
 # ---- files llmbench writes
-"$bin" "${q[@]}" run "${small[@]}" --batch 1,2 --max-new-tokens 8 --runs 5 --verify -o run.json >/dev/null \
-  || fail "run"
+"$bin" "${q[@]}" run "${small[@]}" --batch 1,2 --max-new-tokens 8 --runs 5 --verify -o run.json --format json \
+  >run_rows.json || fail "run"
 "$bin" "${q[@]}" run "${small[@]}" --batch 2 --max-new-tokens 1 --runs 3 --temperature 0.8 --top-k 20 --top-p 0.9 \
   --seed 7 --no-roofline --prompt "Once upon a time" -o sampled.json >/dev/null || fail "sampled run"
 # Tensor parallel (two CPU ranks over gloo) and int8 weights (the quality measurement).
@@ -39,7 +43,7 @@ q=(--log-level off)
   || fail "run --weights int8"
 # A failed point next to an ok one (the KV cache of batch 1024 x 512 does not fit under the address-space cap).
 (ulimit -v 2500000 && exec "$bin" "${q[@]}" run --model tiny --device cpu --batch 1024,1 --prompt-len 512 \
-  --max-new-tokens 2 --warmup 0 --runs 3 --trim 0 --no-roofline -o failed.json) >/dev/null 2>&1
+  --max-new-tokens 2 --warmup 0 --runs 3 --trim 0 --no-roofline -o failed.json --format json) >failed_rows.json 2>/dev/null
 [ $? = 1 ] || fail "the failed-point run did not exit 1"
 # A checkpoint (tests/data/models/llama_bf16) whose final norm is NaN: the greedy point fails its verification,
 # the int8 one its quality measurement, after their timed runs (as tests/cli/run.sh does).
@@ -55,33 +59,36 @@ wait_for_handler $pid 2 1
 kill -INT $pid
 wait $pid
 [ $? = 130 ] || fail "interrupted run did not exit 130"
-"$bin" "${q[@]}" compare "$root/configs/tiny-ci.yaml" -o compare.json >/dev/null || fail "compare"
+"$bin" "${q[@]}" compare "$root/configs/tiny-ci.yaml" -o compare.json --format json >compare_rows.json || fail "compare"
 
 # Load against its own `llmbench serve --model tiny` (closed loop with objectives, open loop on the chat API,
 # a search, whole responses).
 lo=(--tokenizer tiny --input-len 16 --output-len 4)
 "$bin" "${q[@]}" load "${lo[@]}" --concurrency 1,2 --num-requests 6 --warmup-requests 1 --slo ttft_ms=60000,tpot_ms=1000 \
-  -o load.json >/dev/null 2>>load.err || fail "load: $(tail -5 load.err)"
+  -o load.json --format json >load_rows.json 2>>load.err || fail "load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --api chat --request-rate 50 --arrival gamma:2 --max-concurrency 2 --num-requests 6 \
   --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' -o open.json >/dev/null 2>>load.err || fail "open-loop load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --search concurrency:1:2 --search-steps 1 --slo e2e_ms=60000 --num-requests 4 \
-  -o search.json >/dev/null 2>>load.err || fail "load --search: $(tail -5 load.err)"
+  -o search.json --format json >search_rows.json 2>>load.err || fail "load --search: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --no-stream --concurrency 2 --num-requests 4 -o whole.json >/dev/null 2>>load.err \
   || fail "load --no-stream: $(tail -5 load.err)"
 # Failed requests (HTTP 500 with a message, a disconnect, an error event with a detail) against the scripted
 # server, on a loopback port of 23000-23999.
-for _ in 1 2 3 4 5; do
-  port=$((23000 + RANDOM % 1000))
-  python3 "$root/tests/load/scripted_server.py" --port $port --lifetime-s 120 --ttft-ms 1 --itl-ms 1 \
-    --faults 0:http500,2:disconnect,3:errdetail >server.out 2>&1 &
-  spid=$!
-  for _ in $(seq 50); do grep -q listening server.out && break; kill -0 $spid 2>/dev/null || break; sleep 0.1; done
-  grep -q listening server.out && break
-  spid=
-done
-[ -n "$spid" ] || fail "the scripted server did not start: $(cat server.out)"
+start_listening() {  # start_listening BASE LOG CMD...: CMD --port P in the background, P a random port of BASE to
+  # BASE + 999 (another may hold one: five tries), until it prints "listening"; sets port and spid
+  for _ in 1 2 3 4 5; do
+    port=$(($1 + RANDOM % 1000))
+    "${@:3}" --port $port >"$2" 2>&1 &
+    spid=$!
+    for _ in $(seq 100); do grep -q listening "$2" && return 0; kill -0 $spid 2>/dev/null || break; sleep 0.1; done
+    kill $spid 2>/dev/null; wait $spid 2>/dev/null; spid=
+  done
+  return 1
+}
+start_listening 23000 server.out python3 "$root/tests/load/scripted_server.py" --lifetime-s 120 --ttft-ms 1 --itl-ms 1 \
+  --faults 0:http500,2:disconnect,3:errdetail || fail "the scripted server did not start: $(cat server.out)"
 "$bin" "${q[@]}" load --endpoint "http://127.0.0.1:$port" --concurrency 1 --num-requests 5 --output-len 3 \
-  -o faults.json >/dev/null 2>>load.err || fail "load with failed requests: $(tail -5 load.err)"
+  -o faults.json --format json >faults_rows.json 2>>load.err || fail "load with failed requests: $(tail -5 load.err)"
 kill $spid; wait $spid 2>/dev/null; spid=
 
 produced=(run.json sampled.json tp.json int8.json failed.json nan1.json nan2.json int.json compare.json load.json open.json search.json whole.json faults.json)
@@ -131,10 +138,10 @@ node "$validator" --readable "$data/gate/schema2.json" | grep -qF "schema_versio
   || fail "gate/schema2.json passed"
 
 # ---- the schema bites: each broken copy of run.json / load.json fails, naming the path
-broken() {  # broken NAME SOURCE EXPECTED-LINE PYTHON-STATEMENT (on d)
+broken() {  # [schema=NAME] broken NAME SOURCE EXPECTED-LINE PYTHON-STATEMENT (on d); schema: validate.mjs --schema
   python3 -c "import json; d = json.load(open('$2')); $4; json.dump(d, open('$1.json', 'w'))" || fail "making $1"
   local got
-  got=$(node "$validator" "$1.json")
+  got=$(node "$validator" --schema "${schema:-results}" "$1.json")
   [ $? = 1 ] || fail "$1: the validator did not exit 1: $got"
   grep -qF -- "$3" <<<"$got" || fail "$1: expected '$3' in: $got"
 }
@@ -169,4 +176,67 @@ python3 -c "import json; d = json.load(open('run.json')); del d['points'][0]['co
 validate --readable old.json || fail "a file without optional keys is not readable"
 python3 -c "import json; d = json.load(open('run.json')); d['points'][0]['params']['modle'] = 'x'; json.dump(d, open('typo.json', 'w'))"
 validate --readable typo.json >/dev/null && fail "an unknown key passed the readable level"
+# ---- the other JSON documents llmbench writes for machines, each against its schema in schemas/ (docs/results-schema.md)
+# gate --json: a pass (a file against itself), a regression and a missing point (the fixtures), load points (their
+# failed requests are judged) and a --search (one verdict on its answer).
+gate() {  # gate OUT EXPECTED-EXIT BASELINE CURRENT
+  "$bin" "${q[@]}" gate --baseline "$3" --current "$4" --json >"$1"
+  local rc=$?
+  [ $rc = "$2" ] || fail "gate $3 $4: exit $rc, expected $2"
+}
+gate gate_pass.json 0 run.json run.json
+gate gate_regressed.json 1 "$data/gate/baseline.json" "$data/gate/regressed.json"
+gate gate_missing.json 1 "$data/gate/baseline.json" "$data/gate/missing.json"
+gate gate_load.json 0 load.json load.json
+gate gate_search.json 0 search.json search.json
+"$bin" "${q[@]}" info --json >info.json || fail "info --json"
+"$bin" "${q[@]}" tokenize --tokenizer tiny --text "Once upon a time" --json >tokenize.json || fail "tokenize --json"
+"$bin" "${q[@]}" tokenize --tokenizer tiny --bench --bench-mb 0.01 --repetitions 1 \
+  --corpus "$root/tests/data/tokenizer/corpus.json" --json >tokenize_bench.json || fail "tokenize --bench --json"
+"$bin" "${q[@]}" generate --model tiny --device cpu --prompt-ids "1,5,9;7,3" --max-new-tokens 3 --json \
+  --dump-logits logits.json >generate.json || fail "generate --json"
+# serve's /health and /v1/models, on a loopback port of 24000-24999; SIGTERM stops it (exit 0).
+start_listening 24000 serve.out "$bin" "${q[@]}" serve --model tiny --device cpu || fail "serve did not start: $(cat serve.out)"
+get() { curl -sf "http://127.0.0.1:$port$1" >"$2" || fail "GET $1"; }
+get /health health.json
+get /v1/models models.json
+get /v1/models/tiny model.json
+kill $spid; wait $spid; rc=$?; spid=
+[ $rc = 0 ] || fail "serve exited $rc on SIGTERM"
+python3 - <<'PY' || fail "the other documents do not cover what they should"
+import json
+d = lambda f: json.load(open(f))
+verdicts = lambda f: {m["verdict"] for p in d(f)["points"] for m in p["metrics"]} | {p["verdict"] for p in d(f)["points"]}
+assert d("gate_pass.json")["passed"] and "regressed" in verdicts("gate_regressed.json") and "missing" in verdicts("gate_missing.json")
+assert "failed_fraction" in {m["metric"] for p in d("gate_load.json")["points"] for m in p["metrics"]}
+assert "max_concurrency" in {m["metric"] for p in d("gate_search.json")["points"] for m in p["metrics"]}
+assert any(r["status"] == "failed" and r["ttft_ms"] is None for r in d("failed_rows.json"))
+assert "ttft_ms_vs_baseline" in d("compare_rows.json")[0] and d("faults_rows.json")[0]["failed"] >= 2
+PY
+other() {  # other SCHEMA FILE...
+  local schema=$1
+  shift
+  validate --schema "$schema" "$@" || fail "a document llmbench wrote does not match schemas/$schema.schema.json"
+}
+other gate-verdict gate_{pass,regressed,missing,load,search}.json
+other info info.json
+other tokenize tokenize.json tokenize_bench.json
+other generate generate.json
+other 'generate#/$defs/dump_logits' logits.json
+other serve-health health.json
+other serve-models models.json
+other 'serve-models#/$defs/model' model.json
+other console {run,failed,compare,load,search,faults}_rows.json
+# ... and a broken copy of each fails, naming the path.
+schema=gate-verdict broken verdict_no_ci95 gate_regressed.json "points[0].metrics[0].ci95: missing" 'del d["points"][0]["metrics"][0]["ci95"]'
+schema=gate-verdict broken verdict_bad_verdict gate_pass.json "points[0].verdict: must be equal to one of the allowed values" 'd["points"][0]["verdict"] = "worse"'
+schema=gate-verdict broken verdict_exit_code gate_regressed.json "exit_code: must be 1" 'd["exit_code"] = 0'
+schema=info broken info_unknown info.json "report_charts: not in the schema (unknown key)" 'd["report_charts"] = True'
+schema=info broken info_no_key info.json "torch_version: missing" 'del d["torch_version"]'
+schema=tokenize broken tokenize_count tokenize.json "count: must be integer" 'd["count"] = str(d["count"])'
+schema=generate broken generate_no_kv generate.json "kv_dtype: missing" 'del d["kv_dtype"]'
+schema=serve-health broken health_tp health.json "tp: must be >= 1" 'd["tp"] = 0'
+schema=serve-models broken models_owner models.json 'data[0].owned_by: must be "llmbench"' 'd["data"][0]["owned_by"] = "openai"'
+schema=console broken rows_no_error run_rows.json "[0].error: missing" 'del d[0]["error"]'
+schema=console broken rows_load_key load_rows.json "[0].goodput: not in the schema (unknown key)" 'd[0]["goodput"] = 1'
 echo "schema: ok"

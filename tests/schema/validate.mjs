@@ -1,29 +1,37 @@
-// Validates llmbench results files against schemas/results.schema.json (JSON Schema draft 2020-12, Ajv).
-// Usage: node tests/schema/validate.mjs [--readable] [--quiet] FILE...
-//   FILE: a results JSON file (.json.gz is decompressed); - reads standard input.
-//   --readable: check against #/$defs/readable (the version-1 format as gate and report read it: older
-//               files and files written by hand may lack keys), not against the file the current llmbench writes.
+// Validates llmbench's JSON documents against the schemas in schemas/ (JSON Schema draft 2020-12, Ajv): results
+// files by default, the others with --schema.
+// Usage: node tests/schema/validate.mjs [--schema NAME] [--readable] [--quiet] FILE...
+//   FILE: a JSON file (.json.gz is decompressed); - reads standard input.
+//   --schema NAME: check against schemas/NAME.schema.json (results, gate-verdict, info, tokenize, generate,
+//               serve-health, serve-models; docs/results-schema.md lists them); NAME#/$defs/X checks against one
+//               of its definitions (serve-models#/$defs/model: the body of GET /v1/models/{id}). Default: results.
+//   --readable: check against the results schema's #/$defs/readable (the version-1 format as gate and report read
+//               it: older files and files written by hand may lack keys), not against the file the current
+//               llmbench writes.
 //   --quiet: print nothing for a valid file.
 // Prints "FILE: ok" or one line per violation, "FILE: <JSON path>: <message>", e.g.
 // "run.json: points[0].params.batch: must be integer"; exits 1 if any file is invalid, 2 on a usage error or a
 // file that cannot be read or parsed.
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Ajv2020 from "ajv/dist/2020.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const schemaPath = join(here, "..", "..", "schemas", "results.schema.json");
+const schemaDir = join(here, "..", "..", "schemas");
+const usage = "usage: node tests/schema/validate.mjs [--schema NAME] [--readable] [--quiet] FILE...";
 
 const args = process.argv.slice(2);
-let readable = false, quiet = false;
+let readable = false, quiet = false, name = "results";
 const files = [];
-for (const a of args) {
+for (let i = 0; i < args.length; ++i) {
+  const a = args[i];
   if (a === "--readable") readable = true;
   else if (a === "--quiet") quiet = true;
+  else if (a === "--schema" && i + 1 < args.length) name = args[++i];
   else if (a === "-h" || a === "--help") {
-    console.log("usage: node tests/schema/validate.mjs [--readable] [--quiet] FILE...");
+    console.log(usage);
     process.exit(0);
   } else if (a.startsWith("--")) {
     console.error(`validate.mjs: unknown option ${a}`);
@@ -31,21 +39,32 @@ for (const a of args) {
   } else files.push(a);
 }
 if (files.length === 0) {
-  console.error("usage: node tests/schema/validate.mjs [--readable] [--quiet] FILE...");
+  console.error(usage);
+  process.exit(2);
+}
+if (readable && name !== "results") {
+  console.error("validate.mjs: --readable is a level of the results schema only");
   process.exit(2);
 }
 
-const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
 // allErrors: every violation of a file, not only the first. Strict mode (unknown keywords and the like are
 // schema bugs), except strictTypes and strictRequired: the schema's "complete" layer and its if/then branches
 // add `required` and bounds without repeating `type` and `properties` (#/$defs/readable types every value).
+// Every schema is added (they refer to each other by $id, urn:llmbench:NAME.schema.json: info's env is the results
+// file's).
 let validate;
 try {
   const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false });
-  ajv.addSchema(schema);
-  validate = ajv.getSchema(schema.$id + (readable ? "#/$defs/readable" : ""));
+  for (const f of readdirSync(schemaDir).filter((f) => f.endsWith(".schema.json")).sort())
+    ajv.addSchema(JSON.parse(readFileSync(join(schemaDir, f), "utf8")));
+  const [stem, fragment = ""] = name.split("#");
+  validate = ajv.getSchema(`urn:llmbench:${stem}.schema.json` + (fragment ? "#" + fragment : readable ? "#/$defs/readable" : ""));
 } catch (err) {
-  console.error(`validate.mjs: ${schemaPath}: ${err.message}`);
+  console.error(`validate.mjs: ${schemaDir}: ${err.message}`);
+  process.exit(2);
+}
+if (!validate) {
+  console.error(`validate.mjs: --schema ${name}: no such schema in ${schemaDir}`);
   process.exit(2);
 }
 
@@ -66,6 +85,7 @@ function describe(e) {
     case "required": return [jsonPath(e.instancePath + "/" + p.missingProperty), "missing"];
     case "additionalProperty":
     case "additionalProperties": return [jsonPath(e.instancePath + "/" + p.additionalProperty), "not in the schema (unknown key)"];
+    case "unevaluatedProperties": return [jsonPath(e.instancePath + "/" + p.unevaluatedProperty), "not in the schema (unknown key)"];
     case "propertyNames": return [jsonPath(e.instancePath + "/" + p.propertyName), "key not allowed here"];
     case "enum": return [jsonPath(e.instancePath), `${e.message}: ${p.allowedValues.map((v) => JSON.stringify(v)).join(", ")}`];
     case "const": return [jsonPath(e.instancePath), `must be ${JSON.stringify(p.allowedValue)}`];
