@@ -283,6 +283,7 @@ std::vector<Column> load_columns() {
                  if (p.load && p.load->partial) s += " (interrupted)";
                  return Cell{s, p.status};
                }});
+  c.push_back({"error", "", false, [](const PointResult& p) { return Cell{p.error, p.error}; }, true});
   // csv/json only (the table shows them in the concurrency and status cells, or in the search summary):
   // what tells a capped, cut-short or probing point apart.
   c.push_back({"max_concurrency", "", true, [](const PointResult& p) {

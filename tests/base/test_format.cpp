@@ -205,6 +205,24 @@ TEST(Format, LoadPointsInCsvAndJsonKeepCapPartialAndSearch) {
   EXPECT_EQ(table.find("search_passed"), std::string::npos);  // the table shows them its own way
 }
 
+TEST(Format, FailedLoadPointsSayWhyInCsvAndJson) {
+  // The table's status cell had the message; csv and json rows of load points had no error column.
+  Results r;
+  r.points = {load_point("down", 0, 20, 5), load_point("up", 0, 20, 5)};
+  r.points[0].status = "failed";
+  r.points[0].error = "every request failed (connect: 20)";
+  const json j = json::parse(format_results(r, Format::json));
+  EXPECT_EQ(j[0]["error"], "every request failed (connect: 20)");
+  EXPECT_EQ(j[1]["error"], "");
+  auto csv = lines(format_results(r, Format::csv));
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_NE(csv[0].find(",status,error,max_concurrency,"), std::string::npos) << csv[0];
+  EXPECT_NE(csv[1].find(",failed,every request failed (connect: 20),"), std::string::npos) << csv[1];
+  const std::string table = format_results(r, Format::table);
+  EXPECT_EQ(table.find("error"), std::string::npos);  // the status cell shows it
+  EXPECT_NE(table.find("failed: every request failed (connect: 20)"), std::string::npos);
+}
+
 TEST(Format, MarkdownEscapesPipes) {
   Results r = two_models();
   r.points[4].error = "a|b";
