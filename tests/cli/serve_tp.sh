@@ -41,7 +41,9 @@ served() {  # label serve-options… → $tmp/<label>.json
     health=$(curl -s "$base/health")
     python3 -c 'import json,sys; h=json.loads(sys.argv[1]); assert h["tp"] == 2 and h["tp_backend"] == sys.argv[2], h' "$health" "$backend" \
       || fail "$label: /health $health"
-    curl -s "$base/metrics" | grep -q "^llmbench_tensor_parallel_size{backend=\"$backend\"} 2\$" || fail "$label: no tp gauge in /metrics"
+    curl -s "$base/metrics" >"$tmp/metrics.txt"
+    grep -q "^llmbench_tensor_parallel_size{backend=\"$backend\"} 2\$" "$tmp/metrics.txt" || fail "$label: no tp gauge in /metrics"
+    promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1 || fail "$label: promtool check metrics: $(head -c 600 "$tmp/promtool.txt")"
     if [[ " $* " == *" --chunked-prefill "* ]]; then  # the prompts really went in chunks, mixed into steps
       chunks=$(curl -s "$base/metrics" | awk '$1 == "llmbench_prefill_chunks_total" {print $2}')
       [ "${chunks:-0}" -gt 12 ] || fail "$label: ${chunks:-no} prompt chunks for 12 prompts, some of 25–60 tokens"
