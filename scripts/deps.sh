@@ -12,7 +12,6 @@ packages=(
   curl procps  # the serve tests: HTTP client, pgrep (tests/cli/serve*.sh, load_serve.sh)
   nodejs ca-certificates  # npm fetches tokenizer files and web assets over https
   chromium  # headless browser of the report test (tests/cli/report_browser.sh)
-  prometheus  # promtool: the serve test lints /metrics with Prometheus' own parser (tests/cli/serve.sh)
   clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)
   "$@"
 )

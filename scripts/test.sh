@@ -15,6 +15,7 @@ scripts/deps.sh
 scripts/fetch-tokenizers.sh
 scripts/fetch-web-assets.sh
 scripts/fetch-schema-validator.sh  # Ajv, for tests/cli/schema.sh (results files against schemas/)
+scripts/fetch-promtool.sh  # Prometheus' metrics linter, for tests/cli/serve.sh and serve_tp.sh (/metrics)
 
 if [ "${1:-}" = "--sanitize" ]; then
   dir=${LLMBENCH_BUILD_DIR:-build-asan}

@@ -5,6 +5,7 @@
 set -u
 bin=$1
 here=$(cd "$(dirname "$0")/../serve" && pwd)
+promtool=${PROMTOOL:-$here/../../.cache/prometheus/usr/bin/promtool}  # scripts/fetch-promtool.sh
 tmp=$(mktemp -d)
 source "$here/server_lib.sh"
 
@@ -123,7 +124,8 @@ assert values["llmbench_generation_tokens_total"] > 0
 assert values["llmbench_kv_cache_slots_capacity"] == 4
 PY
 # The same text through Prometheus' own parser and linter (names, suffixes, types, histograms).
-promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1 || fail "promtool check metrics: $(head -c 600 "$tmp/promtool.txt")"
+[ -x "$promtool" ] || fail "no promtool at $promtool: run scripts/fetch-promtool.sh (scripts/test.sh does)"
+"$promtool" check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1 || fail "promtool check metrics: $(head -c 600 "$tmp/promtool.txt")"
 
 # Still serving: a plain completion, then SIGTERM while a stream runs: exit 0 within the grace.
 code=$(curl -s -o "$tmp/ok.json" -w '%{http_code}' -H 'Content-Type: application/json' -d '{"prompt": "hello", "max_tokens": 4}' "$base/v1/completions")

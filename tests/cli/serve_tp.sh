@@ -11,6 +11,7 @@ bin=$1
 serve_device=${LLMBENCH_SERVE_TP_DEVICE:-cpu}
 backend=gloo; [ "$serve_device" = cpu ] || backend=nccl
 here=$(cd "$(dirname "$0")/../serve" && pwd)
+promtool=${PROMTOOL:-$here/../../.cache/prometheus/usr/bin/promtool}  # scripts/fetch-promtool.sh
 tmp=$(mktemp -d)
 source "$here/server_lib.sh"
 export OMP_NUM_THREADS=1
@@ -43,7 +44,8 @@ served() {  # label serve-options… → $tmp/<label>.json
       || fail "$label: /health $health"
     curl -s "$base/metrics" >"$tmp/metrics.txt"
     grep -q "^llmbench_tensor_parallel_size{backend=\"$backend\"} 2\$" "$tmp/metrics.txt" || fail "$label: no tp gauge in /metrics"
-    promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1 || fail "$label: promtool check metrics: $(head -c 600 "$tmp/promtool.txt")"
+    [ -x "$promtool" ] || fail "no promtool at $promtool: run scripts/fetch-promtool.sh (scripts/test.sh does)"
+    "$promtool" check metrics <"$tmp/metrics.txt" >"$tmp/promtool.txt" 2>&1 || fail "$label: promtool check metrics: $(head -c 600 "$tmp/promtool.txt")"
     if [[ " $* " == *" --chunked-prefill "* ]]; then  # the prompts really went in chunks, mixed into steps
       chunks=$(curl -s "$base/metrics" | awk '$1 == "llmbench_prefill_chunks_total" {print $2}')
       [ "${chunks:-0}" -gt 12 ] || fail "$label: ${chunks:-no} prompt chunks for 12 prompts, some of 25–60 tokens"
