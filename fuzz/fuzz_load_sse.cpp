@@ -14,7 +14,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/load/sse.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace {
 

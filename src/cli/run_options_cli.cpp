@@ -5,7 +5,7 @@
 #include "command.h"
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench::cli {
 

@@ -10,7 +10,7 @@
 #include "llmbench/base/fs.h"
 #include "llmbench/tokenizer/bench_text.h"
 #include "llmbench/tokenizer/tokenizer.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench::cli {
 namespace {

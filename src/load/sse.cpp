@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmbench/base/error.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench {
 

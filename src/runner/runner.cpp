@@ -29,7 +29,7 @@
 #include "llmbench/runner/roofline.h"
 #include "llmbench/runner/verify.h"
 #include "llmbench/tokenizer/tokenizer.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench {
 namespace {

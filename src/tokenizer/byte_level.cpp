@@ -2,7 +2,7 @@
 
 #include <utf8proc.h>
 
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench::tok {
 

@@ -7,7 +7,7 @@
 #include "json_ids.h"
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/tokenizer.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 #include "pipeline.h"
 #include "tokenizer_config.h"
 

@@ -6,7 +6,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/tokenizer.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench::tok {
 

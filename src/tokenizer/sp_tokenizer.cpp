@@ -1,7 +1,7 @@
 #include "sp_tokenizer.h"
 
 #include "llmbench/base/error.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 #include "spm_module.h"
 
 #include <memory>

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "byte_level.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench {
 

@@ -4,7 +4,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/log.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench {
 

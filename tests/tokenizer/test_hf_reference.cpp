@@ -1,7 +1,7 @@
 // Exact ids against HF tokenizers 0.23 (fixtures made by scripts/reference/make_tokenizer_fixtures.py).
 #include "llmbench/tokenizer/bench_text.h"
 #include "llmbench/tokenizer/stream_decoder.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 #include "test_tokenizer_common.h"
 
 namespace llmbench {

@@ -1,7 +1,7 @@
 // Pipeline rules on small hand-written tokenizer.json files, whose ids can be worked out by hand.
 #include "llmbench/base/error.h"
 #include "llmbench/tokenizer/stream_decoder.h"
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 #include "test_tokenizer_common.h"
 
 namespace llmbench {

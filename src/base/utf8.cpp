@@ -1,10 +1,7 @@
-#include "llmbench/tokenizer/utf8.h"
+#include "llmbench/base/utf8.h"
 
 namespace llmbench::utf8 {
-namespace {
 
-// Length of the well-formed sequence starting at text[i], 0 when it is malformed, or -1 when it is a
-// valid-so-far sequence cut off by the end of the text.
 int sequence_length(std::string_view text, std::size_t i) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
@@ -32,8 +29,6 @@ int sequence_length(std::string_view text, std::size_t i) {
   }
   return len;
 }
-
-}  // namespace
 
 std::size_t first_invalid(std::string_view text) {
   std::size_t i = 0;

@@ -5,6 +5,10 @@
 
 namespace llmbench::utf8 {
 
+// Bytes of the well-formed sequence starting at text[i] (i < text.size()), 0 when it is malformed, or -1 when
+// it is a valid-so-far sequence cut off by the end of the text.
+int sequence_length(std::string_view text, std::size_t i);
+
 // Offset of the first byte that is not part of a well-formed UTF-8 sequence (RFC 3629: no overlongs,
 // no surrogates, nothing above U+10FFFF), or text.size() when the whole text is valid.
 std::size_t first_invalid(std::string_view text);
