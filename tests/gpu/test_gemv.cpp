@@ -297,7 +297,9 @@ TEST(Gemv, AutomaticKernelChoice) {
         setenv("LLMBENCH_GEMV_MODEL_DTYPE", "wide", 1);
         EXPECT_EQ(gemv_applies(x, tw.q, tw.scale, {}, gemv), !plain || (b == 1 && n == 512));
         setenv("LLMBENCH_GEMV_MODEL_DTYPE", "fast", 1);
-        if (plain && b == 1) EXPECT_THROW(gemv_applies(x, tw.q, tw.scale, {}, gemv), UsageError);
+        if (plain && b == 1) {
+          EXPECT_THROW(gemv_applies(x, tw.q, tw.scale, {}, gemv), UsageError);
+        }
         unsetenv("LLMBENCH_GEMV_MODEL_DTYPE");
       }
     }

@@ -271,8 +271,9 @@ TEST(LtGemm, PartialsSumToTheProduct) {
       // A slice of K / S that is not a multiple of 8 elements: declined.
       torch::Tensor odd = torch::randn({m, k + 8}, opt), w_odd = torch::randn({n, k + 8}, opt);
       torch::Tensor p_odd = torch::empty({s, m, n}, opt.dtype(torch::kFloat32));
-      if ((k + 8) % (8 * s) != 0)
+      if ((k + 8) % (8 * s) != 0) {
         EXPECT_FALSE(cuda::lt_gemm_partials(args_of(odd, w_odd, {}, p_odd), s, p_odd.data_ptr<float>(), stream));
+      }
     }
   }
   // linear_partials: off with 0; a forced split count; a bad value.

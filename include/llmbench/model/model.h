@@ -47,7 +47,7 @@ struct ModelLoadOptions {
   std::string quant = "bf16";   // bf16 (model dtype) | int8 | fp8: the matmul weights (model/quantize.h)
   // Tensor parallelism: this rank's slice of the weights and KV heads, all-reduces in the decoder
   // (dist/shard.h). Null: the whole model on one device.
-  std::shared_ptr<dist::ProcessGroup> group;
+  std::shared_ptr<dist::ProcessGroup> group = nullptr;
 };
 
 struct ModelInfo {
