@@ -742,7 +742,9 @@ const char* json_kind(const json& v) {
 }
 
 // The member `key` of object `o` (at `path`), of the kind `want` says; Error naming the path otherwise.
-const json& member(const json& o, const std::string& path, const char* key, bool (json::*is)() const noexcept,
+// `path` by value (a view): a reference parameter bound to a temporary ("") makes GCC 13 warn that the result
+// may dangle (-Wdangling-reference), though the result is part of `o`.
+const json& member(const json& o, std::string_view path, const char* key, bool (json::*is)() const noexcept,
                    const char* want) {
   const auto it = o.find(key);
   if (it == o.end()) throw Error(cat(path, path.empty() ? "" : ".", key, ": missing"));
