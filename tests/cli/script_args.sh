@@ -14,8 +14,10 @@ expect() {  # expect CODE NEEDLE SCRIPT ARGS...: exit CODE within seconds, outpu
   grep -qF -- "$needle" <<<"$out" || fail "$*: output lacks '$needle': $out"
 }
 expect 2 "unknown argument '--sanitise'" test.sh --sanitise
+expect 2 "unknown argument '--tsna'" test.sh --tsna
 expect 2 "one argument at most" test.sh --sanitize extra
-expect 0 "Usage: scripts/test.sh [--sanitize]" test.sh --help
+expect 2 "one argument at most" test.sh --tsan --sanitize
+expect 0 "Usage: scripts/test.sh [--sanitize | --tsan]" test.sh --help
 expect 2 "the first argument is the build directory, got '--frob'" build.sh --frob
 expect 0 "Usage: scripts/build.sh [build-dir]" build.sh --help
 mkdir -p "$tmp/configured" && touch "$tmp/configured/build.ninja"

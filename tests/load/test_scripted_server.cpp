@@ -10,6 +10,7 @@
 #include "llmbench/base/error.h"
 #include "llmbench/load/runner.h"
 #include "llmbench/load/server_process.h"
+#include "llmbench/load/sse.h"
 #include "llmbench/stats/stats.h"
 #include "llmbench/tokenizer/tokenizer.h"
 
@@ -18,6 +19,22 @@ using namespace llmbench;
 double ks_exponential(std::vector<double> sample, double rate);  // test_arrival.cpp
 
 namespace {
+
+// Sanitizer builds (scripts/test.sh --sanitize, --tsan): the instrumented client runs about 2x (ASan) to 10x
+// (TSan) slower than the optimised one.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// What run_load's SSE self-measurement (measure_parse_rate, before the first request) takes in this build:
+// about 0.1 s optimised, 0.7 s under ASan, 3 s under TSan. Deadlines counted from before run_load add it.
+std::chrono::steady_clock::duration self_measurement() {
+  const auto t0 = std::chrono::steady_clock::now();
+  measure_parse_rate();
+  return std::chrono::steady_clock::now() - t0;
+}
 
 std::vector<std::string> server_command(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"python3", LLMBENCH_SCRIPTED_SERVER, "--lifetime-s", "60"};
@@ -98,7 +115,10 @@ TEST(ScriptedServer, MeasuredLatenciesMatchTheScript) {
   // llmbench_timing of the final chunk, averaged per stage.
   EXPECT_DOUBLE_EQ(l.server_stages_ms.at("queue"), 1.0);
   EXPECT_DOUBLE_EQ(l.server_stages_ms.at("prefill"), 4.0);
-  EXPECT_GE(l.client_events_per_s, 50000);
+  // The 50,000 events/s floor is the optimised client's (runner.cpp's kMinClientEventsPerS); instrumented
+  // parsing is slower by the sanitizer's factor, so there the figure is only checked to be measured.
+  if (kSanitized) EXPECT_GT(l.client_events_per_s, 0);
+  else EXPECT_GE(l.client_events_per_s, 50000);
 }
 
 TEST(ScriptedServer, EveryFaultIsCountedAsItsReasonAndTheRunGoesOn) {
@@ -307,9 +327,13 @@ TEST(ScriptedServer, StopWritesTheFinishedPartOnly) {
   o.concurrency = {2, 4};
   o.num_requests = 1000;
   o.output_len = 5;
+  // 700 ms into the requests: after the client's self-measurement, which takes seconds under a sanitizer.
+  const auto before_requests = self_measurement();
   const auto t0 = std::chrono::steady_clock::now();
   LoadHooks hooks;
-  hooks.should_stop = [&] { return std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(700); };
+  hooks.should_stop = [&] {
+    return std::chrono::steady_clock::now() - t0 > before_requests + std::chrono::milliseconds(700);
+  };
   const Results r = run_load(o, hooks);
   EXPECT_TRUE(r.interrupted);
   const LoadResult& l = *only_point(r).load;
@@ -317,7 +341,7 @@ TEST(ScriptedServer, StopWritesTheFinishedPartOnly) {
   EXPECT_GT(l.completed, 0);
   EXPECT_LT(l.completed, 1000);
   EXPECT_EQ(l.errors.count("cancelled"), 0u);  // requests cut by the stop are dropped, not failures
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, before_requests + std::chrono::seconds(5));
 }
 
 TEST(ScriptedServer, TimeoutIsADeadlineWhateverTheServerKeepsSending) {
@@ -328,6 +352,7 @@ TEST(ScriptedServer, TimeoutIsADeadlineWhateverTheServerKeepsSending) {
   o.num_requests = 3;
   o.output_len = 3;
   o.timeout_s = 0.5;
+  const auto before_requests = self_measurement();  // seconds under a sanitizer, not part of the deadline
   const auto t0 = std::chrono::steady_clock::now();
   const Results r = run_load(o);
   const LoadResult& l = *only_point(r).load;
@@ -338,7 +363,7 @@ TEST(ScriptedServer, TimeoutIsADeadlineWhateverTheServerKeepsSending) {
       EXPECT_GE(rec.e2e_ms, 490);  // ended by the deadline, not before it, and not much after (a busy box
       EXPECT_LT(rec.e2e_ms, 2500);  // may delay the timer; without the deadline it never ended)
     }
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, before_requests + std::chrono::seconds(4));
 }
 
 TEST(ScriptedServer, ALineWithoutEndFailsTheRequestABigEventDoesNot) {
