@@ -181,3 +181,47 @@ put("chat_template", "no_template_markers", chat_input({"bos_token": "<|begin_of
 put("chat_template", "unknown_bos", chat_input({"bos_token": "<|nope|>", "chat_template": "<|start_header_id|>"}, 2, [("user", "a")]))
 put("chat_template", "wrong_types.json", '{"bos_token": 1, "eos_token": {"content": 2}, "add_bos_token": "yes", "chat_template": 3}')
 put("chat_template", "bad_utf8_content", chat_input({"chat_template": "<|im_start|>"}, 0, [("user", b"\xff\xfe")]))
+
+# ---- responses for the load client's HTTP layer (fuzz_load_http): a flags byte (1 stream, 2 count with the tiny
+# tokenizer, 8 the server closes after each response, 0xF0 it holds the connection open and a 5 ms deadline ends the
+# request), the server's write size (0: all at once), then the raw
+# response bytes, two of them split by "|NEXT|" for a second request on the kept-alive connection.
+def http(status, body, headers=(), chunked=None, reason=None):
+    body = body.encode() if isinstance(body, str) else body
+    head = f"HTTP/1.1 {status} {reason or {100: 'Continue', 200: 'OK', 503: 'Service Unavailable'}.get(status, 'X')}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers)
+    if chunked:
+        out = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + chunked]), body[i:i + chunked]) for i in range(0, len(body), chunked))
+        return (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + out + b"0\r\n\r\n"
+    return (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def load_http(flags, chunk, *responses):
+    return bytes([flags, chunk]) + b"|NEXT|".join(responses)
+
+
+sse_headers = [("Content-Type", "text/event-stream")]
+stream = sse([cmpl(" Hello"), cmpl(","), cmpl(" world"), cmpl("", "length"), "[DONE]"])
+stream_usage = sse([cmpl(" Hello"), cmpl(" world"), {"choices": [], "usage": usage}, "[DONE]"])
+whole = json.dumps({"id": "c", "object": "text_completion", "choices": [{"index": 0, "text": "Hello there", "finish_reason": "length"}],
+                    "usage": usage})
+put("load_http", "stream_content_length", load_http(1, 0, http(200, stream, sse_headers)))
+put("load_http", "stream_chunked", load_http(3, 7, http(200, stream, sse_headers, chunked=40)))
+put("load_http", "whole_json", load_http(2, 0, http(200, whole, [("Content-Type", "application/json"),
+                                                                   ("Server-Timing", "queue;dur=1.5, prefill;dur=3")])))
+put("load_http", "continue_then_200", load_http(1, 13, b"HTTP/1.1 100 Continue\r\n\r\n" + http(200, stream, sse_headers)))
+put("load_http", "503_json_error", load_http(1, 0, http(503, json.dumps({"error": {"message": "server overloaded\nretry", "code": 503}}),
+                                                        [("Content-Type", "application/json")])))
+put("load_http", "gzip", load_http(1, 0, http(200, b"\x1f\x8b\x08\x00" + b"\0" * 12, sse_headers + [("Content-Encoding", "gzip")])))
+put("load_http", "no_done", load_http(3, 0, http(200, sse([cmpl("a"), cmpl("b")]), sse_headers, chunked=16)))
+put("load_http", "sse_error_event", load_http(1, 5, http(200, sse([cmpl("a")]) + 'error: {"code": 500, "message": "context full"}\n\n',
+                                                         sse_headers, chunked=30)))
+put("load_http", "usage", load_http(3, 0, http(200, stream_usage, sse_headers)))
+put("load_http", "keep_alive_twice", load_http(1, 0, http(200, stream, sse_headers), http(200, stream_usage, sse_headers, chunked=50)))
+put("load_http", "keep_alive_closed", load_http(8, 0, http(200, whole), http(200, whole)))
+put("load_http", "connection_close_whole", load_http(0, 0, http(200, whole, [("Connection", "close")]), http(200, whole)))
+put("load_http", "content_length_short", load_http(1, 0, b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + stream.encode()))
+put("load_http", "http10_until_eof", load_http(1, 3, b"HTTP/1.0 200 OK\r\n\r\n" + stream.encode()))
+put("load_http", "hold_mid_stream", load_http(0xF1, 0, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\ndata: {\"choices\""))
+put("load_http", "hold_error_body", load_http(0xF0, 0, b"HTTP/1.1 500 X\r\nContent-Length: 100\r\n\r\n{\"error\": \"over"))
+put("load_http", "stray_bytes_after", load_http(1, 0, http(200, stream, sse_headers) + b"HTTP/1.1 200 OK\r\n", http(200, stream)))

@@ -16,7 +16,7 @@ cmake --build "$dir" -j"$(nproc)" >/dev/null
 
 # target  seed dir  max input length
 all=("safetensors safetensors 4096" "tokenizer tokenizer 20000" "compare_config yaml 4096" "results results 8192" "serve_request serve_request 4096"
-     "load_sse load_sse 4096" "load_dataset load_dataset 4096" "chat_template chat_template 4096")
+     "load_sse load_sse 4096" "load_dataset load_dataset 4096" "chat_template chat_template 4096" "load_http load_http 8192")
 wanted=("$@")
 status=0
 for entry in "${all[@]}"; do
