@@ -122,6 +122,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool finished = false, saw_done = false;
   std::vector<std::string> pieces;  // text of each content event
   std::string whole;                // a non-streamed response's body
+  int error_status = 0;             // a non-200 response's status, once its header is in
   std::string error_body;           // the start of a non-200 response's body
   std::vector<double> gaps;         // ms between consecutive content events
   std::optional<int> usage_prompt, usage_completion;
@@ -130,7 +131,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void begin() {
     timer.expires_at(deadline);
     timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->fail("timeout");
+      if (ec) return;
+      // A non-200 response already said why the request failed; a body still coming at the deadline does not
+      // make it a timeout.
+      if (self->error_status) return self->fail(cat("http_", self->error_status), server_message(self->error_body));
+      self->fail("timeout");
     });
     // A kept-alive connection with bytes waiting got something nobody asked for (a stray second response,
     // a stray line): its next response could not be told from them, so it is closed, not reused.
@@ -217,6 +222,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // A non-200 response fails; its server's message (in its first kMaxErrorBody bytes, if they come within
   // kErrorBodyWait) goes with it.
   void read_error_body(int status) {
+    error_status = status;
     if (parser->is_done() || error_body.size() >= kMaxErrorBody)
       return fail(cat("http_", status), server_message(error_body));
     parser->get().body().data = body;

@@ -15,7 +15,7 @@ errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `
 end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON), donespace
 (`data: [DONE] ` with a space after it), bighdr (a response with 40 KB of headers, as a gateway's cookies
 and policies), http400 (OpenAI's JSON error body), http503text (a plain-text body of two lines, delimited by
-closing the connection), gzip (the whole stream gzip-compressed, with Content-Encoding: gzip, unasked). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+closing the connection), http503slow (a 503 whose JSON body stops after its first 37 bytes for --stall-s), gzip (the whole stream gzip-compressed, with Content-Encoding: gzip, unasked). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
@@ -125,6 +125,13 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "http503text":
             self.wfile.write(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n"
                              b"  overloaded: \x01try again\r\nTraceback (most recent call last):\r\n")
+            self.close_connection = True
+            return
+        if fault == "http503slow":  # a JSON error body of which only the start comes, then --stall-s of silence
+            self.wfile.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 100\r\n\r\n{\"error\": {\"message\": \"overloaded\"")
+            self.wfile.flush()
+            time.sleep(args.stall_s)
             self.close_connection = True
             return
         if fault == "empty":  # 200 with no body at all

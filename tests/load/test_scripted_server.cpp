@@ -526,6 +526,27 @@ TEST(ScriptedServer, TheServersErrorMessageIsKept) {
   EXPECT_EQ(only_point(w).load->requests.at(0).error_detail, "engine dead");
 }
 
+TEST(ScriptedServer, AnErrorStatusStaysTheReasonWhenItsBodyOutlastsTheDeadline) {
+  // A 503 whose JSON body stops after its start (fuzz_load_http's hold_error_body): the deadline (0.5 s, before the
+  // client's 2 s wait for error bodies) ends the request as what the server said, http_503, not as a timeout.
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2", "--stall-s", "3", "--faults", "0:http503slow"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {1};
+  o.num_requests = 2;
+  o.output_len = 4;
+  o.timeout_s = 0.5;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  ASSERT_EQ(p.load->requests.size(), 2u);
+  const RequestRecord& failed = p.load->requests.at(0);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_EQ(failed.error, "http_503");
+  EXPECT_EQ(failed.error_detail, "{\"error\": {\"message\": \"overloaded\"");  // the body so far, as text
+  EXPECT_GE(failed.e2e_ms, 450);
+  EXPECT_LT(failed.e2e_ms, 2000);
+  EXPECT_TRUE(p.load->requests.at(1).ok);
+}
+
 TEST(ScriptedServer, ServerThatNeverListensIsAnError) {
   EXPECT_THROW(ServerProcess({"python3", "-c", "print('hello')"}, 5), Error);
   EXPECT_THROW(ServerProcess({"/nonexistent/binary"}, 5), Error);
