@@ -117,8 +117,11 @@ TEST(ScriptedServer, MeasuredLatenciesMatchTheScript) {
   EXPECT_DOUBLE_EQ(l.server_stages_ms.at("prefill"), 4.0);
   // The 50,000 events/s floor is the optimised client's (runner.cpp's kMinClientEventsPerS); instrumented
   // parsing is slower by the sanitizer's factor, so there the figure is only checked to be measured.
-  if (kSanitized) EXPECT_GT(l.client_events_per_s, 0);
-  else EXPECT_GE(l.client_events_per_s, 50000);
+  if (kSanitized) {
+    EXPECT_GT(l.client_events_per_s, 0);
+  } else {
+    EXPECT_GE(l.client_events_per_s, 50000);
+  }
 }
 
 TEST(ScriptedServer, EveryFaultIsCountedAsItsReasonAndTheRunGoesOn) {
