@@ -512,19 +512,20 @@ PointVerdict judge_search(const SearchOutcome& b, const SearchOutcome* c, const 
                                    show(b.lowest_miss), " -> ", show(c->lowest_miss));
   // The most a search's answer can be: below its lowest miss; for whole concurrencies, one less.
   const double step = rate ? 0 : 1;
-  const std::optional<double> b_upper = b.lowest_miss ? std::optional<double>(*b.lowest_miss - step) : std::nullopt;
-  const std::optional<double> c_upper = c->lowest_miss ? std::optional<double>(*c->lowest_miss - step) : std::nullopt;
-  if (b.best && c_upper && *c_upper <= *b.best * (1 - t)) {
+  // (Plain doubles with a flag, not optionals: GCC 12 takes an optional's value read under its check for uninitialized.)
+  const bool b_bounded = b.lowest_miss.has_value(), c_bounded = c->lowest_miss.has_value();
+  const double b_upper = b.lowest_miss.value_or(0) - step, c_upper = c->lowest_miss.value_or(0) - step;
+  if (b.best && c_bounded && c_upper <= *b.best * (1 - t)) {
     mv.verdict = Verdict::regressed;
-    mv.reason = cat("the most the current can sustain, ", number(*c_upper), ", is ", percent(t), " or more below the ",
+    mv.reason = cat("the most the current can sustain, ", number(c_upper), ", is ", percent(t), " or more below the ",
                     number(*b.best), " the baseline met (", brackets, ")");
   } else if (b.best && !c->best) {
     mv.verdict = Verdict::regressed;
     mv.reason = cat("no load met the goodput target (", brackets, ")");
-  } else if (c->best && b_upper && *c->best >= *b_upper * (1 + t)) {
+  } else if (c->best && b_bounded && *c->best >= b_upper * (1 + t)) {
     mv.verdict = Verdict::improved;
     mv.reason = cat("the current met ", number(*c->best), ", ", percent(t), " or more above the most the baseline could sustain, ",
-                    number(*b_upper), " (", brackets, ")");
+                    number(b_upper), " (", brackets, ")");
   } else {
     mv.verdict = Verdict::unchanged;
     mv.reason = cat("within the search's resolution and ", percent(t), " (", brackets, ")");
