@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <iostream>
 #include <memory>
@@ -91,8 +92,15 @@ void add_load_command(CLI::App& root, Commands& out) {
                    LoadOptions options = st->options;
                    for (const auto& text : st->concurrency)
                      for (int c : parse_int_list(text, "--concurrency")) options.concurrency.push_back(c);
-                   for (const auto& text : st->request_rate)
+                   for (const auto& text : st->request_rate) {
+                     // vLLM's `--request-rate inf` sends every request at once: here that is a closed loop.
+                     std::string lower = text;
+                     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                     if (lower.find("inf") != std::string::npos)
+                       throw UsageError("--request-rate inf (every request at once) is the closed loop "
+                                        "--concurrency N with N = --num-requests");
                      for (double r : parse_double_list(text, "--request-rate")) options.request_rate.push_back(r);
+                   }
                    options.output_len_given = output_len->count() > 0;
                    // 0 inside LoadOptions means "not given": given as 0, it is a mistake.
                    if (num_requests->count() && options.num_requests < 1)

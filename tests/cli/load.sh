@@ -49,6 +49,8 @@ says='long.jsonl:1: "output_len" must be an integer' bad --endpoint "$url" --dat
 says="--concurrency: empty value in '1,,2'" bad --endpoint "$url" --concurrency 1,,2
 says="--request-rate: empty value in '1,'" bad --endpoint "$url" --request-rate 1,
 says="--request-rate: 'x' is not a number" bad --endpoint "$url" --request-rate 2,x
+# vLLM's spelling of "every request at once": the error names our equivalent.
+says="is the closed loop --concurrency N with N = --num-requests" bad --endpoint "$url" --request-rate 2,inf
 
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1 --concurrency 2 --num-requests 6 --input-len 8 --output-len 4 \
   --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }
