@@ -57,20 +57,21 @@ void add_load_command(CLI::App& root, Commands& out) {
   auto* search_steps = app->add_option("--search-steps", o.search_steps, "Bisection steps of --search after its two bounds")
       ->capture_default_str();
   app->add_option("--arrival", o.arrival, "Open-loop arrivals: poisson, constant or gamma:SHAPE")->capture_default_str();
-  auto* num_requests = app->add_option("--num-requests", o.num_requests, "Timed requests per point (default 100)");
+  auto* num_requests = app->add_option("--num-requests,--num-prompts", o.num_requests,
+                                       "Timed requests per point (default 100; --num-prompts: vLLM's name)");
   auto* duration = app->add_option("--duration", o.duration_s, "Seconds per point instead of a request count");
   app->add_option("--warmup-requests", o.warmup_requests, "Requests before each point, never recorded")->capture_default_str();
-  app->add_option("--input-len", o.input_len, "Synthetic prompt tokens")->capture_default_str();
-  auto* output_len = app->add_option("--output-len", o.output_len,
+  app->add_option("--input-len,--random-input-len", o.input_len, "Synthetic prompt tokens (--random-input-len: vLLM's name)")->capture_default_str();
+  auto* output_len = app->add_option("--output-len,--random-output-len", o.output_len,
                                      "Output tokens per request (max_tokens = min_tokens, ignore_eos); with a "
-                                     "--dataset, given: instead of the dataset's lengths")
+                                     "--dataset, given: instead of the dataset's lengths (--random-output-len: vLLM's name)")
                          ->capture_default_str();
   auto* max_concurrency = app->get_option("--max-concurrency");
-  app->add_option("--range-ratio", o.range_ratio,
+  app->add_option("--range-ratio,--random-range-ratio", o.range_ratio,
                   "Synthetic input and output lengths uniform in [L*(1-R), L*(1+R)] per request (vLLM's "
                   "--random-range-ratio); 0: every request exactly L")
       ->capture_default_str();
-  app->add_option("--prefix-len", o.prefix_len,
+  app->add_option("--prefix-len,--random-prefix-len", o.prefix_len,
                   "Synthetic prompts start with the same P tokens, then --input-len of their own (vLLM's "
                   "--random-prefix-len): measures prefix caching")
       ->capture_default_str();

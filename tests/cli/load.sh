@@ -51,6 +51,15 @@ says="--request-rate: empty value in '1,'" bad --endpoint "$url" --request-rate 
 says="--request-rate: 'x' is not a number" bad --endpoint "$url" --request-rate 2,x
 # vLLM's spelling of "every request at once": the error names our equivalent.
 says="is the closed loop --concurrency N with N = --num-requests" bad --endpoint "$url" --request-rate 2,inf
+# vLLM's names of the request count and the synthetic lengths are aliases of ours.
+"$bin" load --endpoint "$url" --tokenizer tiny --num-prompts 3 --random-input-len 6 --random-output-len 2 \
+  --random-range-ratio 0 --random-prefix-len 0 -o "$out/vllm_names.json" >/dev/null 2>"$out/stderr" \
+  || { cat "$out/stderr"; fail "load with vLLM's option names"; }
+python3 -c "
+import json; p = json.load(open('$out/vllm_names.json'))['points'][0]
+assert p['requests']['completed'] == 3 and p['params']['prompt_len'] == 6 and p['params']['max_new_tokens'] == 2, p['params']
+assert all(r['output_tokens'] == 2 for r in p['request_log'])" || fail "vLLM's option names did not set ours"
+says="--num-requests: given 2 times" bad --endpoint "$url" --num-prompts 3 --num-requests 4
 
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1 --concurrency 2 --num-requests 6 --input-len 8 --output-len 4 \
   --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }
