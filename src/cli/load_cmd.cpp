@@ -82,6 +82,9 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
   app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
+  app->add_option("--ca-cert", o.ca_cert,
+                  "https: a PEM file of certificates to trust besides the system's (a private CA, a self-signed server)");
+  app->add_flag("--insecure,-k", o.insecure, "https: do not check the server's certificate or host name (as curl -k)");
   app->add_flag("--no-stream", o.no_stream,
                "Ask for whole responses (\"stream\": false): end-to-end latency and throughput only");
   app->add_option("--extra-body", o.extra_body,

@@ -125,7 +125,7 @@ void add_serve_command(CLI::App& root, Commands& out) {
                                    engine->vocab_size(), ": prompts with ids beyond the model's are refused"));
                    auto server = std::make_unique<serve::Server>(*engine, tokenizer, opt->server);
                    server->start();
-                   std::cout << "llmbench serve: listening on " << Endpoint{server->host(), std::to_string(server->port()), ""}.url()
+                   std::cout << "llmbench serve: listening on " << Endpoint{false, server->host(), std::to_string(server->port()), ""}.url()
                              << std::endl;
                    std::optional<std::string> failure;
                    while (!interrupted() && !(failure = engine->failure()))

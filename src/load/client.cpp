@@ -37,15 +37,17 @@ std::string Endpoint::host_port() const {
   return cat(host.find(':') == std::string::npos ? host : "[" + host + "]", ":", port);
 }
 
-std::string Endpoint::url() const { return cat("http://", host_port(), base_path); }
+std::string Endpoint::url() const { return cat(tls ? "https://" : "http://", host_port(), base_path); }
 
 Endpoint parse_endpoint(const std::string& url) {
   auto bad = [&](const std::string& why) { return UsageError(cat("--endpoint '", url, "': ", why)); };
-  const std::string scheme = "http://";
-  if (url.rfind("https://", 0) == 0) throw bad("https is not supported (use http://, e.g. through a local proxy)");
-  if (url.rfind(scheme, 0) != 0) throw bad("expected http://HOST[:PORT][/PATH]");
-  std::string rest = url.substr(scheme.size());
   Endpoint e;
+  e.tls = url.rfind("https://", 0) == 0;
+  if (!e.tls && url.rfind("http://", 0) != 0) throw bad("expected http://HOST[:PORT][/PATH] or https://…");
+  if (e.tls && !tls_available())
+    throw bad("https needs TLS, and this llmbench was built without OpenSSL (install libssl-dev and rebuild)");
+  if (e.tls) e.port = "443";
+  std::string rest = url.substr(e.tls ? 8 : 7);
   const auto slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   if (slash != std::string::npos) e.base_path = rest.substr(slash);
@@ -114,7 +116,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   LoadClient::Done done;
   SseParser sse;
   http::request<http::string_body> request;
-  std::unique_ptr<beast::tcp_stream> stream;
+  std::unique_ptr<Connection> conn;
   bool reused = false;
   beast::flat_buffer buffer;
   std::optional<http::response_parser<http::buffer_body>> parser;
@@ -140,14 +142,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     // A kept-alive connection with bytes waiting got something nobody asked for (a stray second response,
     // a stray line): its next response could not be told from them, so it is closed, not reused.
     while (!client.idle_.empty()) {
-      std::unique_ptr<tcp::socket> idle = std::move(client.idle_.front());
+      std::unique_ptr<Connection> idle = std::move(client.idle_.front());
       client.idle_.pop_front();
-      boost::system::error_code ec;
-      if (idle->available(ec) > 0 || ec) {
-        idle->close(ec);
+      if (!idle->quiet()) {
+        idle->close();
         continue;
       }
-      stream = std::make_unique<beast::tcp_stream>(std::move(*idle));
+      conn = std::move(idle);
       reused = true;
       return write();
     }
@@ -156,12 +157,16 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void connect() {
     reused = false;
-    stream = std::make_unique<beast::tcp_stream>(client.io_);
-    stream->async_connect(client.addresses_, [self = shared_from_this()](auto ec, auto) {
+    conn = std::make_unique<Connection>(client.io_, client.tls_);
+    conn->async_connect(client.addresses_, [self = shared_from_this()](auto ec) {
       if (self->finished) return;
       if (ec) return self->fail("connect");
-      self->stream->socket().set_option(tcp::no_delay(true));
-      self->write();
+      // https: the TLS handshake is part of the request's time, as the connect is (a kept-alive one skips both).
+      self->conn->async_handshake([self](auto ec) {
+        if (self->finished) return;
+        if (ec) return self->fail("tls", self->conn->handshake_failure(ec));
+        self->write();
+      });
     });
   }
 
@@ -170,14 +175,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     const bool closed = ec == http::error::end_of_stream || ec == asio::error::eof ||
                         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
     if (!reused || !closed || finished) return false;
-    beast::error_code ignored;
-    stream->socket().close(ignored);
+    conn->close();
     connect();
     return true;
   }
 
   void write() {
-    http::async_write(*stream, request, [self = shared_from_this()](auto ec, auto) {
+    conn->async_write(request, [self = shared_from_this()](auto ec) {
       if (self->finished) return;
       if (ec) {
         if (!self->retry_fresh(ec)) self->fail(reason_of(ec));
@@ -193,7 +197,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     parser->header_limit(kMaxResponseHeader);
     if (fresh) buffer.clear();
-    http::async_read_header(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
+    conn->async_read_header(buffer, *parser, [self = shared_from_this()](auto ec) {
       if (self->finished) return;
       if (ec) {
         if (!self->retry_fresh(ec)) self->fail(reason_of(ec));
@@ -227,8 +231,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return fail(cat("http_", status), server_message(error_body));
     parser->get().body().data = body;
     parser->get().body().size = sizeof body;
-    stream->expires_after(kErrorBodyWait);
-    http::async_read_some(*stream, buffer, *parser, [self = shared_from_this(), status](auto ec, auto) {
+    conn->tcp().expires_after(kErrorBodyWait);
+    conn->async_read_some(buffer, *parser, [self = shared_from_this(), status](auto ec) {
       if (self->finished) return;
       if (ec == http::error::need_buffer) ec = {};
       const std::size_t got = sizeof self->body - self->parser->get().body().size;
@@ -242,7 +246,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (parser->is_done()) return body_done();  // an empty body (Content-Length: 0) has nothing to read
     parser->get().body().data = body;
     parser->get().body().size = sizeof body;
-    http::async_read_some(*stream, buffer, *parser, [self = shared_from_this()](auto ec, auto) {
+    conn->async_read_some(buffer, *parser, [self = shared_from_this()](auto ec) {
       if (self->finished) return;
       if (ec == http::error::need_buffer) ec = {};
       const std::size_t got = sizeof self->body - self->parser->get().body().size;
@@ -354,7 +358,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     spread_itl();
     record.prompt_tokens = usage_prompt.value_or(0);
-    if (parser->get().keep_alive() && buffer.size() == 0) client.idle_.push_back(std::make_unique<tcp::socket>(stream->release_socket()));
+    if (parser->get().keep_alive() && buffer.size() == 0) client.idle_.push_back(std::move(conn));
     finish(counted_by);
   }
 
@@ -366,10 +370,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     record.error = reason;
     record.error_detail = detail;
     record.e2e_ms = ms_between(start, Clock::now());
-    if (stream) {
-      beast::error_code ignored;
-      stream->socket().close(ignored);
-    }
+    if (conn) conn->close();
     finish("");
   }
 
@@ -390,6 +391,7 @@ LoadClient::LoadClient(asio::io_context& io, ClientOptions options) : io_(io), o
   boost::system::error_code ec;
   addresses_ = resolver.resolve(options_.endpoint.host, options_.endpoint.port, ec);
   if (ec) throw Error(cat("cannot resolve ", options_.endpoint.host, ": ", ec.message()));
+  if (options_.endpoint.tls) tls_ = std::make_shared<TlsClient>(options_.endpoint.host, options_.tls);
 }
 
 LoadClient::~LoadClient() = default;
@@ -420,10 +422,10 @@ void LoadClient::cancel_all() {
 
 std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
                                      const std::vector<std::pair<std::string, std::string>>& headers,
-                                     const std::function<bool()>& should_stop) {
+                                     const std::function<bool()>& should_stop, const TlsOptions& tls) {
   asio::io_context io;
   tcp::resolver resolver(io);
-  beast::tcp_stream stream(io);
+  Connection conn(io, endpoint.tls ? std::make_shared<TlsClient>(endpoint.host, tls) : nullptr);
   beast::flat_buffer buffer;
   http::request<http::empty_body> req{http::verb::get, endpoint.base_path + path, 11};
   req.set(http::field::host, endpoint.host_port());
@@ -431,8 +433,9 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
   for (const auto& [k, v] : headers) req.set(k, v);
   std::optional<http::response_parser<http::string_body>> res;
   boost::system::error_code failure;
+  std::string tls_failure;  // why the handshake failed
   const std::string url = endpoint.url() + path;
-  stream.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+  conn.tcp().expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(timeout_s)));
   boost::system::error_code ec;
   const auto addresses = resolver.resolve(endpoint.host, endpoint.port, ec);
@@ -442,17 +445,23 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
   std::function<void()> read_response = [&] {
     res.emplace();
     res->header_limit(kMaxResponseHeader);
-    http::async_read(stream, buffer, *res, [&](auto ec, auto) {
+    conn.async_read(buffer, *res, [&](auto ec) {
       const int status = res->get().result_int();
       if (!ec && status >= 100 && status < 200 && status != 101) return read_response();
       failure = ec;
     });
   };
-  stream.async_connect(addresses, [&](auto ec, auto) {
+  conn.async_connect(addresses, [&](auto ec) {
     if (ec) return void(failure = ec);
-    http::async_write(stream, req, [&](auto ec, auto) {
-      if (ec) return void(failure = ec);
-      read_response();
+    conn.async_handshake([&](auto ec) {
+      if (ec) {
+        if (ec != beast::error::timeout) tls_failure = conn.handshake_failure(ec);
+        return void(failure = ec);
+      }
+      conn.async_write(req, [&](auto ec) {
+        if (ec) return void(failure = ec);
+        read_response();
+      });
     });
   });
   // A deadline for the whole exchange, however the server dribbles its bytes.
@@ -462,6 +471,8 @@ std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string
     if (should_stop && should_stop()) throw Interrupted(cat("GET ", url, ": interrupted"));
     if (!io.stopped() && Clock::now() >= deadline) throw Error(cat("GET ", url, ": timed out"));
   }
+  if (!tls_failure.empty())
+    throw Error(cat("GET ", url, ": TLS handshake failed: ", tls_failure));
   if (failure) throw Error(cat("GET ", url, ": ", failure == beast::error::timeout ? "timed out" : failure.message()));
   return {res->get().result_int(), res->get().body()};
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <ctime>
 #include <deque>
 #include <memory>
@@ -138,6 +139,9 @@ std::string percent1(double fraction) {
 
 void validate(const LoadOptions& o) {
   if (!o.endpoint.empty()) parse_endpoint(o.endpoint);
+  if ((!o.ca_cert.empty() || o.insecure) && o.endpoint.rfind("https://", 0) != 0)
+    throw UsageError("--ca-cert and --insecure are for an https:// --endpoint");
+  if (!o.ca_cert.empty() && !std::ifstream(o.ca_cert)) throw UsageError(cat("--ca-cert ", o.ca_cert, ": cannot read the file"));
   if (o.api != "completions" && o.api != "chat") throw UsageError(cat("--api '", o.api, "': expected completions or chat"));
   if (!o.concurrency.empty() && !o.request_rate.empty())
     throw UsageError("--concurrency and --request-rate exclude each other (closed or open loop)");
@@ -408,8 +412,8 @@ class Driver {
 };
 
 std::string first_model(const Endpoint& endpoint, const std::vector<std::pair<std::string, std::string>>& headers,
-                        double timeout_s, const std::function<bool()>& should_stop) {
-  const auto [status, body] = http_get(endpoint, "/v1/models", timeout_s, headers, should_stop);
+                        double timeout_s, const std::function<bool()>& should_stop, const TlsOptions& tls) {
+  const auto [status, body] = http_get(endpoint, "/v1/models", timeout_s, headers, should_stop, tls);
   if (status == 401 || status == 403)  // the lookup is the first request: a key is what it lacks, not a model name
     throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --api-key)"));
   if (status != 200) throw Error(cat("GET ", endpoint.url(), "/v1/models: HTTP ", status, " (give --model)"));
@@ -521,9 +525,10 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     url = server->url();
   }
   const Endpoint endpoint = parse_endpoint(url);
+  const TlsOptions tls{o.ca_cert, o.insecure};
   std::string model = o.model;
   try {
-    if (model.empty()) model = first_model(endpoint, headers, std::min(o.timeout_s, kModelsTimeoutS), stop_requested);
+    if (model.empty()) model = first_model(endpoint, headers, std::min(o.timeout_s, kModelsTimeoutS), stop_requested, tls);
   } catch (const Interrupted&) {
     return nothing_measured();
   }
@@ -540,6 +545,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   // and said by the warning above), never the one "event" it arrives as.
   copts.tokenizer = tokenizer ? tokenizer.get() : o.no_stream ? stand_in.get() : nullptr;
   copts.stream = !o.no_stream;
+  copts.tls = tls;
   const double events_per_s = measure_parse_rate();
   // A client slower than this would be the bottleneck of a fast endpoint's stream (64 streams at 2 ms a token
   // are 32,000 events/s): the figure goes into every point, and a slow one is said up front.

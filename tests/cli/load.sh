@@ -35,6 +35,40 @@ bad --endpoint "$url" --concurrency 0
 bad --endpoint "$url" --header "no-colon"
 bad --endpoint "$url" --api grpc
 bad --endpoint "$url" --format xml
+# https (the handshakes themselves: tests/load/test_tls.cpp): the certificate options are for https only, and a
+# --ca-cert that cannot be read is refused before anything is sent.
+says="are for an https:// --endpoint" bad --endpoint "$url" --insecure
+says="are for an https:// --endpoint" bad --endpoint "$url" --ca-cert "$out/broken.json"
+says="--ca-cert $out/missing.pem: cannot read the file" bad --endpoint "https://127.0.0.1:1" --ca-cert "$out/missing.pem"
+if "$bin" load --endpoint https://127.0.0.1:1 --model m --num-requests 1 2>&1 | grep -q "without OpenSSL"; then
+  echo "load: https checks skipped (built without OpenSSL)"
+else
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -keyout "$out/tls.key" \
+    -out "$out/tls.pem" -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" >/dev/null 2>&1 \
+    || fail "openssl could not make a certificate"
+  plain_url=$url
+  start_server tls --ttft-ms 5 --itl-ms 2 --tls-cert "$out/tls.pem" --tls-key "$out/tls.key"
+  [[ "$url" == https://127.0.0.1:* ]] || fail "TLS scripted server says $url"
+  # Not trusted: one error line that says why and what to do, exit 1, no results file.
+  "$bin" load --endpoint "$url" --tokenizer tiny --num-requests 2 -o "$out/tls_bad.json" >"$out/stdout" 2>"$out/stderr"
+  code=$?
+  [ "$code" = 1 ] || { cat "$out/stderr"; fail "untrusted https exited $code, expected 1"; }
+  [ "$(grep -c 'llmbench: error:' "$out/stderr")" = 1 ] || { cat "$out/stderr"; fail "untrusted https: not one error line"; }
+  grep -qF "self-signed certificate (trust it with --ca-cert FILE, or skip the check with --insecure)" "$out/stderr" \
+    || { cat "$out/stderr"; fail "untrusted https: message"; }
+  [ ! -e "$out/tls_bad.json" ] || fail "untrusted https left a results file"
+  for trust in "--ca-cert $out/tls.pem" "-k"; do
+    # shellcheck disable=SC2086
+    "$bin" load --endpoint "$url" $trust --tokenizer tiny --num-requests 3 --output-len 4 -o "$out/tls.json" \
+      >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "https with $trust"; }
+    python3 - "$out/tls.json" "$url" <<'PY' || fail "https results with $trust"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["load"]["endpoint"] == sys.argv[2] and p["requests"]["completed"] == 3, (p["load"], p["requests"])
+PY
+  done
+  url=$plain_url
+fi
 # Sizes nobody means: refused at once, not after minutes of prompt making or an OOM (the rest of the
 # limits, and --api-key with CR/LF, are in tests/load/test_validate.cpp).
 says=--timeout-s bad --endpoint "$url" --timeout-s inf

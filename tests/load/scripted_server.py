@@ -15,20 +15,24 @@ errllamacpp / errtgi (after 2 events, llama.cpp's `error: {...}` line or TGI's `
 end of the stream), ping (before every event, sse-starlette's `event: ping` whose data is not JSON), donespace
 (`data: [DONE] ` with a space after it), bighdr (a response with 40 KB of headers, as a gateway's cookies
 and policies), http400 (OpenAI's JSON error body), http503text (a plain-text body of two lines, delimited by
-closing the connection), http503slow (a 503 whose JSON body stops after its first 37 bytes for --stall-s), gzip (the whole stream gzip-compressed, with Content-Encoding: gzip, unasked). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
+closing the connection), untilclose (a stream without Content-Length or chunked framing, ended by closing
+the connection), http503slow (a 503 whose JSON body stops after its first 37 bytes for --stall-s), gzip (the whole stream gzip-compressed, with Content-Encoding: gzip, unasked). A request with "stream": false gets one JSON response (--empty-text and --no-usage apply) when its last token would have been
 sent. With
 --empty-text N the first N content events of a request carry "" (tokens that decode to no text); with
 --markers the stream also has OpenAI's markers that are no tokens: chat's role announcement at once, a
 finish_reason chunk with empty text at the end. With --capacity N at most N requests are served at once
 (the others wait, their clock starting when served): a server whose latency grows with load, for
 `load --search`. With --reasoning N (chat) the first N events carry a reasoning model's thinking instead
-of content. Prints "llmbench serve: listening on
-http://127.0.0.1:PORT" when ready, exactly like `llmbench serve`.
+of content. With --tls-cert CERT --tls-key KEY it serves https (TLS 1.2+, Python's ssl module; it closes
+connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted and the
+requests seen so far (how many connections the client opened, kept-alive ones reused). Prints "llmbench serve: listening on
+http://127.0.0.1:PORT" (https://) when ready, exactly like `llmbench serve`.
 """
 import argparse
 import gzip
 import json
 import os
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,7 +43,7 @@ parser.add_argument("--ttft-ms", type=float, default=20)
 parser.add_argument("--itl-ms", type=float, default=5)
 parser.add_argument("--tokens", type=int, default=0, help="content events per request (0: max_tokens)")
 parser.add_argument("--faults", default="", help="INDEX:KIND,... with KIND http500|http429|disconnect|malformed|stall|"
-                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr|http400|http503text|gzip")
+                    "flood|keepalive|longline|huge|continue|afterdone|cr|empty|stale|errvllm|errdetail|errllamacpp|errtgi|ping|donespace|bighdr|http400|http503text|http503slow|untilclose|gzip")
 parser.add_argument("--stall-s", type=float, default=3)
 parser.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
 parser.add_argument("--timing", action="store_true", help="llmbench_timing in the final chunk")
@@ -55,6 +59,8 @@ parser.add_argument("--models-stall-s", type=float, default=0, help="GET /v1/mod
 parser.add_argument("--models-continue", action="store_true", help="GET /v1/models: a 100 Continue before the answer")
 parser.add_argument("--capacity", type=int, default=0,
                     help="serve at most N requests at once, the others wait in arrival order (0: no limit)")
+parser.add_argument("--tls-cert", default="", help="serve https with this PEM certificate (chain)")
+parser.add_argument("--tls-key", default="", help="and this PEM private key")
 args = parser.parse_args()
 slots = threading.Semaphore(args.capacity) if args.capacity > 0 else None
 
@@ -65,6 +71,7 @@ for item in filter(None, args.faults.split(",")):
 TIMING = {"http_recv": 0.5, "queue": 1.0, "tokenize": 0.25, "prefill": 4.0, "decode": 30.0, "stream": 2.0}
 lock = threading.Lock()
 counter = [0]
+connections = [0]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -75,6 +82,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def setup(self):
+        with lock:
+            connections[0] += 1
+        super().setup()
 
     def send_json(self, status, obj):
         body = json.dumps(obj).encode()
@@ -87,6 +99,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/health":
             self.send_json(200, {"status": "ok"})
+        elif self.path == "/stats":
+            with lock:
+                self.send_json(200, {"connections": connections[0], "requests": counter[0]})
         elif self.path == "/v1/models":
             time.sleep(args.models_stall_s)
             if args.models_continue:
@@ -96,7 +111,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(404, {"error": {"message": "not found"}})
 
     def raw_chunk(self, payload):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        if self.fault == "untilclose":  # no chunked framing: the body ends where the connection does
+            self.wfile.write(payload)
+        else:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
         self.wfile.flush()
 
     def chunk(self, data):
@@ -173,7 +191,11 @@ class Handler(BaseHTTPRequestHandler):
             for k in range(40):
                 self.send_header("X-Gateway-%d" % k, "v" * 990)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
+        if fault == "untilclose":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
         def event(text, finish=None, role=False, reasoning=None):
@@ -254,7 +276,8 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk(json.dumps({"error": {"message": "late"}}))
             self.chunk("not json")
             self.raw_chunk(b"data: unfinished")
-        self.wfile.write(b"0\r\n\r\n")
+        if fault != "untilclose":
+            self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
         if fault == "stale":  # 20 ms later, a second, unasked-for response on the kept-alive connection
             time.sleep(0.02)
@@ -267,5 +290,12 @@ server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
 server.daemon_threads = True
 server.handle_error = lambda request, address: None  # clients that hang up mid-stream are part of the script
 threading.Timer(args.lifetime_s, lambda: os._exit(3)).start()
-print("llmbench serve: listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
+if args.tls_cert:
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.minimum_version = ssl.TLSVersion.TLSv1_2
+    tls.load_cert_chain(args.tls_cert, args.tls_key)
+    # The handshake happens in the request's own thread (on its first read), not in the accept loop.
+    server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+scheme = "https" if args.tls_cert else "http"
+print("llmbench serve: listening on %s://127.0.0.1:%d" % (scheme, server.server_address[1]), flush=True)
 server.serve_forever()

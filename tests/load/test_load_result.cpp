@@ -204,7 +204,7 @@ TEST(Endpoint, Parses) {
   } catch (const UsageError& err) {
     EXPECT_STREQ(err.what(), "--endpoint 'http://::1:9': an IPv6 address goes in brackets: http://[::1]:PORT");
   }
-  for (const char* bad : {"", "127.0.0.1:8000", "https://x", "http://", "http://:80", "http://h:0", "http://h:99999",
+  for (const char* bad : {"", "127.0.0.1:8000", "https://", "https://h:", "http://", "http://:80", "http://h:0", "http://h:99999",
                           "http://h:8a", "http://u:p@h", "http://h/x?y=1", "ftp://h"})
     EXPECT_THROW(parse_endpoint(bad), UsageError) << bad;
   EXPECT_TRUE(is_loopback("127.0.0.1"));

@@ -34,6 +34,8 @@ struct LoadOptions {
   double timeout_s = 60;
   std::vector<std::string> headers;    // "Key: value"
   std::string api_key;                 // Authorization: Bearer KEY
+  std::string ca_cert;                 // https: PEM certificates trusted besides the system's
+  bool insecure = false;               // https: no check of the server's certificate
   std::string extra_body;              // a JSON object merged into every request body (merge patch)
   bool no_stream = false;              // ask for whole responses ("stream": false): e2e only
   // Without an endpoint: the server to start (`--port 0` is appended) and how long it may take.

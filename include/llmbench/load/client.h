@@ -11,16 +11,18 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "llmbench/base/error.h"
+#include "llmbench/load/connection.h"
 #include "llmbench/report/load_result.h"
 
 namespace llmbench {
 
 class Tokenizer;
 
-// http://HOST[:PORT][/BASE]; https is refused (no TLS in this client).
+// http://HOST[:PORT][/BASE] or https://HOST[:PORT][/BASE] (TLS: when built with OpenSSL).
 struct Endpoint {
+  bool tls = false;  // https://
   std::string host;
-  std::string port = "80";
+  std::string port = "80";  // https: 443
   std::string base_path;  // without a trailing '/', may be empty
   std::string host_port() const;  // HOST:PORT, an IPv6 address bracketed ([::1]:8000): URL and Host header
   std::string url() const;
@@ -36,6 +38,7 @@ struct ClientOptions {
   double timeout_s = 60;                                      // per request, connect to last byte
   const Tokenizer* tokenizer = nullptr;  // counts output tokens when the server sends no usage
   bool stream = true;  // false: the response is one JSON object (its TTFT is its e2e, no ITL)
+  TlsOptions tls;      // an https:// endpoint's certificate check
 };
 
 // What one streamed request gave, beyond its RequestRecord.
@@ -63,8 +66,9 @@ class LoadClient {
   boost::asio::io_context& io_;
   ClientOptions options_;
   boost::asio::ip::tcp::resolver::results_type addresses_;
+  std::shared_ptr<TlsClient> tls_;  // null for http://
   std::vector<std::shared_ptr<Exchange>> live_;
-  std::deque<std::unique_ptr<boost::asio::ip::tcp::socket>> idle_;
+  std::deque<std::unique_ptr<Connection>> idle_;  // kept-alive connections, TLS sessions included
   int in_flight_ = 0;
 };
 
@@ -74,10 +78,11 @@ class Interrupted : public Error {
   using Error::Error;
 };
 
-// A plain GET (for /health and /v1/models), synchronous; throws Error on a connection failure or
-// timeout, Interrupted as soon as `should_stop` (polled every 50 ms) says so. Returns {status, body}.
+// A plain GET (for /health and /v1/models), synchronous; throws Error on a connection failure, a refused
+// TLS handshake or a timeout, Interrupted as soon as `should_stop` (polled every 50 ms) says so.
+// Returns {status, body}.
 std::pair<int, std::string> http_get(const Endpoint& endpoint, const std::string& path, double timeout_s,
                                      const std::vector<std::pair<std::string, std::string>>& headers = {},
-                                     const std::function<bool()>& should_stop = {});
+                                     const std::function<bool()>& should_stop = {}, const TlsOptions& tls = {});
 
 }  // namespace llmbench
