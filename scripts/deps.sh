@@ -10,6 +10,7 @@ packages=(
   libboost-dev  # Beast + Asio (llmbench serve and load), Math (stats), header-only
   libgloo-dev  # Gloo headers for c10d's CPU process group (--tp on the CPU; libtorch carries the library)
   curl procps  # the serve tests: HTTP client, pgrep (tests/cli/serve*.sh, load_serve.sh)
+  libssl-dev openssl  # https endpoints of llmbench load (OpenSSL); the TLS tests make certificates with openssl
   nodejs ca-certificates  # npm fetches tokenizer files and web assets over https
   chromium  # headless browser of the report test (tests/cli/report_browser.sh)
   clang-14 libclang-rt-14-dev  # libFuzzer targets (scripts/fuzz.sh)
