@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -175,7 +176,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     const bool closed = ec == http::error::end_of_stream || ec == asio::error::eof ||
                         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
     if (!reused || !closed || finished) return false;
-    conn->close();
+    // The old connection goes once this handler (one of its own operations') has returned.
+    std::unique_ptr<Connection> old = std::move(conn);
+    old->close();
+    asio::post(client.io_, [old = std::move(old)] {});
     connect();
     return true;
   }
