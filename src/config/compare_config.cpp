@@ -518,6 +518,7 @@ ComparePlan load_compare_config(const std::string& path) {
     if (colon != std::string::npos && colon + 1 < o.dataset.size())
       o.dataset = o.dataset.substr(0, colon + 1) + resolve(o.dataset.substr(colon + 1));
     if (!o.tokenizer.empty() && o.tokenizer != "tiny") o.tokenizer = resolve(o.tokenizer);
+    if (!o.ca_cert.empty()) o.ca_cert = resolve(o.ca_cert);
   }
   return plan;
 }

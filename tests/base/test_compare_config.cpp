@@ -271,8 +271,8 @@ TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
   {
     std::ofstream f(file);
     f << "models:\n"
-         "  - {endpoint: http://h:1, label: a, dataset: jsonl:prompts.jsonl, tokenizer: tok/tokenizer.json}\n"
-         "  - {endpoint: http://h:2, label: b, dataset: sharegpt:/abs/sg.json, tokenizer: tiny}\n"
+         "  - {endpoint: https://h:1, label: a, dataset: jsonl:prompts.jsonl, tokenizer: tok/tokenizer.json, ca_cert: ca.pem}\n"
+         "  - {endpoint: https://h:2, label: b, dataset: sharegpt:/abs/sg.json, tokenizer: tiny, insecure: true}\n"
          "  - {endpoint: http://h:3, label: c}\n";
   }
   ComparePlan plan = load_compare_config(file.string());
@@ -280,6 +280,10 @@ TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
   ASSERT_EQ(plan.loads.size(), 3u);
   EXPECT_EQ(plan.loads[0].options.dataset, "jsonl:" + (dir / "prompts.jsonl").string());
   EXPECT_EQ(plan.loads[0].options.tokenizer, (dir / "tok/tokenizer.json").string());
+  EXPECT_EQ(plan.loads[0].options.ca_cert, (dir / "ca.pem").string());
+  EXPECT_FALSE(plan.loads[0].options.insecure);
+  EXPECT_TRUE(plan.loads[1].options.insecure);
+  EXPECT_EQ(plan.loads[1].options.ca_cert, "");
   EXPECT_EQ(plan.loads[1].options.dataset, "sharegpt:/abs/sg.json");
   EXPECT_EQ(plan.loads[1].options.tokenizer, "tiny");
   EXPECT_EQ(plan.loads[2].options.dataset, "synthetic");
