@@ -53,6 +53,11 @@ Endpoint parse_endpoint(const std::string& url) {
   std::string authority = rest.substr(0, slash);
   if (slash != std::string::npos) e.base_path = rest.substr(slash);
   while (!e.base_path.empty() && e.base_path.back() == '/') e.base_path.pop_back();
+  // A base URL ending in /v1 is the OpenAI SDKs' convention (base_url="https://host/v1"): the requests' paths
+  // (/v1/completions, /v1/models) already start with it.
+  constexpr std::string_view kV1 = "/v1";
+  if (e.base_path.size() >= kV1.size() && e.base_path.compare(e.base_path.size() - kV1.size(), kV1.size(), kV1) == 0)
+    e.base_path.resize(e.base_path.size() - kV1.size());
   if (e.base_path.find_first_of("?# ") != std::string::npos) throw bad("no query, fragment or space in the path");
   if (authority.find('@') != std::string::npos) throw bad("credentials in the URL are not supported (use --api-key)");
   if (!authority.empty() && authority.front() == '[') {  // [::1]:8000

@@ -94,6 +94,13 @@ import json; p = json.load(open('$out/vllm_names.json'))['points'][0]
 assert p['requests']['completed'] == 3 and p['params']['prompt_len'] == 6 and p['params']['max_new_tokens'] == 2, p['params']
 assert all(r['output_tokens'] == 2 for r in p['request_log'])" || fail "vLLM's option names did not set ours"
 says="--num-requests: given 2 times" bad --endpoint "$url" --num-prompts 3 --num-requests 4
+# An OpenAI SDK's base URL, with /v1 (and a slash), is the same endpoint: not /v1/v1/completions (a 404).
+"$bin" load --endpoint "$url/v1/" --tokenizer tiny --num-requests 2 --output-len 2 -o "$out/v1.json" >/dev/null 2>"$out/stderr" \
+  || { cat "$out/stderr"; fail "load with a base URL ending in /v1"; }
+python3 -c "
+import json; p = json.load(open('$out/v1.json'))['points'][0]
+assert p['requests']['completed'] == 2 and p['params']['model'] == 'scripted' and p['load']['endpoint'] == '$url', p['load']" \
+  || fail "a base URL ending in /v1"
 
 "$bin" load --endpoint "$url" --tokenizer tiny --concurrency 1 --concurrency 2 --num-requests 6 --input-len 8 --output-len 4 \
   --slo ttft_ms=1000 -o "$out/load.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load run failed"; }

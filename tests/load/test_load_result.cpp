@@ -194,6 +194,11 @@ TEST(Endpoint, Parses) {
   e = parse_endpoint("http://example.com/openai/");
   EXPECT_EQ(e.port, "80");
   EXPECT_EQ(e.base_path, "/openai");
+  // An OpenAI SDK's base URL (with /v1) is the same endpoint: the requests' paths start with /v1.
+  EXPECT_EQ(parse_endpoint("http://h:1/v1/").base_path, "");
+  EXPECT_EQ(parse_endpoint("http://h:1/openai/v1").base_path, "/openai");
+  EXPECT_EQ(parse_endpoint("http://h:1/v10").base_path, "/v10");
+  EXPECT_EQ(parse_endpoint("http://h:1/xv1").base_path, "/xv1");
   e = parse_endpoint("http://[::1]:9/");
   EXPECT_EQ(e.host, "::1");
   EXPECT_EQ(e.port, "9");

@@ -23,7 +23,7 @@ struct Endpoint {
   bool tls = false;  // https://
   std::string host;
   std::string port = "80";  // https: 443
-  std::string base_path;  // without a trailing '/', may be empty
+  std::string base_path;  // without a trailing '/' or "/v1" (the requests' paths start with /v1), may be empty
   std::string host_port() const;  // HOST:PORT, an IPv6 address bracketed ([::1]:8000): URL and Host header
   std::string url() const;
 };
