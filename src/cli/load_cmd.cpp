@@ -82,6 +82,9 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
   app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
+  app->add_option("--api-key-env", o.api_key_env,
+                  "The API key is in this environment variable (e.g. OPENAI_API_KEY): out of the process list, "
+                  "the shell history and the results");
   app->add_option("--ca-cert", o.ca_cert,
                   "https: a PEM file of certificates to trust besides the system's (a private CA, a self-signed server)");
   app->add_flag("--insecure,-k", o.insecure, "https: do not check the server's certificate or host name (as curl -k)");

@@ -286,6 +286,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"timeout_s", load_scalar(&LoadOptions::timeout_s, "a number of seconds")},
       {"header", set_headers},
       {"api_key", load_scalar(&LoadOptions::api_key, "a string")},
+      {"api_key_env", load_scalar(&LoadOptions::api_key_env, "the name of an environment variable")},
       {"ca_cert", load_scalar(&LoadOptions::ca_cert, "a path")},
       {"insecure", load_scalar(&LoadOptions::insecure, "true or false")},
       {"extra_body", load_scalar(&LoadOptions::extra_body, "a JSON object as a string")},

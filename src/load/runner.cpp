@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -137,6 +138,14 @@ std::string percent1(double fraction) {
 
 }  // namespace
 
+std::string api_key_of(const LoadOptions& o) {
+  if (o.api_key_env.empty()) return o.api_key;
+  if (!o.api_key.empty()) throw UsageError("--api-key and --api-key-env exclude each other");
+  const char* value = std::getenv(o.api_key_env.c_str());
+  if (!value || !*value) throw UsageError(cat("--api-key-env ", o.api_key_env, ": the variable is not set, or empty"));
+  return value;
+}
+
 void validate(const LoadOptions& o) {
   if (!o.endpoint.empty()) parse_endpoint(o.endpoint);
   if ((!o.ca_cert.empty() || o.insecure) && o.endpoint.rfind("https://", 0) != 0)
@@ -242,7 +251,9 @@ void validate(const LoadOptions& o) {
   parse_extra_body(o.extra_body);
   if (o.no_stream && !o.slo.empty() && (parse_slo(o.slo).ttft_ms || parse_slo(o.slo).tpot_ms))
     throw UsageError("--no-stream: a response arrives whole, so it has no TTFT or TPOT to hold to --slo (use e2e_ms)");
-  if (breaks_header(o.api_key)) throw UsageError("--api-key: contains a line break or NUL (it goes into a header)");
+  if (breaks_header(api_key_of(o)))
+    throw UsageError(cat(o.api_key_env.empty() ? "--api-key" : "--api-key-env " + o.api_key_env,
+                         ": contains a line break or NUL (it goes into a header)"));
   if (o.endpoint.empty() && o.serve_command.empty()) throw UsageError("no --endpoint and no server to start");
 }
 
@@ -512,7 +523,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     const auto colon = h.find(':');
     headers.emplace_back(trim(h.substr(0, colon)), trim(h.substr(colon + 1)));
   }
-  if (!o.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + o.api_key);
+  const std::string api_key = api_key_of(o);
+  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
 
   // The server: the one given, or our own on a loopback port.
   std::unique_ptr<ServerProcess> server;

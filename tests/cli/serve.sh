@@ -155,6 +155,11 @@ expect 401 invalid_api_key -H 'Authorization: Bearer wrong' "$base/v1/models"
 # load without the key: the model lookup's 401 asks for --api-key, not --model.
 err=$(timeout 60 "$bin" load --endpoint "$base" --tokenizer tiny --num-requests 1 2>&1 >/dev/null)
 grep -q "/v1/models: HTTP 401 (give --api-key)" <<<"$err" || fail "load without the key: $err"
+# The key from an environment variable (--api-key-env): accepted, and nowhere in the results file.
+LLMBENCH_TEST_KEY=sekret timeout 60 "$bin" load --endpoint "$base" --api-key-env LLMBENCH_TEST_KEY --tokenizer tiny \
+  --num-requests 1 --output-len 2 -o "$tmp/key.json" >/dev/null 2>"$tmp/key.err" || { cat "$tmp/key.err"; fail "load --api-key-env"; }
+grep -q sekret "$tmp/key.json" && fail "the key from --api-key-env is in the results file"
+grep -q '"completed": 1' "$tmp/key.json" || fail "load --api-key-env: no completed request"
 
 # Out of file descriptors: the server waits for connections to close instead of spinning on accept()
 # (one warning while the connections are held, little CPU), then serves again. The count is taken before the

@@ -178,6 +178,26 @@ TEST(LoadValidate, ApiKeyCannotInjectHeaders) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key = "sk-fine"; }), "");
 }
 
+TEST(LoadValidate, ApiKeyFromTheEnvironment) {
+  ::setenv("LLMBENCH_TEST_KEY", "sk-from-env", 1);
+  ::setenv("LLMBENCH_TEST_BAD_KEY", "sk-bad\r\nX-Evil: 1", 1);
+  ::unsetenv("LLMBENCH_TEST_NO_KEY");
+  LoadOptions o;
+  o.api_key_env = "LLMBENCH_TEST_KEY";
+  EXPECT_EQ(api_key_of(o), "sk-from-env");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key_env = "LLMBENCH_TEST_KEY"; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key_env = "LLMBENCH_TEST_NO_KEY"; }),
+            "--api-key-env LLMBENCH_TEST_NO_KEY: the variable is not set, or empty");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.api_key_env = "LLMBENCH_TEST_KEY", o.api_key = "sk-2"; }),
+            "--api-key and --api-key-env exclude each other");
+  const std::string bad = refusal([](LoadOptions& o) { o.api_key_env = "LLMBENCH_TEST_BAD_KEY"; });
+  EXPECT_NE(bad.find("--api-key-env LLMBENCH_TEST_BAD_KEY: contains a line break"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("sk-bad"), std::string::npos) << bad;  // the key is not echoed
+  o.api_key_env.clear();
+  o.api_key = "sk-arg";
+  EXPECT_EQ(api_key_of(o), "sk-arg");
+}
+
 TEST(LoadValidate, SweepValuesOnceEach) {
   // Twice the same value made two identical points, and gate then refused the file.
   EXPECT_EQ(refusal([](LoadOptions& o) { o.concurrency = {2, 4, 2}; }), "--concurrency lists 2 twice");

@@ -34,6 +34,7 @@ struct LoadOptions {
   double timeout_s = 60;
   std::vector<std::string> headers;    // "Key: value"
   std::string api_key;                 // Authorization: Bearer KEY
+  std::string api_key_env;             // or the key is in this environment variable (not in argv or results)
   std::string ca_cert;                 // https: PEM certificates trusted besides the system's
   bool insecure = false;               // https: no check of the server's certificate
   std::string extra_body;              // a JSON object merged into every request body (merge patch)

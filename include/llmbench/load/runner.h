@@ -32,6 +32,10 @@ std::optional<SearchSpec> parse_search(const LoadOptions& options);  // nullopt 
 // A failing request never stops the run; `interrupted` is set when should_stop ended it.
 Results run_load(const LoadOptions& options, const LoadHooks& hooks = {});
 
+// --api-key, or the value of the variable --api-key-env names ("" for neither); UsageError when both are
+// given, or the variable is not set.
+std::string api_key_of(const LoadOptions& options);
+
 // The request body for one prompt (stream and usage unless `stream` is false, max_tokens = min_tokens =
 // output_len, ignore_eos), with
 // `extra` (an object) merged in as a JSON merge patch: its fields override ours, a null removes one.
