@@ -222,10 +222,10 @@ TEST(Tls, EndpointsAndOptions) {
     EXPECT_THROW(parse_endpoint("https://api.example.com"), UsageError);  // says it was built without OpenSSL
     GTEST_SKIP() << "built without OpenSSL";
   }
-  const Endpoint e = parse_endpoint("https://api.example.com/v1/");
+  const Endpoint e = parse_endpoint("https://api.example.com/openai/v1/");  // an OpenAI SDK base_url
   EXPECT_TRUE(e.tls);
   EXPECT_EQ(e.port, "443");
-  EXPECT_EQ(e.url(), "https://api.example.com:443/v1");
+  EXPECT_EQ(e.url(), "https://api.example.com:443/openai");
   EXPECT_FALSE(parse_endpoint("http://h").tls);
   EXPECT_EQ(parse_endpoint("https://[::1]:8443").url(), "https://[::1]:8443");
   LoadOptions o;
