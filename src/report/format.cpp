@@ -89,6 +89,14 @@ std::string verification_summary(const PointResult& p) {
   return s;
 }
 
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  // Beyond 1e15 fixed notation is unreadable and would not fit the buffer (1e150 has 151 digits).
+  if (std::fabs(v) >= 1e15) std::snprintf(buf, sizeof buf, "%.4g", v);
+  else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 namespace {
 
 // Human text for table/md, raw value for csv/json (null when there is none).
@@ -104,14 +112,6 @@ struct Column {
   std::function<Cell(const PointResult&)> cell;
   bool machine_only = false;  // csv/json only: the table shows it elsewhere
 };
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  // Beyond 1e15 fixed notation is unreadable and would not fit the buffer (1e150 has 151 digits).
-  if (std::fabs(v) >= 1e15) std::snprintf(buf, sizeof buf, "%.4g", v);
-  else std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 std::string shortest(double v) {
   std::ostringstream os;

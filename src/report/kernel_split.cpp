@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "llmbench/base/error.h"
+#include "llmbench/report/format.h"
 
 namespace llmbench {
 namespace {
@@ -151,12 +152,6 @@ KernelSplit split_kernels(const std::vector<KernelActivity>& activities, int ste
 }
 
 namespace {
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 // Display width of UTF-8 text: one column per code point.
 std::size_t columns(const std::string& s) {

@@ -19,7 +19,7 @@ namespace llmbench {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kModels = std::string(LLMBENCH_TEST_DATA) + "/models/";
+const std::string kFixtureModels = std::string(LLMBENCH_TEST_DATA) + "/models/";
 
 // A checkpoint directory whose weights are a fixture's and whose config.json is edited by `edit`.
 class EditedCheckpoint {
@@ -28,10 +28,10 @@ class EditedCheckpoint {
     dir_ = fs::temp_directory_path() / ("llmbench_ckpt_" + std::to_string(::getpid()) + "_" + fixture);
     testing_util::remove_tree(dir_.string());
     fs::create_directories(dir_);
-    for (const auto& e : fs::directory_iterator(kModels + fixture))
+    for (const auto& e : fs::directory_iterator(kFixtureModels + fixture))
       if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json")
         fs::copy_file(e.path(), dir_ / e.path().filename());
-    auto cfg = nlohmann::json::parse(read_file(kModels + fixture + "/config.json"));
+    auto cfg = nlohmann::json::parse(read_file(kFixtureModels + fixture + "/config.json"));
     edit(cfg);
     std::ofstream(dir_ / "config.json") << cfg.dump();
   }
@@ -75,7 +75,7 @@ TEST(Weights, ExtraTensorsAreOnlyAWarning) {
 }
 
 TEST(Weights, LoadsInRequestedDtypeWithFusedProjections) {
-  auto m = Model::load({kModels + "qwen2_bias", "bfloat16", "cpu", "eager", 0});
+  auto m = Model::load({kFixtureModels + "qwen2_bias", "bfloat16", "cpu", "eager", 0});
   EXPECT_EQ(m->dtype(), torch::kBFloat16);
   // 300·64 embed + 300·64 head + 2·(64·(64+32+32) + 128 bias + 64·64 + 3·64·128 + 128) + 64, 2 bytes each
   EXPECT_EQ(m->info().weight_bytes, 2 * (2 * 300 * 64 + 2 * (64 * 128 + 128 + 64 * 64 + 3 * 64 * 128 + 128) + 64));
@@ -118,7 +118,7 @@ TEST(KvCache, AllocatedOnceNeverMovesAndResets) {
 
 TEST(Decoder, DecodeStepsMatchFullRecompute) {
   // Logits of token t from the cache path equal a fresh prefill over the whole sequence (left-padded).
-  auto m = Model::load({kModels + "llama3_tied", "float32", "cpu", "eager", 0});
+  auto m = Model::load({kFixtureModels + "llama3_tied", "float32", "cpu", "eager", 0});
   torch::Tensor ids = torch::tensor({0, 0, 17, 45, 203, 17, 250, 4, 66, 123}, torch::kInt64).view({2, 5});
   torch::Tensor mask = torch::tensor({0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, torch::kInt64).view({2, 5});
   m->allocate_cache(2, 8);
@@ -126,7 +126,7 @@ TEST(Decoder, DecodeStepsMatchFullRecompute) {
   torch::Tensor seq = torch::cat({ids, tok.view({2, 1})}, 1);
   for (int step = 0; step < 3; ++step) {
     torch::Tensor cached = m->decode_step(tok);
-    auto fresh_model = Model::load({kModels + "llama3_tied", "float32", "cpu", "eager", 0});
+    auto fresh_model = Model::load({kFixtureModels + "llama3_tied", "float32", "cpu", "eager", 0});
     fresh_model->allocate_cache(2, seq.size(1));
     torch::Tensor full_mask = torch::cat({mask, torch::ones({2, step + 1}, torch::kInt64)}, 1);
     torch::Tensor fresh = fresh_model->prefill(seq, full_mask);
@@ -207,7 +207,7 @@ TEST(Sampler, FrequenciesFollowTheFilteredDistribution) {
 
 TEST(Generate, StopsAtEosUnlessIgnored) {
   // HF's greedy continuation of prompt 0 is known; declare its 4th token the EOS.
-  const auto ref = nlohmann::json::parse(read_file(kModels + "llama3_tied/reference.json"))["float32"][0];
+  const auto ref = nlohmann::json::parse(read_file(kFixtureModels + "llama3_tied/reference.json"))["float32"][0];
   const auto hf = ref["greedy_ids"][0].get<std::vector<std::int64_t>>();
   const std::int64_t eos = hf[3];
   const auto stop = static_cast<std::size_t>(std::find(hf.begin(), hf.end(), eos) - hf.begin());
@@ -227,7 +227,7 @@ TEST(Generate, StopsAtEosUnlessIgnored) {
 // cuBLASLt timing (on by default; LLMBENCH_GEMM=lt) is CUDA-only: on the CPU tune_gemms does nothing and the logits stay
 // those of torch's GEMM.
 TEST(Model, TuneGemmsIsANoOpOnTheCpu) {
-  auto m = Model::load({kModels + "llama3_tied", "float32", "cpu", "eager", 0});
+  auto m = Model::load({kFixtureModels + "llama3_tied", "float32", "cpu", "eager", 0});
   const torch::Tensor ids = torch::tensor({{5, 17, 42, 7}}, torch::kInt64);  // [1, 4]
   m->allocate_cache(1, 8);
   const torch::Tensor before = m->prefill(ids);

@@ -27,18 +27,10 @@
 #include "llmbench/model/fused_ops.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/presets.h"
+#include "gpu_test_util.h"
 
 namespace llmbench {
 namespace {
-
-#define REQUIRE_CUDA() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available"
-
-constexpr std::int64_t kD = 128;
-
-torch::Tensor randn(std::vector<std::int64_t> shape) {
-  return torch::randn(shape, torch::TensorOptions().device(torch::kCUDA)).to(torch::kBFloat16);
-}
 
 // valid [B, T]: row b holds tokens in [pads[b], ends[b]).
 torch::Tensor rows_valid(const std::vector<std::int64_t>& pads, const std::vector<std::int64_t>& ends, std::int64_t t) {
@@ -61,7 +53,7 @@ std::string mma_unavailable() {
   static const std::string why = [] {
     ScopedKernel scoped("mma");
     try {
-      fused::decode_attention(randn({1, 8, kD}), randn({1, 8, 16, kD}), randn({1, 8, 16, kD}),
+      fused::decode_attention(randn_bf16({1, 8, kHeadDim}), randn_bf16({1, 8, 16, kHeadDim}), randn_bf16({1, 8, 16, kHeadDim}),
                               torch::ones({1, 16}, torch::kBool).to(torch::kCUDA));
       return std::string();
     } catch (const Error& e) {
@@ -80,10 +72,10 @@ std::vector<std::string> kernels() {
 
 // Fused vs the eager formula (decoder's attention(), S = 1): float summation order only. Every kernel.
 void check(std::int64_t hq, std::int64_t hkv, const torch::Tensor& valid, const std::string& what,
-           torch::ScalarType dtype = torch::kBFloat16, std::int64_t d = kD) {
+           torch::ScalarType dtype = torch::kBFloat16, std::int64_t d = kHeadDim) {
   const auto b = valid.size(0), t = valid.size(1);
-  torch::Tensor q = randn({b, hq, d}).to(dtype);                                          // [B, Hq, D]
-  torch::Tensor keys = randn({b, hkv, t, d}).to(dtype), values = randn({b, hkv, t, d}).to(dtype);  // [B, Hkv, T, D]
+  torch::Tensor q = randn_bf16({b, hq, d}).to(dtype);                                          // [B, Hq, D]
+  torch::Tensor keys = randn_bf16({b, hkv, t, d}).to(dtype), values = randn_bf16({b, hkv, t, d}).to(dtype);  // [B, Hkv, T, D]
   torch::Tensor want = attention(AttnImpl::eager, q.unsqueeze(2), keys, values, valid.view({b, 1, 1, t})).squeeze(2);
   for (const std::string& kernel : kernels()) {
     ScopedKernel scoped(kernel);
@@ -134,8 +126,8 @@ TEST(GpuDecodeAttention, BoundByWrittenColumnChangesNoBit) {
     }
     const torch::Tensor valid = rows_valid(pads, ends, t);                        // [B, T] bool
     const torch::Tensor column = torch::tensor(written, torch::kInt64).to(torch::kCUDA);  // [B] int64
-    torch::Tensor q = randn({b, 28, kD});                                          // [B, Hq, D]
-    torch::Tensor keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});      // [B, Hkv, T, D]
+    torch::Tensor q = randn_bf16({b, 28, kHeadDim});                                          // [B, Hq, D]
+    torch::Tensor keys = randn_bf16({b, 4, t, kHeadDim}), values = randn_bf16({b, 4, t, kHeadDim});      // [B, Hkv, T, D]
     const torch::Tensor plain = fused::decode_attention(q, keys, values, valid);   // [B, Hq, D], no column given
     const std::string what = cat("B=", b, " T=", t);
     for (const char* bound : {"1", "0"}) {
@@ -157,7 +149,7 @@ TEST(GpuDecodeAttention, BoundByWrittenColumnChangesNoBit) {
     ::unsetenv("LLMBENCH_ATTN_BOUND");
   }
   ::setenv("LLMBENCH_ATTN_BOUND", "2", 1);
-  EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
+  EXPECT_THROW(fused::decode_attention(randn_bf16({64, 28, kHeadDim}), randn_bf16({64, 4, 64, kHeadDim}), randn_bf16({64, 4, 64, kHeadDim}),
                                        torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
                UsageError);
   ::unsetenv("LLMBENCH_ATTN_BOUND");
@@ -179,13 +171,13 @@ TEST(GpuDecodeAttention, EagerLoadsChangeNoBit) {
     torch::ScalarType dtype;
     bool column;
   };
-  for (const Case& c : std::vector<Case>{{64, 28, 4, 1024, 640, kD, torch::kBFloat16, true},
-                                         {64, 28, 4, 576, 576, kD, torch::kBFloat16, false},
-                                         {16, 28, 4, 2048, 2000, kD, torch::kBFloat16, true},
-                                         {1, 28, 4, 8448, 5000, kD, torch::kBFloat16, false},
+  for (const Case& c : std::vector<Case>{{64, 28, 4, 1024, 640, kHeadDim, torch::kBFloat16, true},
+                                         {64, 28, 4, 576, 576, kHeadDim, torch::kBFloat16, false},
+                                         {16, 28, 4, 2048, 2000, kHeadDim, torch::kBFloat16, true},
+                                         {1, 28, 4, 8448, 5000, kHeadDim, torch::kBFloat16, false},
                                          {8, 16, 4, 700, 690, 64, torch::kHalf, false},
-                                         {16, 32, 8, 600, 600, kD, torch::kBFloat16, true},
-                                         {4, 28, 4, 2048, 700, kD, torch::kBFloat16, true}}) {
+                                         {16, 32, 8, 600, 600, kHeadDim, torch::kBFloat16, true},
+                                         {4, 28, 4, 2048, 700, kHeadDim, torch::kBFloat16, true}}) {
     const std::string what = cat("B=", c.b, " Hq=", c.hq, " Hkv=", c.hkv, " T=", c.t, " D=", c.d);
     std::vector<std::int64_t> pads(c.b), ends(c.b), written(c.b);
     for (std::int64_t i = 0; i < c.b; ++i) {
@@ -194,8 +186,8 @@ TEST(GpuDecodeAttention, EagerLoadsChangeNoBit) {
       written[i] = ends[i] - 1;
     }
     const torch::Tensor valid = rows_valid(pads, ends, c.t);  // [B, T] bool
-    torch::Tensor q = randn({c.b, c.hq, c.d}).to(c.dtype);    // [B, Hq, D]
-    torch::Tensor keys = randn({c.b, c.hkv, c.t, c.d}).to(c.dtype), values = randn({c.b, c.hkv, c.t, c.d}).to(c.dtype);
+    torch::Tensor q = randn_bf16({c.b, c.hq, c.d}).to(c.dtype);    // [B, Hq, D]
+    torch::Tensor keys = randn_bf16({c.b, c.hkv, c.t, c.d}).to(c.dtype), values = randn_bf16({c.b, c.hkv, c.t, c.d}).to(c.dtype);
     // NaN wherever a row has no valid column (padding, past the end): [B, 1, T, 1] over [B, Hkv, T, D].
     const torch::Tensor hole = valid.logical_not().view({c.b, 1, c.t, 1});
     keys.masked_fill_(hole, std::numeric_limits<float>::quiet_NaN());
@@ -212,7 +204,7 @@ TEST(GpuDecodeAttention, EagerLoadsChangeNoBit) {
                                             << (plain.to(torch::kFloat32) - eager.to(torch::kFloat32)).abs().max().item<double>();
   }
   ::setenv("LLMBENCH_ATTN_EAGER_LOADS", "yes", 1);
-  EXPECT_THROW(fused::decode_attention(randn({64, 28, kD}), randn({64, 4, 64, kD}), randn({64, 4, 64, kD}),
+  EXPECT_THROW(fused::decode_attention(randn_bf16({64, 28, kHeadDim}), randn_bf16({64, 4, 64, kHeadDim}), randn_bf16({64, 4, 64, kHeadDim}),
                                        torch::ones({64, 64}, torch::kBool).to(torch::kCUDA)),
                UsageError);
   ::unsetenv("LLMBENCH_ATTN_EAGER_LOADS");
@@ -239,7 +231,7 @@ TEST(GpuDecodeAttention, MaskedColumnsIgnoreGarbage) {
   REQUIRE_CUDA();
   torch::manual_seed(13);
   const std::int64_t b = 2, t = 2100;
-  torch::Tensor q = randn({b, 28, kD}), keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});
+  torch::Tensor q = randn_bf16({b, 28, kHeadDim}), keys = randn_bf16({b, 4, t, kHeadDim}), values = randn_bf16({b, 4, t, kHeadDim});
   torch::Tensor valid = rows_valid({0, 10}, {1500, 1200}, t);
   std::vector<torch::Tensor> clean;
   for (const std::string& kernel : kernels()) {
@@ -277,7 +269,7 @@ TEST(GpuDecodeAttention, PlannerPicksTheKernel) {
   REQUIRE_CUDA();
   if (!mma_unavailable().empty()) GTEST_SKIP() << mma_unavailable();
   torch::manual_seed(16);
-  const torch::Tensor q = randn({1, 28, kD}), keys = randn({1, 4, 20000, kD});  // [1, Hkv, T, D]
+  const torch::Tensor q = randn_bf16({1, 28, kHeadDim}), keys = randn_bf16({1, 4, 20000, kHeadDim});  // [1, Hkv, T, D]
   const torch::Tensor valid = rows_valid({0}, {20000}, 20000);
   torch::Tensor want = attention(AttnImpl::eager, q.unsqueeze(2), keys, keys, valid.view({1, 1, 1, 20000})).squeeze(2);
   // 20000 columns need 10 splits of 2048: automatic falls back to split, forced mma refuses.
@@ -311,9 +303,9 @@ TEST(GpuDecodeAttention, PlannerKeepsEveryClusterResident) {
   for (const Case c : {Case{16, 28, 4}, Case{4, 32, 8}, Case{64, 28, 4}}) {
     const std::string what = "B=" + std::to_string(c.batch) + " Hq=" + std::to_string(c.hq);
     const std::int64_t units = std::int64_t{c.batch} * c.hkv;  // clusters in the grid (group ≤ 8)
-    const cuda::DecodeAttnPlan p = cuda::plan_decode_attention(cuda::DType::bf16, c.batch, c.hq, c.hkv, kD, 576, sms);
+    const cuda::DecodeAttnPlan p = cuda::plan_decode_attention(cuda::DType::bf16, c.batch, c.hq, c.hkv, kHeadDim, 576, sms);
     ::setenv("LLMBENCH_ATTN_WAVE", "0", 1);
-    const cuda::DecodeAttnPlan old = cuda::plan_decode_attention(cuda::DType::bf16, c.batch, c.hq, c.hkv, kD, 576, sms);
+    const cuda::DecodeAttnPlan old = cuda::plan_decode_attention(cuda::DType::bf16, c.batch, c.hq, c.hkv, kHeadDim, 576, sms);
     check(c.hq, c.hkv, rows_valid(std::vector<std::int64_t>(c.batch, 0), std::vector<std::int64_t>(c.batch, 576), 576),
           what + " two-per-SM plan");
     ::unsetenv("LLMBENCH_ATTN_WAVE");
@@ -323,8 +315,8 @@ TEST(GpuDecodeAttention, PlannerKeepsEveryClusterResident) {
     const std::int64_t chunk = ((576 + s - 1) / s + 15) / 16 * 16;  // 16-column tiles
     EXPECT_EQ(old.splits, (576 + chunk - 1) / chunk) << what << ": two blocks per SM";
     EXPECT_LE(p.splits, old.splits) << what;
-    const int resident = cuda::decode_attention_resident_clusters(cuda::DType::bf16, kD, p);
-    const int resident_old = cuda::decode_attention_resident_clusters(cuda::DType::bf16, kD, old);
+    const int resident = cuda::decode_attention_resident_clusters(cuda::DType::bf16, kHeadDim, p);
+    const int resident_old = cuda::decode_attention_resident_clusters(cuda::DType::bf16, kHeadDim, old);
     EXPECT_GT(resident, 0) << what;
     if (units <= resident_old) {
       EXPECT_EQ(p.splits, old.splits) << what << ": the old plan fits in one wave";

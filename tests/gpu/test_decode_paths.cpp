@@ -10,6 +10,7 @@
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/prefill_graph.h"
+#include "gpu_test_util.h"
 
 using namespace llmbench;
 
@@ -23,10 +24,6 @@ std::vector<torch::Tensor> run_path(Model& m, const torch::Tensor& ids, const st
   out.push_back(m.prefill(ids).cpu());
   for (const auto& tok : feed) out.push_back((graph ? graph->step(tok) : m.decode_step(tok)).cpu().clone());
   return out;
-}
-
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(1e-6, b.abs().max().item<double>());
 }
 
 // The fast paths (fused kernels, CUDA graph replay, both) against the plain ops of the model's attention,

@@ -15,6 +15,7 @@
 #include "llmbench/model/fused_prefill.h"
 #include "llmbench/model/model_config.h"
 #include "llmbench/model/rope.h"
+#include "gpu_test_util.h"
 
 #ifdef LLMBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAGraph.h>
@@ -27,16 +28,8 @@ using namespace llmbench;
 namespace {
 
 constexpr double kEps = 1e-6;
-constexpr std::int64_t kD = 128;
-
-#define REQUIRE_CUDA() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available"
 
 torch::TensorOptions cuda_bf16() { return torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA); }
-
-torch::Tensor randn(std::vector<std::int64_t> shape, double scale = 1.0) {
-  return (torch::randn(shape, torch::TensorOptions().device(torch::kCUDA)) * scale).to(torch::kBFloat16);
-}
 
 // Every element within atol + rtol·|want|; reports the worst offender.
 void expect_close(const torch::Tensor& got, const torch::Tensor& want, double rtol, double atol,
@@ -63,7 +56,7 @@ constexpr double kBf16Rtol = 1.0 / 64;
 std::pair<torch::Tensor, torch::Tensor> rope_tables(std::int64_t t) {
   RopeConfig rc;
   rc.theta = 1e6;
-  torch::Tensor inv = rope_inv_freq(rc, kD);                                                  // [D/2]
+  torch::Tensor inv = rope_inv_freq(rc, kHeadDim);                                                  // [D/2]
   torch::Tensor ang = torch::arange(t, torch::kInt64).to(torch::kFloat32).unsqueeze(1) * inv.unsqueeze(0);  // [T, D/2]
   torch::Tensor emb = torch::cat({ang, ang}, -1);                                              // [T, D]
   return {emb.cos().to(torch::kCUDA, torch::kBFloat16), emb.sin().to(torch::kCUDA, torch::kBFloat16)};
@@ -75,15 +68,15 @@ torch::Tensor plain_rope_qkv(const torch::Tensor& qkv, const torch::Tensor& bias
                              torch::Tensor& keys, torch::Tensor& values, std::int64_t hq, std::int64_t hkv) {
   const auto b = qkv.size(0);
   torch::Tensor x = bias.defined() ? qkv + bias : qkv;                                  // [B, 1, N]
-  auto parts = x.split({hq * kD, hkv * kD, hkv * kD}, -1);
-  torch::Tensor q = parts[0].view({b, 1, hq, kD}).transpose(1, 2);                     // [B, Hq, 1, D]
-  torch::Tensor k = parts[1].view({b, 1, hkv, kD}).transpose(1, 2);                    // [B, Hkv, 1, D]
-  torch::Tensor v = parts[2].view({b, 1, hkv, kD}).transpose(1, 2);                    // [B, Hkv, 1, D]
-  torch::Tensor cos = cos_t.index_select(0, positions).view({b, 1, 1, kD});            // [B, 1, 1, D]
-  torch::Tensor sin = sin_t.index_select(0, positions).view({b, 1, 1, kD});
+  auto parts = x.split({hq * kHeadDim, hkv * kHeadDim, hkv * kHeadDim}, -1);
+  torch::Tensor q = parts[0].view({b, 1, hq, kHeadDim}).transpose(1, 2);                     // [B, Hq, 1, D]
+  torch::Tensor k = parts[1].view({b, 1, hkv, kHeadDim}).transpose(1, 2);                    // [B, Hkv, 1, D]
+  torch::Tensor v = parts[2].view({b, 1, hkv, kHeadDim}).transpose(1, 2);                    // [B, Hkv, 1, D]
+  torch::Tensor cos = cos_t.index_select(0, positions).view({b, 1, 1, kHeadDim});            // [B, 1, 1, D]
+  torch::Tensor sin = sin_t.index_select(0, positions).view({b, 1, 1, kHeadDim});
   keys.index_copy_(2, column, apply_rope(k, cos, sin));
   values.index_copy_(2, column, v);
-  return apply_rope(q, cos, sin).view({b, hq, kD});
+  return apply_rope(q, cos, sin).view({b, hq, kHeadDim});
 }
 
 torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
@@ -110,7 +103,7 @@ TEST(FusedOps, RmsNormMatchesPlain) {
     // 300 / 600 / 1000 / 2100 / 4100 / 8200 rows: 8 / 8 / 8 / 4 / 2 / 1 warps per row (session 23's kernel,
     // session 24's rule).
     for (std::int64_t n : {1, 4, 37, 300, 600, 1000, 2100, 4100, 8200}) {
-      torch::Tensor x = randn({n, 1, h}, 3.0);                                    // [N, 1, H]
+      torch::Tensor x = randn_bf16({n, 1, h}, 3.0);                                    // [N, 1, H]
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
       torch::Tensor want = llmbench::rms_norm(x, w, kEps);
       torch::Tensor got = fused::rms_norm(x, w, kEps);
@@ -126,8 +119,8 @@ TEST(FusedOps, AddRmsNormUpdatesResidualAndNormalises) {
   torch::manual_seed(2);
   for (std::int64_t h : {3584, 4096, 8192, 100}) {
     for (std::int64_t n : {1, 4, 300, 1000, 2100}) {
-      torch::Tensor x = randn({n, 1, h});          // [N, 1, H] a sublayer's output
-      torch::Tensor residual = randn({n, 1, h}, 4.0);  // [N, 1, H] the residual stream
+      torch::Tensor x = randn_bf16({n, 1, h});          // [N, 1, H] a sublayer's output
+      torch::Tensor residual = randn_bf16({n, 1, h}, 4.0);  // [N, 1, H] the residual stream
       torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);
       torch::Tensor want_res = residual + x;       // the decoder's `x + dense(...)`
       torch::Tensor want = llmbench::rms_norm(want_res, w, kEps);
@@ -152,7 +145,7 @@ TEST(FusedOps, AddRmsNormPartialsMatchesThePlainOps) {
       for (std::int64_t s : {1, 2, 3, 8}) {
         const std::string what = cat("H=", h, " N=", n, " S=", s);
         torch::Tensor partials = torch::randn({s, n, 1, h}, torch::kCUDA);  // [S, N, 1, H] float32
-        torch::Tensor residual = randn({n, 1, h}, 4.0);                    // [N, 1, H] bf16
+        torch::Tensor residual = randn_bf16({n, 1, h}, 4.0);                    // [N, 1, H] bf16
         torch::Tensor w = (1.0 + 0.1 * torch::randn({h}, torch::kCUDA)).to(torch::kBFloat16);  // [H]
         torch::Tensor want_res = residual.cpu(), got_res = residual.clone();
         torch::Tensor want = fused::add_rms_norm_partials(partials.cpu(), want_res, w.cpu(), kEps);  // the plain ops
@@ -164,7 +157,7 @@ TEST(FusedOps, AddRmsNormPartialsMatchesThePlainOps) {
       }
     }
   }
-  torch::Tensor residual = randn({4, 1, 64});
+  torch::Tensor residual = randn_bf16({4, 1, 64});
   torch::Tensor w = torch::ones({64}, residual.options());
   EXPECT_THROW(fused::add_rms_norm_partials(torch::zeros({2, 4, 1, 32}, torch::kCUDA), residual, w, kEps), Error);
   EXPECT_THROW(fused::add_rms_norm_partials(torch::zeros({2, 4, 1, 64}, residual.options()), residual, w, kEps), Error);
@@ -176,7 +169,7 @@ TEST(FusedOps, SiluMulMatchesPlain) {
   // 18944: Qwen2.5-7B, 14336: Llama-3-8B, 18: the scalar path.
   for (std::int64_t i : {18944, 14336, 18}) {
     for (std::int64_t n : {1, 4}) {
-      torch::Tensor gu = randn({n, 1, 2 * i}, 2.0);  // [N, 1, 2I]
+      torch::Tensor gu = randn_bf16({n, 1, 2 * i}, 2.0);  // [N, 1, 2I]
       auto parts = gu.chunk(2, -1);
       torch::Tensor want = torch::silu(parts[0]) * parts[1];  // the decoder's SwiGLU
       torch::Tensor got = fused::silu_mul(gu);
@@ -191,14 +184,14 @@ TEST(FusedOps, SiluMulMatchesPlain) {
 TEST(FusedOps, RopeQkvCacheMatchesPlain) {
   REQUIRE_CUDA();
   torch::manual_seed(4);
-  const std::int64_t b = 4, hq = 28, hkv = 4, t = 700, n = (hq + 2 * hkv) * kD;
+  const std::int64_t b = 4, hq = 28, hkv = 4, t = 700, n = (hq + 2 * hkv) * kHeadDim;
   auto [cos_t, sin_t] = rope_tables(t);
   torch::Tensor positions = torch::tensor({530, 17, 699, 0}, torch::kInt64).to(torch::kCUDA);  // [B]
   torch::Tensor column = torch::tensor({612}, torch::kInt64).to(torch::kCUDA);                 // [1]
   for (bool with_bias : {false, true}) {
-    torch::Tensor qkv = randn({b, 1, n}, 2.0);                       // [B, 1, N]
-    torch::Tensor bias = with_bias ? randn({n}) : torch::Tensor();   // [N]
-    torch::Tensor cache = randn({3, 2, b, hkv, t, kD});              // [L, 2, B, Hkv, T, D]: the real layout
+    torch::Tensor qkv = randn_bf16({b, 1, n}, 2.0);                       // [B, 1, N]
+    torch::Tensor bias = with_bias ? randn_bf16({n}) : torch::Tensor();   // [N]
+    torch::Tensor cache = randn_bf16({3, 2, b, hkv, t, kHeadDim});              // [L, 2, B, Hkv, T, D]: the real layout
     torch::Tensor want_cache = cache.clone();
     torch::Tensor wk = want_cache[1][0], wv = want_cache[1][1];
     torch::Tensor want_q = plain_rope_qkv(qkv, bias, cos_t, sin_t, positions, column, wk, wv, hq, hkv);
@@ -216,7 +209,7 @@ TEST(FusedOps, RopeQkvCacheMatchesPlain) {
 TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   REQUIRE_CUDA();
   torch::manual_seed(11);
-  const std::int64_t b = 3, s = 37, hq = 28, hkv = 4, t = 4096, n = (hq + 2 * hkv) * kD;
+  const std::int64_t b = 3, s = 37, hq = 28, hkv = 4, t = 4096, n = (hq + 2 * hkv) * kHeadDim;
   auto [cos_t, sin_t] = rope_tables(t);
   torch::Tensor mask = torch::ones({b, s}, torch::kInt64);
   mask[1].narrow(0, 0, 5).zero_();
@@ -224,13 +217,13 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   torch::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1);
   positions[0].add_(4000);                                                  // row 0 near the table's end
   positions = positions.to(torch::kCUDA);                                    // [B, S]
-  torch::Tensor qkv = randn({b, s, n}, 3.0);                                 // [B, S, N]
-  auto parts = qkv.split({hq * kD, hkv * kD, hkv * kD}, -1);
-  torch::Tensor cos = cos_t.index_select(0, positions.reshape({-1})).view({b, 1, s, kD});  // [B, 1, S, D]
-  torch::Tensor sin = sin_t.index_select(0, positions.reshape({-1})).view({b, 1, s, kD});
-  torch::Tensor want_q = apply_rope(parts[0].view({b, s, hq, kD}).transpose(1, 2), cos, sin);   // [B, Hq, S, D]
-  torch::Tensor want_k = apply_rope(parts[1].view({b, s, hkv, kD}).transpose(1, 2), cos, sin);  // [B, Hkv, S, D]
-  torch::Tensor want_v = parts[2].view({b, s, hkv, kD}).transpose(1, 2);                        // [B, Hkv, S, D]
+  torch::Tensor qkv = randn_bf16({b, s, n}, 3.0);                                 // [B, S, N]
+  auto parts = qkv.split({hq * kHeadDim, hkv * kHeadDim, hkv * kHeadDim}, -1);
+  torch::Tensor cos = cos_t.index_select(0, positions.reshape({-1})).view({b, 1, s, kHeadDim});  // [B, 1, S, D]
+  torch::Tensor sin = sin_t.index_select(0, positions.reshape({-1})).view({b, 1, s, kHeadDim});
+  torch::Tensor want_q = apply_rope(parts[0].view({b, s, hq, kHeadDim}).transpose(1, 2), cos, sin);   // [B, Hq, S, D]
+  torch::Tensor want_k = apply_rope(parts[1].view({b, s, hkv, kHeadDim}).transpose(1, 2), cos, sin);  // [B, Hkv, S, D]
+  torch::Tensor want_v = parts[2].view({b, s, hkv, kHeadDim}).transpose(1, 2);                        // [B, Hkv, S, D]
   fused::PrefillQkv got = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv);
   ASSERT_EQ(got.q.sizes(), want_q.sizes());
   ASSERT_EQ(got.k.sizes(), want_k.sizes());
@@ -243,12 +236,12 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq + 1, hkv), Error);
 
   // With Qwen's qkv bias: the kernel adds it (rounded like torch's `qkv + bias`) before RoPE.
-  torch::Tensor bias = randn({n}, 0.5);                                      // [N]
-  auto biased = (qkv + bias).split({hq * kD, hkv * kD, hkv * kD}, -1);
+  torch::Tensor bias = randn_bf16({n}, 0.5);                                      // [N]
+  auto biased = (qkv + bias).split({hq * kHeadDim, hkv * kHeadDim, hkv * kHeadDim}, -1);
   fused::PrefillQkv got_b = fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias);
-  EXPECT_TRUE(torch::equal(got_b.q, apply_rope(biased[0].view({b, s, hq, kD}).transpose(1, 2), cos, sin)));
-  EXPECT_TRUE(torch::equal(got_b.k, apply_rope(biased[1].view({b, s, hkv, kD}).transpose(1, 2), cos, sin)));
-  EXPECT_TRUE(torch::equal(got_b.v, biased[2].view({b, s, hkv, kD}).transpose(1, 2)));
+  EXPECT_TRUE(torch::equal(got_b.q, apply_rope(biased[0].view({b, s, hq, kHeadDim}).transpose(1, 2), cos, sin)));
+  EXPECT_TRUE(torch::equal(got_b.k, apply_rope(biased[1].view({b, s, hkv, kHeadDim}).transpose(1, 2), cos, sin)));
+  EXPECT_TRUE(torch::equal(got_b.v, biased[2].view({b, s, hkv, kHeadDim}).transpose(1, 2)));
   EXPECT_THROW(fused::rope_split_qkv(qkv, cos_t, sin_t, positions, hq, hkv, bias.narrow(0, 0, n - 1)), Error);
   // The scalar kernel before session 23's 16-byte one (LLMBENCH_PREFILL_KERNELS=0): the same bits.
   ::setenv("LLMBENCH_PREFILL_KERNELS", "0", 1);
@@ -259,7 +252,7 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   // Into given places (fused::PrefillQkvDest): k and v into the first S columns of a cache-shaped tensor
   // (the columns after them untouched), q seq-major; the same bits as the contiguous outputs.
   const std::int64_t t_max = 64;
-  torch::Tensor cache = torch::full({2, b, hkv, t_max, kD}, 7.0, qkv.options());  // [K/V, B, Hkv, T, D]
+  torch::Tensor cache = torch::full({2, b, hkv, t_max, kHeadDim}, 7.0, qkv.options());  // [K/V, B, Hkv, T, D]
   fused::PrefillQkvDest dest;
   dest.k = cache[0].narrow(2, 0, s);
   dest.v = cache[1].narrow(2, 0, s);
@@ -270,7 +263,7 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   EXPECT_TRUE(torch::equal(placed.q, got_b.q));
   EXPECT_TRUE(torch::equal(cache[0].narrow(2, 0, s), got_b.k));
   EXPECT_TRUE(torch::equal(cache[1].narrow(2, 0, s), got_b.v));
-  EXPECT_TRUE((cache.narrow(4, 0, kD).narrow(3, s, t_max - s) == 7.0).all().item<bool>()) << "wrote past column S";
+  EXPECT_TRUE((cache.narrow(4, 0, kHeadDim).narrow(3, s, t_max - s) == 7.0).all().item<bool>()) << "wrote past column S";
 
   // Per-token places (chunked prefill's packed tokens): token i's k / v at row rows[i], column columns[i] of
   // whole caches, nothing where that is outside them (a decode row that is not running has column −1), q as
@@ -279,9 +272,9 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   std::vector<std::int64_t> rows(b * s), cols(b * s);
   for (std::int64_t i = 0; i < b * s; ++i) rows[i] = (i * 3) % rc, cols[i] = i / rc + 40;
   rows[5] = -1, cols[7] = -1, cols[9] = tc, rows[11] = rc;  // four tokens write nothing
-  torch::Tensor want_caches = torch::full({2, rc, hkv, tc, kD}, 7.0, qkv.options());  // [K/V, R, Hkv, T, D]
-  const torch::Tensor tok_k = got_b.k.permute({0, 2, 1, 3}).reshape({b * s, hkv, kD});   // [B·S, Hkv, D]
-  const torch::Tensor tok_v = got_b.v.permute({0, 2, 1, 3}).reshape({b * s, hkv, kD});
+  torch::Tensor want_caches = torch::full({2, rc, hkv, tc, kHeadDim}, 7.0, qkv.options());  // [K/V, R, Hkv, T, D]
+  const torch::Tensor tok_k = got_b.k.permute({0, 2, 1, 3}).reshape({b * s, hkv, kHeadDim});   // [B·S, Hkv, D]
+  const torch::Tensor tok_v = got_b.v.permute({0, 2, 1, 3}).reshape({b * s, hkv, kHeadDim});
   for (std::int64_t i = 0; i < b * s; ++i) {
     if (rows[i] < 0 || rows[i] >= rc || cols[i] < 0 || cols[i] >= tc) continue;
     want_caches[0][rows[i]].select(1, cols[i]).copy_(tok_k[i]);
@@ -290,7 +283,7 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
   for (const char* kernels : {"1", "0"}) {
     SCOPED_TRACE(std::string("LLMBENCH_PREFILL_KERNELS=") + kernels);
     ::setenv("LLMBENCH_PREFILL_KERNELS", kernels, 1);
-    torch::Tensor caches = torch::full({2, rc, hkv, tc, kD}, 7.0, qkv.options());
+    torch::Tensor caches = torch::full({2, rc, hkv, tc, kHeadDim}, 7.0, qkv.options());
     fused::PrefillQkvDest places;
     places.k = caches[0];
     places.v = caches[1];
@@ -326,9 +319,9 @@ TEST(FusedOps, RopeSplitQkvMatchesPlainBitForBit) {
 TEST(FusedOps, MergeHeadsMatchesTheTransposeCopy) {
   REQUIRE_CUDA();
   torch::manual_seed(21);
-  torch::Tensor whole = randn({3, 28, 70, kD});                                  // [B, H, S', D]
+  torch::Tensor whole = randn_bf16({3, 28, 70, kHeadDim});                                  // [B, H, S', D]
   for (const torch::Tensor& a : {whole, whole.narrow(2, 5, 61)}) {
-    const torch::Tensor want = a.transpose(1, 2).reshape({a.size(0), a.size(2), a.size(1) * kD});
+    const torch::Tensor want = a.transpose(1, 2).reshape({a.size(0), a.size(2), a.size(1) * kHeadDim});
     const torch::Tensor got = fused::merge_heads(a);                             // [B, S, H·D]
     EXPECT_TRUE(got.is_contiguous());
     EXPECT_TRUE(torch::equal(got, want)) << "S = " << a.size(2);
@@ -336,18 +329,18 @@ TEST(FusedOps, MergeHeadsMatchesTheTransposeCopy) {
     EXPECT_TRUE(torch::equal(fused::merge_heads(a), want));
     ::unsetenv("LLMBENCH_PREFILL_KERNELS");
   }
-  torch::Tensor seq_major = randn({2, 70, 28, kD}).transpose(1, 2);              // [B, H, S, D] view of [B, S, H, D]
+  torch::Tensor seq_major = randn_bf16({2, 70, 28, kHeadDim}).transpose(1, 2);              // [B, H, S, D] view of [B, S, H, D]
   torch::Tensor view = fused::merge_heads(seq_major);
   EXPECT_EQ(view.data_ptr(), seq_major.data_ptr()) << "no copy where the memory is already [B, S, H·D]";
-  EXPECT_THROW(fused::merge_heads(randn({2, 3, 4})), Error);
+  EXPECT_THROW(fused::merge_heads(randn_bf16({2, 3, 4})), Error);
 }
 
 TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {
   REQUIRE_CUDA();
   const std::int64_t b = 1, hq = 28, hkv = 4, t = 16;
   auto [cos_t, sin_t] = rope_tables(t);
-  torch::Tensor qkv = randn({b, (hq + 2 * hkv) * kD});
-  torch::Tensor keys = torch::zeros({b, hkv, t, kD}, cuda_bf16()), values = torch::zeros({b, hkv, t, kD}, cuda_bf16());
+  torch::Tensor qkv = randn_bf16({b, (hq + 2 * hkv) * kHeadDim});
+  torch::Tensor keys = torch::zeros({b, hkv, t, kHeadDim}, cuda_bf16()), values = torch::zeros({b, hkv, t, kHeadDim}, cuda_bf16());
   torch::Tensor positions = torch::zeros({b}, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
   torch::Tensor column = torch::full({1}, t, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
   fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, positions, column, keys, values, hq, hkv);
@@ -359,19 +352,19 @@ TEST(FusedOps, RopeQkvCacheColumnOutOfRangeWritesNothing) {
 TEST(FusedOps, RopeQkvCachePerRowColumnsMatchPlain) {
   REQUIRE_CUDA();
   torch::manual_seed(8);
-  const std::int64_t b = 4, hq = 28, hkv = 4, t = 700, n = (hq + 2 * hkv) * kD;
+  const std::int64_t b = 4, hq = 28, hkv = 4, t = 700, n = (hq + 2 * hkv) * kHeadDim;
   auto [cos_t, sin_t] = rope_tables(t);
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
   torch::Tensor positions = torch::tensor({530, 3, 699, 12}, i64);  // [B]
   torch::Tensor columns = torch::tensor({612, 3, 699, 700}, i64);   // [B], row 3 outside
-  torch::Tensor qkv = randn({b, 1, n}, 2.0);
-  torch::Tensor cache = randn({2, 2, b, hkv, t, kD});               // [L, 2, B, Hkv, T, D]
+  torch::Tensor qkv = randn_bf16({b, 1, n}, 2.0);
+  torch::Tensor cache = randn_bf16({2, 2, b, hkv, t, kHeadDim});               // [L, 2, B, Hkv, T, D]
   torch::Tensor want_cache = cache.clone();
-  torch::Tensor want_q = torch::empty({b, hq, kD}, cuda_bf16());
+  torch::Tensor want_q = torch::empty({b, hq, kHeadDim}, cuda_bf16());
   for (std::int64_t r = 0; r < b; ++r) {  // row by row with the plain function and a one-row column
     torch::Tensor wk = want_cache[1][0].narrow(0, r, 1), wv = want_cache[1][1].narrow(0, r, 1);
     const std::int64_t col = columns[r].item<std::int64_t>();
-    torch::Tensor scratch_k = torch::zeros({1, hkv, t + 1, kD}, cuda_bf16()), scratch_v = scratch_k.clone();
+    torch::Tensor scratch_k = torch::zeros({1, hkv, t + 1, kHeadDim}, cuda_bf16()), scratch_v = scratch_k.clone();
     want_q[r] = plain_rope_qkv(qkv.narrow(0, r, 1), {}, cos_t, sin_t, positions.narrow(0, r, 1), columns.narrow(0, r, 1),
                                scratch_k, scratch_v, hq, hkv)[0];
     if (col < t) {
@@ -392,8 +385,8 @@ namespace {
 // Fused vs eager attention on one (shape, mask).
 void check_attention(std::int64_t b, std::int64_t hq, std::int64_t hkv, std::int64_t t, const torch::Tensor& valid,
                      const std::string& what) {
-  torch::Tensor q = randn({b, hq, kD});                   // [B, Hq, D]
-  torch::Tensor cache = randn({2, 2, b, hkv, t, kD});     // [L, 2, B, Hkv, T, D]
+  torch::Tensor q = randn_bf16({b, hq, kHeadDim});                   // [B, Hq, D]
+  torch::Tensor cache = randn_bf16({2, 2, b, hkv, t, kHeadDim});     // [L, 2, B, Hkv, T, D]
   torch::Tensor keys = cache[1][0], values = cache[1][1];
   torch::Tensor want = plain_attention(q, keys, values, valid);
   torch::Tensor got = fused::decode_attention(q, keys, values, valid);
@@ -434,7 +427,7 @@ TEST(FusedOps, DecodeAttentionMatchesEagerWithRandomMasks) {
   none[1].fill_(false);
   check_attention(b, 28, 4, t, none, "fully masked row");
   // uint8 masks are accepted as well as bool.
-  torch::Tensor q = randn({b, 28, kD}), keys = randn({b, 4, t, kD}), values = randn({b, 4, t, kD});
+  torch::Tensor q = randn_bf16({b, 28, kHeadDim}), keys = randn_bf16({b, 4, t, kHeadDim}), values = randn_bf16({b, 4, t, kHeadDim});
   EXPECT_TRUE(torch::equal(fused::decode_attention(q, keys, values, valid.to(torch::kUInt8)),
                            fused::decode_attention(q, keys, values, valid)));
 }
@@ -447,20 +440,20 @@ TEST(FusedOps, DecodeAttentionMatchesEagerWithRandomMasks) {
 TEST(FusedOps, DecodeAttentionReadsTheColumnRopeJustWrote) {
   REQUIRE_CUDA();
   torch::manual_seed(12);
-  const std::int64_t b = 4, hq = 28, hkv = 4, t = 576, n = (hq + 2 * hkv) * kD;
+  const std::int64_t b = 4, hq = 28, hkv = 4, t = 576, n = (hq + 2 * hkv) * kHeadDim;
   auto [cos_t, sin_t] = rope_tables(t);
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
   torch::Tensor columns = torch::tensor({575, 300, 17, 450}, i64);                    // [B]
   torch::Tensor valid = torch::arange(t, i64).view({1, t}) <= columns.view({b, 1});  // [B, T] bool
-  torch::Tensor cache = randn({2, 2, b, hkv, t, kD});                                 // [L, 2, B, Hkv, T, D]
+  torch::Tensor cache = randn_bf16({2, 2, b, hkv, t, kHeadDim});                                 // [L, 2, B, Hkv, T, D]
   torch::Tensor keys = cache[1][0], values = cache[1][1];
-  torch::Tensor at = columns.view({b, 1, 1, 1}).expand({b, hkv, 1, kD});              // [B, Hkv, 1, D]
+  torch::Tensor at = columns.view({b, 1, 1, 1}).expand({b, hkv, 1, kHeadDim});              // [B, Hkv, 1, D]
   for (const char* push : {"1", "0"}) {
     setenv("LLMBENCH_ATTN_PUSH", push, 1);
     for (int step = 0; step < 20 && !HasFailure(); ++step) {
       keys.scatter_(2, at, 1000.0);
       values.scatter_(2, at, 1000.0);
-      torch::Tensor qkv = randn({b, 1, n});  // [B, 1, (Hq + 2 Hkv) D]
+      torch::Tensor qkv = randn_bf16({b, 1, n});  // [B, 1, (Hq + 2 Hkv) D]
       torch::Tensor q = fused::rope_qkv_cache(qkv, {}, cos_t, sin_t, columns, columns, keys, values, hq, hkv);
       torch::Tensor got = fused::decode_attention(q, keys, values, valid, {}, {}, columns);
       expect_close(got, plain_attention(q, keys, values, valid), kBf16Rtol, 2e-3,
@@ -472,13 +465,13 @@ TEST(FusedOps, DecodeAttentionReadsTheColumnRopeJustWrote) {
 
 TEST(FusedOps, RejectsBadInputs) {
   REQUIRE_CUDA();
-  torch::Tensor x = randn({2, 64}), w = randn({64});
-  EXPECT_THROW(fused::rms_norm(x, randn({32}), kEps), Error);
+  torch::Tensor x = randn_bf16({2, 64}), w = randn_bf16({64});
+  EXPECT_THROW(fused::rms_norm(x, randn_bf16({32}), kEps), Error);
   EXPECT_THROW(fused::rms_norm(x, w.to(torch::kFloat32), kEps), Error);
-  EXPECT_THROW(fused::rms_norm(x.t(), randn({2}), kEps), Error);  // not contiguous
-  torch::Tensor q = randn({1, 28, kD}), keys = randn({1, 4, 16, kD});
+  EXPECT_THROW(fused::rms_norm(x.t(), randn_bf16({2}), kEps), Error);  // not contiguous
+  torch::Tensor q = randn_bf16({1, 28, kHeadDim}), keys = randn_bf16({1, 4, 16, kHeadDim});
   EXPECT_THROW(fused::decode_attention(q, keys, keys, torch::ones({1, 15}, torch::kBool).to(torch::kCUDA)), Error);
-  EXPECT_THROW(fused::decode_attention(randn({1, 30, kD}), keys, keys, torch::ones({1, 16}, torch::kBool).to(torch::kCUDA)),
+  EXPECT_THROW(fused::decode_attention(randn_bf16({1, 30, kHeadDim}), keys, keys, torch::ones({1, 16}, torch::kBool).to(torch::kCUDA)),
                Error);
 }
 
@@ -488,16 +481,16 @@ TEST(FusedOps, RejectsBadInputs) {
 TEST(FusedOps, CudaGraphReplayFollowsDeviceState) {
   REQUIRE_CUDA();
   torch::manual_seed(7);
-  const std::int64_t b = 2, hq = 28, hkv = 4, t = 300, h = 3584, n = (hq + 2 * hkv) * kD;
+  const std::int64_t b = 2, hq = 28, hkv = 4, t = 300, h = 3584, n = (hq + 2 * hkv) * kHeadDim;
   auto [cos_t, sin_t] = rope_tables(t);
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
-  torch::Tensor qkv = randn({b, 1, n});
+  torch::Tensor qkv = randn_bf16({b, 1, n});
   torch::Tensor positions = torch::zeros({b}, i64), column = torch::zeros({1}, i64);
   torch::Tensor valid = torch::zeros({b, t}, torch::TensorOptions().dtype(torch::kBool).device(torch::kCUDA));
-  torch::Tensor cache = randn({1, 2, b, hkv, t, kD});
+  torch::Tensor cache = randn_bf16({1, 2, b, hkv, t, kHeadDim});
   torch::Tensor keys = cache[0][0], values = cache[0][1];
-  torch::Tensor x = randn({b, 1, h}), residual = randn({b, 1, h}), w = randn({h});
-  torch::Tensor gu = randn({b, 1, 2 * 18944});
+  torch::Tensor x = randn_bf16({b, 1, h}), residual = randn_bf16({b, 1, h}), w = randn_bf16({h});
+  torch::Tensor gu = randn_bf16({b, 1, 2 * 18944});
 
   at::cuda::CUDAGraph graph;
   torch::Tensor q_out, attn_out, act_out;
@@ -514,9 +507,9 @@ TEST(FusedOps, CudaGraphReplayFollowsDeviceState) {
   }
   torch::cuda::synchronize();
   for (std::int64_t step = 0; step < 3; ++step) {
-    qkv.copy_(randn({b, 1, n}));
-    gu.copy_(randn({b, 1, 2 * 18944}));
-    x.copy_(randn({b, 1, h}));
+    qkv.copy_(randn_bf16({b, 1, n}));
+    gu.copy_(randn_bf16({b, 1, 2 * 18944}));
+    x.copy_(randn_bf16({b, 1, h}));
     positions.copy_(torch::tensor({40 + step, 7 + 5 * step}, torch::kInt64));
     column.fill_(100 + step * 60);
     valid.zero_();

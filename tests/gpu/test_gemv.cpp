@@ -16,17 +16,13 @@
 #include "llmbench/model/linear.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/quantize.h"
+#include "gpu_test_util.h"
 
 using namespace llmbench;
 
 namespace {
 
 // max |a − b| / max |b|, both as float32 on the CPU.
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  torch::Tensor x = a.to(torch::kCPU, torch::kFloat32), y = b.to(torch::kCPU, torch::kFloat32);
-  return (x - y).abs().max().item<double>() / std::max(1e-6, y.abs().max().item<double>());
-}
-
 std::vector<WeightFormat> formats() {
   std::vector<WeightFormat> f = {WeightFormat::plain, WeightFormat::int8};
   if (torch_has_fp8()) {

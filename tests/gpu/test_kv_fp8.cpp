@@ -17,6 +17,7 @@
 #include "llmbench/model/kv_cache.h"
 #include "llmbench/model/model.h"
 #include "llmbench/model/rope.h"
+#include "gpu_test_util.h"
 
 using namespace llmbench;
 
@@ -36,11 +37,6 @@ bool kv_fp8_here() {
   if (!kv_fp8_here()) GTEST_SKIP() << "needs CUDA with FP8 (sm_89+) and libtorch >= 2.1"
 
 // max |a − b| / max |b|, both as float32 on the CPU.
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  torch::Tensor x = a.to(torch::kCPU, torch::kFloat32), y = b.to(torch::kCPU, torch::kFloat32);
-  return (x - y).abs().max().item<double>() / std::max(1e-6, y.abs().max().item<double>());
-}
-
 torch::Tensor bytes_of(const torch::Tensor& t) { return t.view(torch::kUInt8); }
 
 const auto kCuda = torch::TensorOptions().device(torch::kCUDA);

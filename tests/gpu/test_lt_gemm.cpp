@@ -21,17 +21,13 @@
 #include "llmbench/cuda/lt_gemm.h"
 #include "llmbench/model/linear.h"
 #include "llmbench/model/model.h"
+#include "gpu_test_util.h"
 
 using namespace llmbench;
 
 namespace {
 
 // max |a − b| / max |b|, as float32 on the CPU.
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  torch::Tensor x = a.to(torch::kCPU, torch::kFloat32), y = b.to(torch::kCPU, torch::kFloat32);
-  return (x - y).abs().max().item<double>() / std::max(1e-6, y.abs().max().item<double>());
-}
-
 struct GemmEnv {  // LLMBENCH_GEMM for one scope
   explicit GemmEnv(const char* v) { setenv("LLMBENCH_GEMM", v, 1); }
   ~GemmEnv() { unsetenv("LLMBENCH_GEMM"); }

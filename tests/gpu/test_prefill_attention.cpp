@@ -17,18 +17,12 @@
 
 #include "llmbench/bench/memory.h"
 #include "llmbench/model/attention.h"
+#include "gpu_test_util.h"
 
 namespace llmbench {
 namespace {
 
-#define REQUIRE_CUDA() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "CUDA not available"
-
-constexpr std::int64_t kHq = 28, kHkv = 4, kD = 128;
-
-torch::Tensor randn(std::vector<std::int64_t> shape) {
-  return torch::randn(shape, torch::TensorOptions().device(torch::kCUDA)).to(torch::kBFloat16);
-}
+constexpr std::int64_t kHq = 28, kHkv = 4;
 
 // The untiled eager formula (HF's eager attention with GQA folded into rows).
 torch::Tensor untiled_eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -62,7 +56,7 @@ TEST(GpuPrefillAttention, TiledEagerMatchesUntiled) {
   REQUIRE_CUDA();
   torch::manual_seed(1);
   const std::int64_t b = 2, s = 2048;
-  torch::Tensor q = randn({b, kHq, s, kD}), k = randn({b, kHkv, s, kD}), v = randn({b, kHkv, s, kD});
+  torch::Tensor q = randn_bf16({b, kHq, s, kHeadDim}), k = randn_bf16({b, kHkv, s, kHeadDim}), v = randn_bf16({b, kHkv, s, kHeadDim});
   for (const auto& pads : std::vector<std::vector<std::int64_t>>{{0, 0}, {0, 300}}) {
     const AttnMask mask = prefill_mask(left_pad_mask(pads, s));
     const torch::Tensor want = untiled_eager(q, k, v, mask.allowed);
@@ -97,8 +91,8 @@ TEST(GpuPrefillAttention, FusedSoftmaxMatchesThePlainOps) {
     const std::string what = "B=" + std::to_string(c.b) + " S=" + std::to_string(c.s) + " tile " +
                              std::to_string(c.tile) + " pad " + std::to_string(c.pads.back()) + " " +
                              c10::toString(c.dtype);
-    torch::Tensor q = randn({c.b, kHq, c.s, kD}).to(c.dtype), k = randn({c.b, kHkv, c.s, kD}).to(c.dtype),
-                  v = randn({c.b, kHkv, c.s, kD}).to(c.dtype);
+    torch::Tensor q = randn_bf16({c.b, kHq, c.s, kHeadDim}).to(c.dtype), k = randn_bf16({c.b, kHkv, c.s, kHeadDim}).to(c.dtype),
+                  v = randn_bf16({c.b, kHkv, c.s, kHeadDim}).to(c.dtype);
     AttnMask mask = prefill_mask(left_pad_mask(c.pads, c.s));
     const torch::Tensor want = attention(AttnImpl::eager, q, k, v, mask, c.tile);
     mask.fused = true;
@@ -126,7 +120,7 @@ TEST(GpuPrefillAttention, EagerMemoryIsBoundedAt8192Tokens) {
   torch::manual_seed(2);
   const std::int64_t s = 8192;
   const torch::Device dev(torch::kCUDA, 0);
-  torch::Tensor q = randn({1, kHq, s, kD}), k = randn({1, kHkv, s, kD}), v = randn({1, kHkv, s, kD});
+  torch::Tensor q = randn_bf16({1, kHq, s, kHeadDim}), k = randn_bf16({1, kHkv, s, kHeadDim}), v = randn_bf16({1, kHkv, s, kHeadDim});
   const AttnMask mask = prefill_mask(torch::ones({1, s}, torch::TensorOptions().dtype(torch::kInt64).device(dev)));
   torch::cuda::synchronize();
   reset_peak_memory(dev);
@@ -136,7 +130,7 @@ TEST(GpuPrefillAttention, EagerMemoryIsBoundedAt8192Tokens) {
   const double extra_gb = static_cast<double>(peak_allocated_bytes(dev) - base) / 1e9;
   // Untiled: 28 · 8192² scores = 1.9 G elements, ≥ 11 GB as bf16 + float. A tile is 64 Mi elements.
   EXPECT_LT(extra_gb, 1.0) << "peak above the inputs";
-  EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{1, kHq, s, kD}));
+  EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{1, kHq, s, kHeadDim}));
   // The last rows against the untiled formula on those rows alone (the same math, a slice of the rows).
   const std::int64_t tail = 64;
   torch::Tensor want = untiled_eager(q.narrow(2, s - tail, tail), k, v, mask.allowed.narrow(2, s - tail, tail));
@@ -201,7 +195,7 @@ TEST(GpuPrefillAttention, SdpaCausalUsesAFusedKernelAndMatchesEager) {
   REQUIRE_CUDA();
   torch::manual_seed(3);
   const std::int64_t s = 1024;
-  torch::Tensor q = randn({2, kHq, s, kD}), k = randn({2, kHkv, s, kD}), v = randn({2, kHkv, s, kD});
+  torch::Tensor q = randn_bf16({2, kHq, s, kHeadDim}), k = randn_bf16({2, kHkv, s, kHeadDim}), v = randn_bf16({2, kHkv, s, kHeadDim});
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
   const std::int64_t choice = at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
                                                     /*enable_gqa=*/true);
@@ -239,10 +233,10 @@ TEST(GpuPrefillAttention, SdpaWithoutCuDNNTakesFlashOrEfficientAndMatchesTheRefe
   ASSERT_TRUE(set_sdpa_cudnn(false));
   torch::manual_seed(5);
   const std::int64_t s = 333;  // a length no other test uses
-  torch::Tensor q = randn({2, kHq, s, kD}), k = randn({2, kHkv, s, kD}), v = randn({2, kHkv, s, kD});
+  torch::Tensor q = randn_bf16({2, kHq, s, kHeadDim}), k = randn_bf16({2, kHkv, s, kHeadDim}), v = randn_bf16({2, kHkv, s, kHeadDim});
   const std::int64_t causal = at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt, true);
   EXPECT_EQ(causal, 1) << "causal GQA bf16 D=128 without cuDNN: expected flash (1), got backend " << causal;
-  torch::Tensor qg = q.reshape({2, kHkv, (kHq / kHkv) * s, kD});                  // [B, Hkv, G·S, D]
+  torch::Tensor qg = q.reshape({2, kHkv, (kHq / kHkv) * s, kHeadDim});                  // [B, Hkv, G·S, D]
   torch::Tensor bias = torch::zeros({2, 1, (kHq / kHkv) * s, s}, q.options());   // [B, 1, G·S, T]
   const std::int64_t masked = at::_fused_sdp_choice(qg, k, v, bias, 0.0, false, std::nullopt, false);
   EXPECT_EQ(masked, 2) << "additive mask without cuDNN: expected efficient (2), got backend " << masked;
@@ -269,12 +263,12 @@ TEST(GpuPrefillAttention, ChunkAfterItsPrefixTakesFlashWithALowerRightMask) {
   REQUIRE_CUDA();
   torch::manual_seed(8);
   const std::int64_t rows = 3, t_max = 1200;
-  torch::Tensor cache = randn({2, rows, kHkv, t_max, kD});  // [K/V, R, Hkv, T, D]
+  torch::Tensor cache = randn_bf16({2, rows, kHkv, t_max, kHeadDim});  // [K/V, R, Hkv, T, D]
   const double u = std::ldexp(1.0, -8);
   for (const auto& [start, len] : std::vector<std::pair<std::int64_t, std::int64_t>>{{500, 300}, {0, 257}, {999, 1}, {64, 64}}) {
     const std::string what = "start " + std::to_string(start) + ", " + std::to_string(len) + " tokens";
     const std::int64_t seen = start + len;
-    torch::Tensor q = randn({1, len, kHq, kD}).transpose(1, 2);  // [1, Hq, L, D] view, token-major
+    torch::Tensor q = randn_bf16({1, len, kHq, kHeadDim}).transpose(1, 2);  // [1, Hq, L, D] view, token-major
     torch::Tensor k = cache[0].narrow(0, 1, 1).narrow(2, 0, seen), v = cache[1].narrow(0, 1, 1).narrow(2, 0, seen);
     torch::Tensor cols = torch::arange(seen, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
     torch::Tensor last = torch::arange(start, seen, cols.options()).view({-1, 1});
@@ -311,8 +305,8 @@ TEST(GpuPrefillAttention, SdpaTakesTheFusedPrefillsLayouts) {
   REQUIRE_CUDA();
   torch::manual_seed(4);
   const std::int64_t b = 2, s = 1000, t_max = 1536;
-  torch::Tensor q = randn({b, s, kHq, kD}).transpose(1, 2);  // [B, Hq, S, D] view, seq-major
-  torch::Tensor cache = randn({2, b, kHkv, t_max, kD});      // [K/V, B, Hkv, T, D]
+  torch::Tensor q = randn_bf16({b, s, kHq, kHeadDim}).transpose(1, 2);  // [B, Hq, S, D] view, seq-major
+  torch::Tensor cache = randn_bf16({2, b, kHkv, t_max, kHeadDim});      // [K/V, B, Hkv, T, D]
   torch::Tensor k = cache[0].narrow(2, 0, s), v = cache[1].narrow(2, 0, s);  // [B, Hkv, S, D] views
   const std::int64_t choice = at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
                                                     /*enable_gqa=*/true);

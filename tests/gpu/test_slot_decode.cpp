@@ -7,14 +7,11 @@
 #include "llmbench/engine/slot_batch.h"
 #include "llmbench/model/decode_graph.h"
 #include "llmbench/model/model.h"
+#include "gpu_test_util.h"
 
 using namespace llmbench;
 
 namespace {
-
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(1e-6, b.abs().max().item<double>());
-}
 
 const std::vector<std::vector<std::int64_t>> kPrompts{{17, 45, 203}, {9, 88, 150, 31, 250, 4, 66, 123, 77},
                                                       {5, 199, 12, 40, 41}};

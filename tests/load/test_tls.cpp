@@ -63,9 +63,9 @@ const Certificates& certificates() {
   } while (0)
 
 // A scripted server (stops itself after 60 s), https with certificate `name` unless it is "".
-struct Scripted {
+struct TlsServer {
   ServerProcess process;
-  Scripted(const std::string& name, std::vector<std::string> args) : process(command(name, std::move(args)), 20) {}
+  TlsServer(const std::string& name, std::vector<std::string> args) : process(command(name, std::move(args)), 20) {}
   static std::vector<std::string> command(const std::string& name, std::vector<std::string> args) {
     std::vector<std::string> argv = {"python3", LLMBENCH_SCRIPTED_SERVER, "--lifetime-s", "60"};
     if (!name.empty())
@@ -114,7 +114,7 @@ nlohmann::json server_stats(const std::string& url) {
 
 TEST(Tls, StreamsOverHttpsWithTheScriptsLatenciesAndKeptAliveConnections) {
   SKIP_WITHOUT_TLS();
-  Scripted server("good", {"--ttft-ms", "40", "--itl-ms", "8"});
+  TlsServer server("good", {"--ttft-ms", "40", "--itl-ms", "8"});
   ASSERT_EQ(server.process.url().rfind("https://127.0.0.1:", 0), 0u) << server.process.url();
   const auto before = server_stats(server.process.url());
   LoadOptions o = options_for(server.process.url(), 12);
@@ -146,7 +146,7 @@ TEST(Tls, BodiesThatEndWithTheConnectionAndWholeResponses) {
   // Request 1: a 503 whose plain-text body ends where the connection does; request 2: a stream without
   // Content-Length or chunked framing, ended by closing the connection. Over TLS the server closes without
   // close_notify ("stream truncated"), which must end such a body as a plain connection's end does.
-  Scripted server("good", {"--ttft-ms", "5", "--itl-ms", "1", "--faults", "1:http503text,2:untilclose"});
+  TlsServer server("good", {"--ttft-ms", "5", "--itl-ms", "1", "--faults", "1:http503text,2:untilclose"});
   LoadOptions o = options_for(server.process.url(), 4);
   o.concurrency = {1};
   const Results r = run_load(o);
@@ -166,7 +166,7 @@ TEST(Tls, BodiesThatEndWithTheConnectionAndWholeResponses) {
 
 TEST(Tls, AnUntrustedCertificateIsRefusedWithTheReasonAndTheWayOut) {
   SKIP_WITHOUT_TLS();
-  Scripted server("good", {"--ttft-ms", "5", "--itl-ms", "1"});
+  TlsServer server("good", {"--ttft-ms", "5", "--itl-ms", "1"});
   LoadOptions o = options_for(server.process.url(), 2);
   o.ca_cert.clear();  // the system's roots only: a self-signed certificate is not among them
   const std::string what = error_of(o);
@@ -187,7 +187,7 @@ TEST(Tls, AnUntrustedCertificateIsRefusedWithTheReasonAndTheWayOut) {
 
 TEST(Tls, ACertificateForAnotherHostIsRefused) {
   SKIP_WITHOUT_TLS();
-  Scripted server("other", {"--ttft-ms", "5", "--itl-ms", "1"});
+  TlsServer server("other", {"--ttft-ms", "5", "--itl-ms", "1"});
   LoadOptions o = options_for(server.process.url(), 2);
   o.ca_cert = certificates().cert("other");  // trusted, but it names example.com, not 127.0.0.1 or localhost
   o.model = "scripted";
@@ -210,7 +210,7 @@ TEST(Tls, ACertificateForAnotherHostIsRefused) {
 
 TEST(Tls, HttpsToAPlainServerSaysItDoesNotSpeakTls) {
   SKIP_WITHOUT_TLS();
-  Scripted server("", {"--ttft-ms", "5", "--itl-ms", "1"});
+  TlsServer server("", {"--ttft-ms", "5", "--itl-ms", "1"});
   const std::string port = parse_endpoint(server.process.url()).port;
   LoadOptions o = options_for("https://127.0.0.1:" + port, 2);
   const std::string what = error_of(o);

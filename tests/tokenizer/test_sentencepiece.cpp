@@ -54,7 +54,7 @@ TEST(Sentencepiece, ChatFormatsEncodeTheirBosAsItsId) {
 }
 
 TEST(Sentencepiece, CorruptModelIsAClearError) {
-  const std::string path = testing::TempDir() + "/bad.model";
+  const std::string path = ::testing::TempDir() + "/bad.model";
   write_file_atomic(path, "this is not a protobuf");
   EXPECT_THROW(load_tokenizer(path), Error);
 }

@@ -71,6 +71,9 @@ std::string quality_summary(const PointResult& point);
 // fp8 as they are. The console table and the report label them alike.
 std::string storage_of(const std::string& format, const std::string& dtype);
 
+// `v` with `decimals` digits after the point ("3.14"); %.4g from 1e15 up, where fixed notation is unreadable.
+std::string fixed(double v, int decimals);
+
 // "1.50 GiB", "12.0 MiB", "512 B".
 std::string format_bytes(std::uint64_t bytes);
 
