@@ -636,6 +636,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.prefix_len = o.prefix_len;
     l.extra_body = extra.is_object() ? extra.dump() : "";
     l.stream = !o.no_stream;
+    if (endpoint.tls) l.tls_verify = !o.insecure;
     l.max_concurrency = rate > 0 ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
     l.slo = slo;

@@ -92,14 +92,15 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   return s;
 }
 
-std::string series_key(const PointParams& p) {
+// The row of the side-by-side table a point goes in: points of several inputs with one key share a row.
+std::string side_by_side_key(const PointParams& p) {
   return cat(model_label(p), "|", p.device, "|", p.dtype, "|", p.attn, "|", p.batch, "|", p.prompt_len, "|",
              p.max_new_tokens, "|", p.temperature, p.weights == "bf16" || p.weights.empty() ? "" : "|" + p.weights,
              p.kv_dtype == "bf16" || p.kv_dtype.empty() ? "" : "|kv " + p.kv_dtype);
 }
 
-std::string series_key(const PointResult& p) {
-  if (!p.load) return series_key(p.params);
+std::string side_by_side_key(const PointResult& p) {
+  if (!p.load) return side_by_side_key(p.params);
   const LoadResult& l = *p.load;
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
              l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body, l.stream ? "" : "|no-stream");
@@ -433,7 +434,7 @@ Table side_by_side_table(const std::vector<ReportInput>& inputs, const Axes& axe
   std::vector<std::map<std::string, const PointResult*>> by_key(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)
     for (const auto& p : inputs[i].results.points) {
-      std::string key = series_key(p);
+      std::string key = side_by_side_key(p);
       bool new_key = std::all_of(by_key.begin(), by_key.end(), [&](const auto& m) { return !m.count(key); });
       if (new_key) {
         keys.push_back(key);

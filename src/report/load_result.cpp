@@ -231,6 +231,7 @@ json load_to_json(const LoadResult& l) {
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
         {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len}, {"timeout_s", l.timeout_s},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
+        {"tls_verify", l.tls_verify ? json(*l.tls_verify) : json(nullptr)},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
                                    {"passed", l.search->passed}, {"best", l.search->best}}
                             : json(nullptr)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
@@ -279,6 +280,7 @@ LoadResult load_from_json(const json& point, const std::string& path) {
     l.extra_body = a.at("extra_body").dump();
   }
   if (a.has("stream")) l.stream = a.boolean("stream");  // older files: streamed
+  if (a.has("tls_verify") && !a.at("tls_verify").is_null()) l.tls_verify = a.boolean("tls_verify");  // older: unknown
   if (a.has("search") && !a.at("search").is_null()) {  // older files: no search
     Reader sr = a.object("search");
     SearchProbe probe;

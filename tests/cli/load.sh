@@ -61,10 +61,11 @@ else
     # shellcheck disable=SC2086
     "$bin" load --endpoint "$url" $trust --tokenizer tiny --num-requests 3 --output-len 4 -o "$out/tls.json" \
       >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "https with $trust"; }
-    python3 - "$out/tls.json" "$url" <<'PY' || fail "https results with $trust"
+    python3 - "$out/tls.json" "$url" "$trust" <<'PY' || fail "https results with $trust"
 import json, sys
 p = json.load(open(sys.argv[1]))["points"][0]
 assert p["load"]["endpoint"] == sys.argv[2] and p["requests"]["completed"] == 3, (p["load"], p["requests"])
+assert p["load"]["tls_verify"] is (sys.argv[3] != "-k"), p["load"]  # -k: the results say the check was skipped
 PY
   done
   url=$plain_url

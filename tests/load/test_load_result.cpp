@@ -125,6 +125,16 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   EXPECT_EQ(results_from_json(spread).points[0].load->range_ratio, 0);
   spread["points"][0]["load"]["range_ratio"] = 1.5;
   EXPECT_THROW(results_from_json(spread), Error);
+  // tls_verify: null for http (the sample), a boolean for https; older files without it read as unknown.
+  EXPECT_TRUE(j["points"][0]["load"]["tls_verify"].is_null());
+  nlohmann::json tls = j;
+  tls["points"][0]["load"]["tls_verify"] = false;
+  EXPECT_EQ(results_from_json(tls).points[0].load->tls_verify, std::optional<bool>(false));
+  EXPECT_EQ(to_json(results_from_json(tls)), tls);
+  tls["points"][0]["load"].erase("tls_verify");
+  EXPECT_FALSE(results_from_json(tls).points[0].load->tls_verify.has_value());
+  tls["points"][0]["load"]["tls_verify"] = "yes";
+  EXPECT_THROW(results_from_json(tls), Error);
   // A negative latency is a corrupt file.
   nlohmann::json negative = j;
   negative["points"][0]["request_log"][0]["ttft_ms"] = -1;

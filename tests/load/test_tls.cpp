@@ -124,6 +124,7 @@ TEST(Tls, StreamsOverHttpsWithTheScriptsLatenciesAndKeptAliveConnections) {
   EXPECT_EQ(l.completed, 12);
   EXPECT_EQ(l.failed, 0);
   EXPECT_EQ(l.endpoint, server.process.url());
+  EXPECT_EQ(l.tls_verify, std::optional<bool>(true));  // checked against --ca-cert
   for (const auto& rec : l.requests) {
     EXPECT_EQ(rec.output_tokens, 6);
     EXPECT_EQ(rec.itl_ms.size(), 5u);
@@ -182,7 +183,9 @@ TEST(Tls, AnUntrustedCertificateIsRefusedWithTheReasonAndTheWayOut) {
   EXPECT_NE(l.requests.at(0).error_detail.find("self-signed certificate"), std::string::npos) << l.requests.at(0).error_detail;
   // --insecure: no check at all.
   o.insecure = true;
-  EXPECT_EQ(only_load(run_load(o)).completed, 2);
+  const Results unchecked = run_load(o);
+  EXPECT_EQ(only_load(unchecked).completed, 2);
+  EXPECT_EQ(only_load(unchecked).tls_verify, std::optional<bool>(false));  // the results say so
 }
 
 TEST(Tls, ACertificateForAnotherHostIsRefused) {

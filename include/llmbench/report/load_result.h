@@ -65,6 +65,7 @@ struct LoadResult {
   std::string extra_body;        // --extra-body as compact JSON; "" when none
   std::optional<SearchProbe> search;  // a --search probe
   bool stream = true;            // false (--no-stream): whole responses, no TTFT, TPOT or ITL
+  std::optional<bool> tls_verify;  // https: whether the server's certificate was checked (false: --insecure); none for http
   double timeout_s = 0;
   Slo slo;
   // What happened.
