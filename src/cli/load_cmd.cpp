@@ -75,7 +75,15 @@ void add_load_command(CLI::App& root, Commands& out) {
                   "Synthetic prompts start with the same P tokens, then --input-len of their own (vLLM's "
                   "--random-prefix-len): measures prefix caching")
       ->capture_default_str();
-  app->add_option("--dataset", o.dataset, "synthetic, sharegpt:FILE or jsonl:FILE")->capture_default_str();
+  app->add_option("--dataset", o.dataset,
+                  "synthetic, sharegpt:FILE, jsonl:FILE or trace:FILE (a Mooncake-style trace: without --concurrency "
+                  "or --request-rate its arrival times are replayed)")
+      ->capture_default_str();
+  app->add_option("--trace-speedup", o.trace_speedup, "Replay a trace F times faster (its timestamps divided by F)")
+      ->capture_default_str();
+  app->add_option("--trace-block-size", o.trace_block_size,
+                  "Tokens per hash id of a trace (prompts sharing a hash id share that block's text)")
+      ->capture_default_str();
   app->add_option("--tokenizer", o.tokenizer, "Tokenizer (directory, tokenizer.json, or tiny) for prompts and counts");
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");
   app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str()->check(not_negative());

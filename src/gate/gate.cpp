@@ -86,6 +86,7 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   if (p.load && p.load->range_ratio > 0) key += cat('\x1f', "range ", p.load->range_ratio);
   if (p.load && p.load->max_concurrency > 0) key += cat('\x1f', "cap ", p.load->max_concurrency);
   if (p.load && p.load->prefix_len > 0) key += cat('\x1f', "prefix ", p.load->prefix_len);
+  if (p.load && p.load->trace_block_size) key += cat('\x1f', "trace block ", *p.load->trace_block_size);
   if (p.load && !p.load->extra_body.empty()) key += cat('\x1f', "extra ", p.load->extra_body);
   if (p.load && !p.load->stream) key += cat('\x1f', "no-stream");
   return key;
@@ -151,6 +152,7 @@ std::string describe(const PointResult& p) {
   const LoadResult& l = *p.load;
   std::string load;
   if (l.search) load = l.search->axis == "request_rate" ? "search max_request_rate" : "search max_concurrency";
+  else if (is_trace_replay(l)) load = l.request_rate > 0 ? cat(l.arrival, " replay (", number(l.request_rate), "/s)") : l.arrival + " replay";
   else if (l.request_rate > 0) load = cat("rate ", number(l.request_rate), "/s ", l.arrival);
   std::string out = describe(p.params, load);
   if (l.search && l.search->axis == "request_rate") out += " " + l.arrival;

@@ -1,8 +1,10 @@
 #include "llmbench/load/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -19,14 +21,14 @@ using nlohmann::json;
 DatasetSpec parse_dataset(const std::string& text) {
   DatasetSpec d;
   if (text == "synthetic") return d;
-  for (const std::string kind : {"sharegpt", "jsonl"}) {
+  for (const std::string kind : {"sharegpt", "jsonl", "trace"}) {
     if (text.rfind(kind + ":", 0) == 0 && text.size() > kind.size() + 1) {
       d.kind = kind;
       d.path = text.substr(kind.size() + 1);
       return d;
     }
   }
-  throw UsageError(cat("--dataset '", text, "': expected synthetic, sharegpt:FILE or jsonl:FILE"));
+  throw UsageError(cat("--dataset '", text, "': expected synthetic, sharegpt:FILE, jsonl:FILE or trace:FILE"));
 }
 
 std::pair<int, int> length_range(int length, double range_ratio) {
@@ -62,13 +64,9 @@ std::string exact_text(const Tokenizer& tokenizer, const std::string& head, std:
   return "";
 }
 
-}  // namespace
-
-std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
-                                          std::uint64_t seed, const std::function<bool()>& should_stop,
-                                          double range_ratio, int prefix_len) {
-  // Ids whose text is printable ASCII: any cut of their concatenation is still valid text, so decoding
-  // and re-encoding cannot drift through U+FFFD replacements. Uniform over [3, 0.95 vocab) otherwise.
+// Ids whose text is printable ASCII: any cut of their concatenation is still valid text, so decoding
+// and re-encoding cannot drift through U+FFFD replacements. Uniform over [3, 0.95 vocab) otherwise.
+std::vector<TokenId> plain_text_ids(const Tokenizer& tokenizer) {
   const std::size_t vocab = tokenizer.vocab_size();
   const std::size_t lo = 3, hi = std::max<std::size_t>(lo + 1, static_cast<std::size_t>(0.95 * vocab));
   std::vector<TokenId> candidates;
@@ -78,6 +76,15 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
       candidates.push_back(static_cast<TokenId>(id));
   }
   if (candidates.empty()) throw Error(cat("tokenizer ", tokenizer.info().source, " has no plain-text tokens for prompts"));
+  return candidates;
+}
+
+}  // namespace
+
+std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
+                                          std::uint64_t seed, const std::function<bool()>& should_stop,
+                                          double range_ratio, int prefix_len) {
+  const std::vector<TokenId> candidates = plain_text_ids(tokenizer);
   std::mt19937_64 rng(seed);
   const std::function<TokenId()> random_id = [&] { return candidates[uniform_index(rng, candidates.size())]; };
   // The shared prefix and the lengths come from streams of their own: without them the prompts are
@@ -183,6 +190,164 @@ std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tok
     out.push_back(std::move(p));
   }
   if (out.empty()) throw UsageError(cat("JSONL dataset ", path, ": no prompts"));
+  return out;
+}
+
+namespace {
+
+constexpr double kMaxTraceMs = 1e9;          // timestamps (11.6 days)
+constexpr long long kMaxTraceInput = 1 << 24;  // input_length (16.8 M tokens)
+
+// One line of a trace as written, before any prompt is made.
+struct TraceLine {
+  int number = 0;
+  double timestamp_ms = 0;
+  long long input_length = 0;            // 0: `text` is the prompt
+  std::string text;
+  int output_len = 0;
+  std::vector<std::uint64_t> hash_ids;
+};
+
+TraceLine parse_trace_line(const std::string& path, int number, const std::string& line, int output_len, int block_size) {
+  auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", number, ": ", why)); };
+  if (const std::size_t at = utf8::first_invalid(line); at != line.size())
+    throw bad(cat("invalid UTF-8 at byte ", at + 1, " of the line"));
+  const json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw bad("not a JSON object");
+  for (const char* key : {"messages", "delay"})
+    if (j.contains(key)) throw bad(cat("\"", key, "\": multi-turn sessions are not supported (one request per line)"));
+  TraceLine t;
+  t.number = number;
+  const auto ts = j.find("timestamp");
+  if (ts == j.end() || !ts->is_number() || !(ts->get<double>() >= 0 && ts->get<double>() <= kMaxTraceMs))
+    throw bad(cat("\"timestamp\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
+  t.timestamp_ms = ts->get<double>();
+  const auto len = j.find("input_length");
+  std::vector<std::string> texts;
+  for (const char* key : {"prompt", "text_input"})
+    if (j.contains(key)) texts.push_back(key);
+  if ((len != j.end()) + texts.size() != 1)
+    throw bad("give exactly one of \"input_length\", \"prompt\" and \"text_input\"");
+  if (len != j.end()) {
+    if (!len->is_number_integer() || len->get<double>() < 1 || len->get<double>() > kMaxTraceInput)
+      throw bad(cat("\"input_length\" must be an integer in [1, ", kMaxTraceInput, "]"));
+    t.input_length = len->get<long long>();
+  } else {
+    const json& text = j[texts[0]];
+    if (!text.is_string() || text.get<std::string>().empty()) throw bad(cat("\"", texts[0], "\" must be a non-empty string"));
+    t.text = text.get<std::string>();
+  }
+  if (const auto h = j.find("hash_ids"); h != j.end()) {
+    if (t.input_length == 0) throw bad("\"hash_ids\" describe a prompt made from \"input_length\", not a given text");
+    if (!h->is_array()) throw bad("\"hash_ids\" must be an array of integers >= 0");
+    for (const auto& id : *h) {
+      if (!id.is_number_unsigned()) throw bad("\"hash_ids\" must be an array of integers >= 0");
+      t.hash_ids.push_back(id.get<std::uint64_t>());
+    }
+    const long long blocks = (t.input_length + block_size - 1) / block_size;
+    if (static_cast<long long>(t.hash_ids.size()) != blocks)
+      throw bad(cat("\"input_length\" ", t.input_length, " is ", blocks, " block", blocks == 1 ? "" : "s", " of ", block_size,
+                    " tokens, but \"hash_ids\" has ", t.hash_ids.size(), " (--trace-block-size)"));
+  }
+  if (output_len > 0) {
+    t.output_len = output_len;
+  } else {
+    const auto n = j.find("output_length");
+    if (n == j.end() || !n->is_number_integer() || n->get<double>() < 1 || n->get<double>() > kMaxJsonlOutputLen)
+      throw bad(cat("\"output_length\" must be an integer in [1, ", kMaxJsonlOutputLen, "] (or give --output-len)"));
+    t.output_len = n->get<int>();
+  }
+  return t;
+}
+
+// SplitMix64: independent random streams from (seed, purpose, id).
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+std::mt19937_64 stream_of(std::uint64_t seed, std::uint64_t purpose, std::uint64_t id) {
+  return std::mt19937_64(mix(seed ^ mix(purpose ^ mix(id))));
+}
+
+}  // namespace
+
+std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& tokenizer, const TraceSelection& select,
+                                     const std::function<bool()>& should_stop) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {
+    throw UsageError(cat("trace: ", e.what()));
+  }
+  std::vector<TraceLine> lines;
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number)
+    if (line.find_first_not_of(" \t\r") != std::string::npos)
+      lines.push_back(parse_trace_line(path, number, line, select.output_len, select.block_size));
+  if (lines.empty()) throw UsageError(cat("trace ", path, ": no requests"));
+  std::stable_sort(lines.begin(), lines.end(), [](const TraceLine& a, const TraceLine& b) { return a.timestamp_ms < b.timestamp_ms; });
+  const double origin = lines.front().timestamp_ms;
+  std::size_t keep = lines.size();
+  if (select.max_requests > 0) keep = std::min(keep, select.max_requests);
+  if (select.before_ms > 0)
+    keep = std::min<std::size_t>(keep, std::lower_bound(lines.begin(), lines.end(), origin + select.before_ms,
+                                                        [](const TraceLine& l, double t) { return l.timestamp_ms < t; }) -
+                                           lines.begin());
+  lines.resize(keep);
+  long long tokens = 0;
+  for (const auto& l : lines) tokens += l.input_length;
+  if (tokens > kMaxTraceTokens)
+    throw UsageError(cat("trace ", path, ": the ", keep, " requests replayed have ", tokens, " prompt tokens, more than ",
+                         kMaxTraceTokens, " (fewer with --num-requests or --duration)"));
+
+  const std::vector<TokenId> candidates = plain_text_ids(tokenizer);
+  auto ids_from = [&candidates](std::mt19937_64& rng) {
+    return std::function<TokenId()>([&candidates, r = &rng] { return candidates[uniform_index(*r, candidates.size())]; });
+  };
+  enum : std::uint64_t { kBlock = 1, kUnique = 2 };
+  const auto block_len = static_cast<std::size_t>(select.block_size);
+  std::unordered_map<std::uint64_t, std::string> blocks;  // hash id -> its text of exactly block_size tokens
+  auto block_text = [&](std::uint64_t hash, int number) -> const std::string& {
+    auto it = blocks.find(hash);
+    if (it != blocks.end()) return it->second;
+    std::mt19937_64 rng = stream_of(select.seed, kBlock, hash);
+    std::string t = exact_text(tokenizer, "", 0, block_len, ids_from(rng));
+    if (t.empty()) throw UsageError(cat(path, ":", number, ": cannot make a block of exactly ", block_len, " tokens"));
+    return blocks.emplace(hash, std::move(t)).first->second;
+  };
+
+  std::vector<TraceRequest> out;
+  out.reserve(lines.size());
+  for (const auto& l : lines) {
+    if (should_stop && should_stop()) break;
+    TraceRequest r;
+    r.arrival_ms = l.timestamp_ms - origin;
+    r.prompt.output_len = l.output_len;
+    if (l.input_length == 0) {
+      r.prompt.text = l.text;
+      r.prompt.prompt_tokens = count_tokens(tokenizer, l.text);
+    } else {
+      // Every block but the last as it is everywhere; the last one fills the prompt to its exact length
+      // (the same text as the block when that is whole and nothing merges across the seam).
+      std::string head;
+      for (std::size_t b = 0; b + 1 < l.hash_ids.size(); ++b) head += block_text(l.hash_ids[b], l.number);
+      const long long head_tokens = head.empty() ? 0 : count_tokens(tokenizer, head);
+      const long long rest = l.input_length - head_tokens;
+      std::mt19937_64 rng = l.hash_ids.empty() ? stream_of(select.seed, kUnique, static_cast<std::uint64_t>(l.number))
+                                               : stream_of(select.seed, kBlock, l.hash_ids.back());
+      if (rest >= 1)
+        r.prompt.text = exact_text(tokenizer, head, static_cast<std::size_t>(head_tokens), static_cast<std::size_t>(rest),
+                                   ids_from(rng));
+      if (r.prompt.text.empty())
+        throw UsageError(cat(path, ":", l.number, ": cannot make a prompt of exactly ", l.input_length, " tokens with tokenizer ",
+                             tokenizer.info().source));
+      r.prompt.prompt_tokens = static_cast<int>(l.input_length);
+    }
+    out.push_back(std::move(r));
+  }
   return out;
 }
 

@@ -46,6 +46,15 @@ constexpr double kMinRate = 1e-3, kMaxRate = 1e6;  // --request-rate, per second
 constexpr double kModelsTimeoutS = 30;         // GET /v1/models, at most (else --timeout-s)
 constexpr std::size_t kMaxExtraBodyBytes = 64 * 1024;  // --extra-body
 constexpr double kMinClientEventsPerS = 50'000;  // SSE events/s the client parses; fewer: a warning
+constexpr double kMinTraceSpeedup = 1e-3, kMaxTraceSpeedup = 1e3;  // --trace-speedup
+constexpr int kMaxTraceBlockSize = 1 << 20;    // --trace-block-size
+
+namespace {
+// trace:FILE and no load of our own: the trace's arrival times are the schedule.
+bool replays_trace(const LoadOptions& o) {
+  return parse_dataset(o.dataset).kind == "trace" && o.concurrency.empty() && o.request_rate.empty() && o.search.empty();
+}
+}  // namespace
 
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
                          const json& extra, bool stream) {
@@ -174,8 +183,20 @@ void validate(const LoadOptions& o) {
   if (o.max_concurrency < 0 || o.max_concurrency > kMaxRequests)
     throw UsageError(cat("--max-concurrency must be in [1, ", kMaxRequests, "], got ", o.max_concurrency));
   parse_search(o);
-  if (o.max_concurrency > 0 && o.request_rate.empty() && o.search.empty())
-    throw UsageError("--max-concurrency caps an open loop (--request-rate); a closed loop is --concurrency");
+  const bool trace = parse_dataset(o.dataset).kind == "trace";
+  if (o.max_concurrency > 0 && o.request_rate.empty() && o.search.empty() && !replays_trace(o))
+    throw UsageError("--max-concurrency caps an open loop (--request-rate or a trace replay); a closed loop is --concurrency");
+  if (!(o.trace_speedup >= kMinTraceSpeedup && o.trace_speedup <= kMaxTraceSpeedup))
+    throw UsageError(cat("--trace-speedup must be in [", shown(kMinTraceSpeedup), ", ", shown(kMaxTraceSpeedup), "], got ", shown(o.trace_speedup)));
+  if (o.trace_block_size < 1 || o.trace_block_size > kMaxTraceBlockSize)
+    throw UsageError(cat("--trace-block-size must be in [1, ", kMaxTraceBlockSize, "], got ", o.trace_block_size));
+  if (!trace && (o.trace_speedup != LoadOptions{}.trace_speedup || o.trace_block_size != LoadOptions{}.trace_block_size))
+    throw UsageError("--trace-speedup and --trace-block-size are for --dataset trace:FILE");
+  if (trace && !replays_trace(o) && o.trace_speedup != LoadOptions{}.trace_speedup)
+    throw UsageError("--trace-speedup scales a replay's arrival times; with --concurrency, --request-rate or --search "
+                     "the trace gives its prompts only");
+  if (replays_trace(o) && o.arrival != LoadOptions{}.arrival)
+    throw UsageError("--arrival: a trace replay sends each request at the trace's own time (--request-rate uses --arrival)");
   for (double r : o.request_rate)
     if (!(r >= kMinRate && r <= kMaxRate))
       throw UsageError(cat("--request-rate must be in [", shown(kMinRate), ", ", shown(kMaxRate), "] requests per second, got ", shown(r)));
@@ -275,6 +296,8 @@ struct Schedule {
   int max_in_flight = 0;           // open loop: 0 = no cap; else arrivals beyond it wait for a finish
   int max_requests = 0;            // closed loop: 0 = bounded by duration
   double duration_s = 0;
+  // These prompts in order from the first (a trace replay, its warm-ups); null: the driver's, cycled on.
+  const std::vector<PromptSpec>* prompts = nullptr;
 };
 
 struct Drive {
@@ -299,6 +322,7 @@ class Driver {
     result_ = Drive{};
     issued_ = 0;
     next_arrival_ = 0;
+    own_cursor_ = 0;
     waiting_.clear();
     io_.restart();
     asio::steady_timer arrivals(io_), watch(io_);
@@ -331,7 +355,8 @@ class Driver {
   void issue(double scheduled_ms) {
     const std::size_t index = slots_.size();
     slots_.emplace_back();
-    const PromptSpec& p = prompts_[cursor_++ % prompts_.size()];
+    const PromptSpec& p = schedule_.prompts ? (*schedule_.prompts)[own_cursor_++ % schedule_.prompts->size()]
+                                            : prompts_[cursor_++ % prompts_.size()];
     ++issued_;
     const auto start = Clock::now();
     const double start_ms = ms_since(t0_, start);
@@ -415,7 +440,7 @@ class Driver {
   std::vector<std::optional<RequestRecord>> slots_;
   Drive result_;
   int issued_ = 0;
-  std::size_t next_arrival_ = 0, cursor_ = 0;
+  std::size_t next_arrival_ = 0, cursor_ = 0, own_cursor_ = 0;
   std::deque<double> waiting_;  // open loop with a cap: arrival times (ms) not yet issued
   Clock::time_point t0_;
   asio::steady_timer* arrivals_ = nullptr;
@@ -483,7 +508,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   const Slo slo = o.slo.empty() ? Slo{} : parse_slo(o.slo);
   const Arrival arrival = parse_arrival(o.arrival);
   const DatasetSpec dataset = parse_dataset(o.dataset);
-  const int num_requests = o.duration_s > 0 ? 0 : (o.num_requests > 0 ? o.num_requests : kDefaultRequests);
+  const bool replay = replays_trace(o);
+  // A replay sends the whole trace unless --num-requests or --duration cuts it.
+  const int num_requests = o.duration_s > 0 ? 0 : (o.num_requests > 0 ? o.num_requests : replay ? 0 : kDefaultRequests);
 
   // Tokenizer: prompts of exact length and token counts when the server sends no usage.
   std::unique_ptr<Tokenizer> tokenizer;
@@ -511,9 +538,25 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   const int wanted = o.warmup_requests + (num_requests > 0 ? num_requests : kPromptPoolForDuration);
   std::vector<PromptSpec> prompts;
   const int dataset_output_len = o.output_len_given ? o.output_len : 0;  // 0: the dataset's own lengths
+  std::vector<double> trace_arrivals_s;  // a replay's schedule, one per prompt
+  std::vector<PromptSpec> warm_prompts;  // a replay's warm-ups: synthetic, sharing no text with the trace
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, dataset_output_len);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, dataset_output_len);
-  else
+  else if (dataset.kind == "trace") {
+    TraceSelection select;
+    select.output_len = dataset_output_len;
+    select.block_size = o.trace_block_size;
+    select.seed = o.seed;
+    select.max_requests = replay ? static_cast<std::size_t>(num_requests) : static_cast<std::size_t>(wanted);
+    if (replay) select.before_ms = o.duration_s * 1e3 * o.trace_speedup;
+    for (auto& r : load_trace(dataset.path, prompt_tokenizer, select, stop_requested)) {
+      trace_arrivals_s.push_back(r.arrival_ms / 1e3 / o.trace_speedup);
+      prompts.push_back(std::move(r.prompt));
+    }
+    if (replay && o.warmup_requests > 0)
+      warm_prompts = synthetic_prompts(prompt_tokenizer, o.warmup_requests, o.input_len, o.output_len,
+                                       o.seed ^ 0x5851f42d4c957f2dULL, stop_requested);
+  } else
     prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested, o.range_ratio,
                                 o.prefix_len);
   if (stop_requested()) return nothing_measured();
@@ -575,7 +618,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   std::vector<std::pair<int, double>> fixed_points;
   for (int c : o.concurrency) fixed_points.emplace_back(c, 0.0);
   for (double r : o.request_rate) fixed_points.emplace_back(0, r);
-  if (fixed_points.empty()) fixed_points.emplace_back(1, 0.0);
+  if (fixed_points.empty()) fixed_points.emplace_back(replay ? 0 : 1, 0.0);  // a replay: the trace's own schedule
   const std::optional<SearchSpec> search = parse_search(o);
 
   // One point: warm-ups, then the timed requests; appended to results (unless interrupted before any
@@ -585,6 +628,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       Schedule warm;
       warm.concurrency = std::min(o.warmup_requests, std::max(concurrency, 1));
       warm.max_requests = o.warmup_requests;
+      if (replay) warm.prompts = &warm_prompts;
       if (driver.run(warm).stopped) {
         results.interrupted = true;
         return -1;
@@ -603,6 +647,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
         s.arrivals_s.erase(std::find_if(s.arrivals_s.begin(), s.arrivals_s.end(),
                                         [&](double t) { return t >= o.duration_s; }),
                            s.arrivals_s.end());
+    } else if (replay) {
+      s.arrivals_s = trace_arrivals_s;  // already cut by --num-requests and --duration
+      s.prompts = &prompts;
     }
     Drive d = driver.run(s);
     results.interrupted = d.stopped;
@@ -629,6 +676,15 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.request_rate = rate;
     l.arrival = rate > 0 ? arrival.name() : "";
     l.num_requests = num_requests;
+    if (replay) {
+      // The offered rate of a replay is its mean: (n - 1) requests over the span from first to last arrival.
+      const auto& a = s.arrivals_s;
+      const double span = a.size() > 1 ? a.back() - a.front() : 0;
+      l.request_rate = span > 0 ? (a.size() - 1) / span : 0;
+      l.arrival = o.trace_speedup == 1 ? "trace" : cat("trace:", shown(o.trace_speedup));
+      if (o.duration_s == 0) l.num_requests = static_cast<int>(a.size());
+    }
+    if (dataset.kind == "trace") l.trace_block_size = o.trace_block_size;
     l.duration_s = o.duration_s;
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
@@ -637,7 +693,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.extra_body = extra.is_object() ? extra.dump() : "";
     l.stream = !o.no_stream;
     if (endpoint.tls) l.tls_verify = !o.insecure;
-    l.max_concurrency = rate > 0 ? o.max_concurrency : 0;
+    l.max_concurrency = rate > 0 || replay ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
     l.slo = slo;
     l.partial = d.stopped;
@@ -660,7 +716,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       // does); an interrupted one neither meets nor misses it (load.partial).
       p.load->search = SearchProbe{search->axis, search->target, !d.stopped && p.load->goodput_fraction >= search->target};
     }
-    const std::string where = rate > 0 ? cat("rate ", rate, "/s") : cat("concurrency ", concurrency);
+    const std::string where = rate > 0 ? cat("rate ", rate, "/s") : replay ? std::string("trace replay") : cat("concurrency ", concurrency);
     if (hooks.on_progress)
       hooks.on_progress(search ? cat("probe ", i + 1, ": ", where, ", goodput ", percent1(p.load->goodput_fraction),
                                      d.stopped ? cat(" (interrupted; target ", percent1(search->target), ")")

@@ -399,6 +399,7 @@ const PointResult* load_baseline_for(const PointResult& p, const std::vector<con
     if (x.concurrency == y.concurrency && x.request_rate == y.request_rate && x.arrival == y.arrival &&
         x.api == y.api && x.dataset == y.dataset && x.range_ratio == y.range_ratio &&
         x.max_concurrency == y.max_concurrency && x.extra_body == y.extra_body && x.prefix_len == y.prefix_len &&
+        x.trace_block_size == y.trace_block_size &&
         x.stream == y.stream &&
         p.params.prompt_len == b->params.prompt_len &&
         p.params.max_new_tokens == b->params.max_new_tokens)

@@ -83,7 +83,9 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   if (!p.load) return point_label(p.params, axes, with_model);
   const LoadResult& l = *p.load;
   std::string s = with_model ? model_label(p.params) + " " : "";
-  s += l.request_rate > 0 ? cat("rate=", l.request_rate, "/s ", l.arrival) : cat("c=", l.concurrency);
+  s += is_trace_replay(l)    ? l.arrival + " replay"
+       : l.request_rate > 0 ? cat("rate=", l.request_rate, "/s ", l.arrival)
+                            : cat("c=", l.concurrency);
   if (l.max_concurrency > 0) s += cat(" c≤", l.max_concurrency);
   if (l.range_ratio > 0) s += cat(" ±", fmt_param(100 * l.range_ratio), "%");
   if (!l.stream) s += " no-stream";
@@ -103,7 +105,8 @@ std::string side_by_side_key(const PointResult& p) {
   if (!p.load) return side_by_side_key(p.params);
   const LoadResult& l = *p.load;
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
-             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body, l.stream ? "" : "|no-stream");
+             l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body, l.stream ? "" : "|no-stream",
+             l.trace_block_size ? cat("|block ", *l.trace_block_size) : "");
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {

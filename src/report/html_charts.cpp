@@ -350,8 +350,9 @@ void add_load(const std::vector<ReportInput>& inputs, json& out) {
       if (!p.load || p.status != "ok") continue;
       // A whole response (--no-stream) has only its e2e: a series of its own, in the e2e panels alone.
       const std::string series = prefixed(inputs, in, model_label(p.params)) + (p.load->stream ? "" : " (no-stream)");
-      const std::string at = p.load->request_rate > 0 ? cat(p.load->request_rate, " req/s offered")
-                                                      : cat("concurrency ", p.load->concurrency);
+      const std::string at = is_trace_replay(*p.load)    ? cat(p.load->arrival, " replay")
+                             : p.load->request_rate > 0 ? cat(p.load->request_rate, " req/s offered")
+                                                        : cat("concurrency ", p.load->concurrency);
       for (const auto& [metric, name] : {std::pair<std::string, std::string>{"ttft_ms", "TTFT"},
                                          {"tpot_ms", "TPOT"}, {"itl_ms", "ITL"}, {"e2e_ms", "e2e"}}) {
         const Summary* s = find_summary(p, metric);

@@ -229,7 +229,8 @@ json load_to_json(const LoadResult& l) {
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
         {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
-        {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len}, {"timeout_s", l.timeout_s},
+        {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len},
+        {"trace_block_size", l.trace_block_size ? json(*l.trace_block_size) : json(nullptr)}, {"timeout_s", l.timeout_s},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
         {"tls_verify", l.tls_verify ? json(*l.tls_verify) : json(nullptr)},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
@@ -295,6 +296,11 @@ LoadResult load_from_json(const json& point, const std::string& path) {
   if (a.has("prefix_len")) {  // older files: no shared prefix
     l.prefix_len = a.integer("prefix_len");
     if (l.prefix_len < 0) throw Error(cat(path, ".load.prefix_len: expected 0 or more, got ", l.prefix_len));
+  }
+  if (a.has("trace_block_size") && !a.at("trace_block_size").is_null()) {  // older files: no traces
+    l.trace_block_size = a.integer("trace_block_size");
+    if (*l.trace_block_size < 1)
+      throw Error(cat(path, ".load.trace_block_size: expected 1 or more, got ", *l.trace_block_size));
   }
   if (a.has("range_ratio")) {  // older files: exact lengths
     l.range_ratio = a.number("range_ratio");

@@ -283,6 +283,31 @@ TEST(Gate, OpenLoopPointsAreNamedByTheirRate) {
             "served b2 p1 n1 t0 eager bfloat16");
 }
 
+TEST(Gate, TraceReplaysAreNamedByTheirSpeedAndMatchOnTheirBlockSize) {
+  PointResult replay = load_point(100, 0);
+  replay.params.batch = 0;
+  replay.load->concurrency = 0;
+  replay.load->request_rate = 12;
+  replay.load->arrival = "trace:2";
+  replay.load->dataset = "trace:t.jsonl";
+  replay.load->trace_block_size = 512;
+  const GateReport r = run_gate(results({replay}), results({replay}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].name, "served trace:2 replay (12.00/s) p1 n1 t0 eager bfloat16");
+  // Another block size is another prompt set: the baseline's point is missing, the new one only noted.
+  PointResult other = replay;
+  other.load->trace_block_size = 16;
+  const GateReport unpaired = run_gate(results({replay}), results({other}), GateConfig{});
+  ASSERT_EQ(unpaired.points.size(), 1u);
+  EXPECT_EQ(unpaired.points[0].verdict, Verdict::missing);
+  EXPECT_EQ(unpaired.notes.size(), 1u);
+  // A replay without a span (every request at once) has no rate to show.
+  replay.load->request_rate = 0;
+  replay.load->arrival = "trace";
+  EXPECT_EQ(run_gate(results({replay}), results({replay}), GateConfig{}).points[0].name,
+            "served trace replay p1 n1 t0 eager bfloat16");
+}
+
 TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
   // Baseline: 10 ok, 80 missed, 28.3 ok, 47.6 missed, 36.7 ok -> best 36.7, lowest miss 47.6.
   const Results base = search({{10, true}, {80, false}, {28.3, true}, {47.6, false}, {36.7, true}});

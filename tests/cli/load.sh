@@ -170,6 +170,36 @@ import json, sys
 p = json.load(open(sys.argv[1]))["points"][0]
 assert p["load"]["prefix_len"] == 16 and p["params"]["prompt_len"] == 20, (p["load"], p["params"])
 PY
+# --dataset trace:FILE replays a trace's arrival times (tests/load/test_scripted_server.cpp checks them from
+# the server's side): gate names the point by its speed and pairs it with itself; report draws it.
+printf '%s\n' '{"timestamp": 100, "input_length": 9, "output_length": 2, "hash_ids": [3, 4]}' \
+  '{"timestamp": 300, "text_input": "a prompt of the trace", "output_length": 3}' \
+  '{"timestamp": 500, "input_length": 6, "output_length": 4}' >"$out/trace.jsonl"
+"$bin" load --endpoint "$url" --tokenizer tiny --dataset "trace:$out/trace.jsonl" --trace-block-size 8 --trace-speedup 4 \
+  -o "$out/trace.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load --dataset trace"; }
+grep -q "point 1/1: trace replay, 3 completed" "$out/stderr" || { cat "$out/stderr"; fail "trace replay progress line"; }
+python3 - "$out/trace.json" <<'PY' || fail "trace replay results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+l = p["load"]
+assert (l["arrival"], l["num_requests"], l["trace_block_size"], l["concurrency"]) == ("trace:4", 3, 8, 0), l
+assert p["requests"]["completed"] == 3 and abs(p["rate"]["offered_per_s"] - 20) < 1e-9, p["rate"]  # 2 gaps in 100 ms
+assert [r["scheduled_ms"] for r in p["request_log"]] == [0, 50, 100], p["request_log"]
+assert [r["output_tokens"] for r in p["request_log"]] == [2, 3, 4], p["request_log"]
+PY
+"$bin" gate --baseline "$out/trace.json" --current "$out/trace.json" >"$out/gate.md" 2>&1 \
+  || { cat "$out/gate.md"; fail "gate on a trace replay"; }
+grep -q "trace:4 replay (20.00/s)" "$out/gate.md" || { cat "$out/gate.md"; fail "gate did not name the trace replay"; }
+"$bin" report "$out/trace.json" -o "$out/trace.html" >/dev/null 2>&1 || fail "report on a trace replay"
+grep -q "trace:4 replay" "$out/trace.html" || fail "the report does not name the trace replay"
+printf '{"timestamp": 0, "input_length": 20, "output_length": 2, "hash_ids": [1]}\n' >"$out/badtrace.jsonl"
+says='badtrace.jsonl:1: "input_length" 20 is 3 blocks of 8 tokens, but "hash_ids" has 1' \
+  bad --endpoint "$url" --dataset "trace:$out/badtrace.jsonl" --trace-block-size 8
+says="--trace-speedup and --trace-block-size are for --dataset trace:FILE" bad --endpoint "$url" --trace-speedup 2
+says="--trace-speedup must be in" bad --endpoint "$url" --dataset "trace:$out/trace.jsonl" --trace-speedup 0
+says="gives its prompts only" bad --endpoint "$url" --dataset "trace:$out/trace.jsonl" --concurrency 2 --trace-speedup 2
+says="the trace's own time" bad --endpoint "$url" --dataset "trace:$out/trace.jsonl" --arrival constant
+
 # --no-stream: whole responses (completions and chat), end-to-end latency only; the scripted server
 # answers when its last token would have gone out (20 + 4 x 10 ms).
 start_server whole --ttft-ms 20 --itl-ms 10

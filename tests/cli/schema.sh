@@ -3,7 +3,7 @@
 # independent validator (Ajv, tests/schema/validate.mjs; installed by scripts/fetch-schema-validator.sh, which
 # scripts/test.sh runs: nothing is fetched here): `run` (greedy and verified, sampled with N = 1, a failed point,
 # an interrupted run), `compare`, `load` (closed loop against its own `serve`, open loop on the chat API, a
-# --search, --no-stream, failed requests with the server's message), and the committed GPU results
+# --search, --no-stream, a trace replay, failed requests with the server's message), and the committed GPU results
 # (docs/gpu-runs). The hand-made and older fixtures pass the readable level (#/$defs/readable), the malformed
 # ones fail it. Copies with a required key removed, a wrong type, an unknown key, a bad enum value, a load key
 # on a run point and a negative duration each fail.
@@ -72,6 +72,10 @@ lo=(--tokenizer tiny --input-len 16 --output-len 4)
   -o search.json --format json >search_rows.json 2>>load.err || fail "load --search: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --no-stream --concurrency 2 --num-requests 4 -o whole.json >/dev/null 2>>load.err \
   || fail "load --no-stream: $(tail -5 load.err)"
+printf '%s\n' '{"timestamp": 0, "input_length": 12, "output_length": 3, "hash_ids": [0, 1]}' \
+  '{"timestamp": 40, "input_length": 10, "output_length": 2, "hash_ids": [0, 2]}' >trace.jsonl
+"$bin" "${q[@]}" load "${lo[@]}" --dataset trace:trace.jsonl --trace-block-size 8 --trace-speedup 2 -o trace.json \
+  >/dev/null 2>>load.err || fail "load --dataset trace: $(tail -5 load.err)"
 # Failed requests (HTTP 500 with a message, a disconnect, an error event with a detail) against the scripted
 # server, on a loopback port of 23000-23999.
 start_listening() {  # start_listening BASE LOG CMD...: CMD --port P in the background, P a random port of BASE to
@@ -91,7 +95,7 @@ start_listening 23000 server.out python3 "$root/tests/load/scripted_server.py" -
   -o faults.json --format json >faults_rows.json 2>>load.err || fail "load with failed requests: $(tail -5 load.err)"
 kill $spid; wait $spid 2>/dev/null; spid=
 
-produced=(run.json sampled.json tp.json int8.json failed.json nan1.json nan2.json int.json compare.json load.json open.json search.json whole.json faults.json)
+produced=(run.json sampled.json tp.json int8.json failed.json nan1.json nan2.json int.json compare.json load.json open.json search.json whole.json faults.json trace.json)
 python3 - "${produced[@]}" <<'PY' || fail "the produced files do not cover what they should"
 import json, sys
 d = {f: json.load(open(f)) for f in sys.argv[1:]}
@@ -107,6 +111,8 @@ assert len(pts("compare.json")) == 8
 assert pts("open.json")[0]["load"]["extra_body"] == {"top_k": 1} and pts("open.json")[0]["rate"]["offered_per_s"] == 50
 assert all(p["load"]["search"] for p in pts("search.json"))
 assert pts("whole.json")[0]["load"]["stream"] is False
+t = pts("trace.json")[0]["load"]
+assert (t["arrival"], t["trace_block_size"], t["request_rate"]) == ("trace:2", 8, 50), t
 f = pts("faults.json")[0]
 assert f["requests"]["failed"] >= 2 and any("error_detail" in r for r in f["request_log"]), f["requests"]
 PY

@@ -25,7 +25,9 @@ finish_reason chunk with empty text at the end. With --capacity N at most N requ
 `load --search`. With --reasoning N (chat) the first N events carry a reasoning model's thinking instead
 of content. With --tls-cert CERT --tls-key KEY it serves https (TLS 1.2+, Python's ssl module; it closes
 connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted and the
-requests seen so far (how many connections the client opened, kept-alive ones reused). Prints "llmbench serve: listening on
+requests seen so far (how many connections the client opened, kept-alive ones reused), and a log of every
+request: its arrival in ms on the server's monotonic clock, its prompt (chat: the last message's content) and
+max_tokens (a trace replay's schedule, seen from the server). Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" (https://) when ready, exactly like `llmbench serve`.
 """
 import argparse
@@ -72,6 +74,7 @@ TIMING = {"http_recv": 0.5, "queue": 1.0, "tokenize": 0.25, "prefill": 4.0, "dec
 lock = threading.Lock()
 counter = [0]
 connections = [0]
+request_log = []  # per request, in arrival order: when (ms on the server's clock), its prompt and max_tokens
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -101,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"status": "ok"})
         elif self.path == "/stats":
             with lock:
-                self.send_json(200, {"connections": connections[0], "requests": counter[0]})
+                self.send_json(200, {"connections": connections[0], "requests": counter[0], "log": request_log})
         elif self.path == "/v1/models":
             time.sleep(args.models_stall_s)
             if args.models_continue:
@@ -134,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             index = counter[0]
             counter[0] += 1
+            prompt = request["messages"][-1]["content"] if chat and request.get("messages") else request.get("prompt")
+            request_log.append({"t_ms": t0 * 1000, "prompt": prompt, "max_tokens": request.get("max_tokens")})
         fault = self.fault = faults.get(index)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})

@@ -179,3 +179,133 @@ TEST(Dataset, SyntheticPromptsStopWhenAsked) {
   const auto prompts = synthetic_prompts(*tok, 1000000, 8, 1, 0, [&] { return ++polls > 3; });
   EXPECT_EQ(prompts.size(), 3u);
 }
+
+namespace {
+
+// The text two prompts share from their start.
+std::string common_start(const std::string& a, const std::string& b) {
+  std::size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  return a.substr(0, k);
+}
+
+}  // namespace
+
+TEST(Dataset, TraceRequestsInArrivalOrderWithExactLengthsAndSharedBlocks) {
+  TempDir dir;
+  // Out of order in the file, a tie (lines 4 and 5 keep their file order), a given prompt, no hash ids.
+  const std::string path = dir.write("t.jsonl",
+                                     "{\"timestamp\": 5000, \"input_length\": 20, \"output_length\": 4, \"hash_ids\": [7, 1, 2]}\n"
+                                     "\n"
+                                     "{\"timestamp\": 4000, \"input_length\": 17, \"output_length\": 3, \"hash_ids\": [7, 1, 3]}\n"
+                                     "{\"timestamp\": 5500, \"prompt\": \"a given prompt\", \"output_length\": 2, \"session\": 1}\n"
+                                     "{\"timestamp\": 5500, \"input_length\": 5, \"output_length\": 6}\n"
+                                     "{\"timestamp\": 4000.5, \"input_length\": 8, \"output_length\": 1, \"hash_ids\": [9]}\n");
+  for (const char* source : {"tiny", "qwen3"}) {
+    const std::string tdir = std::string(LLMBENCH_TEST_DATA) + "/../../.cache/tokenizers/" + source;
+    if (std::string(source) != "tiny" && !std::filesystem::exists(tdir + "/tokenizer.json")) continue;
+    const auto tok = load_tokenizer(std::string(source) == "tiny" ? "tiny" : tdir);
+    TraceSelection select;
+    select.block_size = 8;
+    select.seed = 3;
+    const auto trace = load_trace(path, *tok, select);
+    ASSERT_EQ(trace.size(), 5u);
+    const std::vector<double> arrivals = {0, 0.5, 1000, 1500, 1500};  // from the earliest, 4000 ms
+    const std::vector<int> outputs = {3, 1, 4, 2, 6}, inputs = {17, 8, 20, 0, 5};
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+      EXPECT_EQ(trace[i].arrival_ms, arrivals[i]) << source << " " << i;
+      EXPECT_EQ(trace[i].prompt.output_len, outputs[i]) << source << " " << i;
+      EXPECT_EQ(tok->encode(trace[i].prompt.text, false).size(), std::size_t(trace[i].prompt.prompt_tokens)) << source << " " << i;
+      if (inputs[i] > 0) {
+        EXPECT_EQ(trace[i].prompt.prompt_tokens, inputs[i]) << source << " " << i;
+      }
+    }
+    EXPECT_EQ(trace[3].prompt.text, "a given prompt");
+    // Hash ids [7, 1, ...] twice: the same first two blocks (16 tokens' text, give or take the seam's merge);
+    // [9] starts otherwise.
+    const std::string shared = common_start(trace[0].prompt.text, trace[2].prompt.text);
+    EXPECT_GE(tok->encode(shared, false).size(), 15u) << source << ": '" << shared << "'";
+    EXPECT_LT(tok->encode(common_start(trace[0].prompt.text, trace[1].prompt.text), false).size(), 3u) << source;
+    EXPECT_NE(trace[2].prompt.text.substr(shared.size()), trace[0].prompt.text.substr(shared.size()));
+    // Deterministic for a seed; another seed, other text.
+    EXPECT_EQ(load_trace(path, *tok, select)[4].prompt.text, trace[4].prompt.text);
+    select.seed = 4;
+    EXPECT_NE(load_trace(path, *tok, select)[0].prompt.text, trace[0].prompt.text);
+  }
+}
+
+TEST(Dataset, TraceSelectionCutsByCountAndTimeAndOutputLenOverrides) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += cat("{\"timestamp\": ", 100 * i + 50, ", \"input_length\": 4, \"output_length\": ", i + 1, "}\n");
+  const std::string path = dir.write("t.jsonl", text);
+  const auto tok = load_tokenizer("tiny");
+  TraceSelection select;
+  select.max_requests = 3;
+  EXPECT_EQ(load_trace(path, *tok, select).size(), 3u);
+  select.max_requests = 0;
+  select.before_ms = 350;  // arrivals 0, 100, 200, 300 (from the first, at 50)
+  const auto cut = load_trace(path, *tok, select);
+  ASSERT_EQ(cut.size(), 4u);
+  EXPECT_EQ(cut.back().arrival_ms, 300);
+  select.before_ms = 0;
+  select.output_len = 9;
+  for (const auto& r : load_trace(path, *tok, select)) EXPECT_EQ(r.prompt.output_len, 9);
+  // Stopped: what was made so far.
+  int polls = 0;
+  EXPECT_EQ(load_trace(path, *tok, select, [&] { return ++polls > 2; }).size(), 2u);
+}
+
+TEST(Dataset, TraceRefusesBadLinesNamingThem) {
+  TempDir dir;
+  const auto tok = load_tokenizer("tiny");
+  auto error_of = [&](const std::string& line, int block_size = 512) {
+    const std::string path = dir.write("bad.jsonl", "{\"timestamp\": 0, \"input_length\": 3, \"output_length\": 1}\n" + line + "\n");
+    TraceSelection select;
+    select.block_size = block_size;
+    try {
+      load_trace(path, *tok, select);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto expect = [&](const std::string& line, const std::string& says, int block_size = 512) {
+    const std::string e = error_of(line, block_size);
+    EXPECT_NE(e.find("bad.jsonl:2: "), std::string::npos) << line << " -> " << e;
+    EXPECT_NE(e.find(says), std::string::npos) << line << " -> " << e;
+  };
+  expect("[1, 2]", "not a JSON object");
+  expect("{\"input_length\": 3, \"output_length\": 1}", "\"timestamp\" must be a number");
+  expect("{\"timestamp\": -1, \"input_length\": 3, \"output_length\": 1}", "\"timestamp\" must be a number");
+  expect("{\"timestamp\": \"5\", \"input_length\": 3, \"output_length\": 1}", "\"timestamp\" must be a number");
+  expect("{\"timestamp\": 1, \"output_length\": 1}", "exactly one of");
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"prompt\": \"x\", \"output_length\": 1}", "exactly one of");
+  expect("{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 1}", "\"input_length\" must be an integer");
+  expect("{\"timestamp\": 1, \"input_length\": 2.5, \"output_length\": 1}", "\"input_length\" must be an integer");
+  expect("{\"timestamp\": 1, \"text_input\": \"\", \"output_length\": 1}", "\"text_input\" must be a non-empty string");
+  expect("{\"timestamp\": 1, \"input_length\": 3}", "\"output_length\" must be an integer");
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 0}", "\"output_length\" must be an integer");
+  expect("{\"timestamp\": 1, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2]}", "is 3 blocks of 512 tokens, but \"hash_ids\" has 2");
+  expect("{\"timestamp\": 1, \"input_length\": 9, \"output_length\": 1, \"hash_ids\": [1]}", "is 2 blocks of 8 tokens", 8);
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": [-1]}", "integers >= 0");
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": 4}", "integers >= 0");
+  expect("{\"timestamp\": 1, \"prompt\": \"x\", \"output_length\": 1, \"hash_ids\": [1]}", "not a given text");
+  expect("{\"timestamp\": 1, \"messages\": [], \"output_length\": 1}", "multi-turn sessions are not supported");
+  expect("{\"timestamp\": 1, \"delay\": 5, \"input_length\": 3, \"output_length\": 1}", "multi-turn sessions are not supported");
+  expect("{\"timestamp\": 1, \"prompt\": \"caf\xc3\", \"output_length\": 1}", "invalid UTF-8 at byte");
+  // A whole file: empty, missing, too many tokens.
+  EXPECT_THROW(load_trace(dir.write("empty.jsonl", "\n\n"), *tok, {}), UsageError);
+  EXPECT_THROW(load_trace(dir.path + "/missing.jsonl", *tok, {}), UsageError);
+  std::string big;
+  for (int i = 0; i < 4; ++i) big += cat("{\"timestamp\": ", i, ", \"input_length\": 16000000, \"output_length\": 1}\n");
+  const std::string big_path = dir.write("big.jsonl", big);
+  try {
+    load_trace(big_path, *tok, {});
+    ADD_FAILURE() << "64 M prompt tokens accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 50000000"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_dataset("trace:x.jsonl").kind, "trace");
+  EXPECT_THROW(parse_dataset("trace:"), UsageError);
+}

@@ -135,6 +135,20 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   EXPECT_FALSE(results_from_json(tls).points[0].load->tls_verify.has_value());
   tls["points"][0]["load"]["tls_verify"] = "yes";
   EXPECT_THROW(results_from_json(tls), Error);
+  // trace_block_size: null unless the dataset was a trace; older files without it read as none; 0 is refused.
+  EXPECT_TRUE(j["points"][0]["load"]["trace_block_size"].is_null());
+  nlohmann::json trace = j;
+  trace["points"][0]["load"]["dataset"] = "trace:t.jsonl";
+  trace["points"][0]["load"]["arrival"] = "trace:2";
+  trace["points"][0]["load"]["trace_block_size"] = 512;
+  EXPECT_EQ(results_from_json(trace).points[0].load->trace_block_size, std::optional<int>(512));
+  EXPECT_TRUE(is_trace_replay(*results_from_json(trace).points[0].load));
+  EXPECT_EQ(to_json(results_from_json(trace)), trace);
+  trace["points"][0]["load"].erase("trace_block_size");
+  EXPECT_FALSE(results_from_json(trace).points[0].load->trace_block_size.has_value());
+  trace["points"][0]["load"]["trace_block_size"] = 0;
+  EXPECT_THROW(results_from_json(trace), Error);
+  EXPECT_FALSE(is_trace_replay(*results_from_json(j).points[0].load));
   // A negative latency is a corrupt file.
   nlohmann::json negative = j;
   negative["points"][0]["request_log"][0]["ttft_ms"] = -1;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "llmbench/base/error.h"
+#include "llmbench/load/client.h"
 #include "llmbench/load/runner.h"
 #include "llmbench/load/server_process.h"
 #include "llmbench/load/sse.h"
@@ -484,6 +485,86 @@ TEST(ScriptedServer, TinyDurationStillSendsTheFirstWave) {
   const PointResult& p = only_point(r);
   EXPECT_EQ(p.status, "ok");
   EXPECT_EQ(p.load->completed, 2);
+}
+
+TEST(ScriptedServer, TraceReplayKeepsTheTracesTimesAndPrompts) {
+  // Seven requests over one second of trace time, replayed twice as fast: 0, 0, 60, 150, 150, 300, 500 ms.
+  // Each asks for its own number of tokens, which names it in the server's log.
+  const std::string path = (std::filesystem::temp_directory_path() / "llmbench_replay.jsonl").string();
+  {
+    std::ofstream f(path);
+    f << "{\"timestamp\": 2000, \"input_length\": 12, \"output_length\": 7}\n"
+         "{\"timestamp\": 1000, \"input_length\": 20, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n"
+         "{\"timestamp\": 1000, \"input_length\": 18, \"output_length\": 2, \"hash_ids\": [5, 6, 8]}\n"
+         "{\"timestamp\": 1120, \"prompt\": \"the trace's own words\", \"output_length\": 3}\n"
+         "{\"timestamp\": 1300, \"input_length\": 9, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
+         "{\"timestamp\": 1300, \"input_length\": 3, \"output_length\": 5}\n"
+         "{\"timestamp\": 1600, \"input_length\": 30, \"output_length\": 6}\n";
+  }
+  const std::map<int, double> expected_ms = {{1, 0}, {2, 0}, {3, 60}, {4, 150}, {5, 150}, {6, 300}, {7, 500}};
+  const double tolerance_ms = kSanitized ? 60 : 20;
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2"});
+  LoadOptions o = options_for(server.process.url());
+  o.dataset = "trace:" + path;
+  o.trace_speedup = 2;
+  o.trace_block_size = 8;
+  o.warmup_requests = 2;
+  o.output_len = 9;  // the warm-ups' (synthetic) length; not given, so the trace keeps its own
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  const LoadResult& l = *p.load;
+  ASSERT_EQ(l.completed, 7);
+  EXPECT_EQ(l.arrival, "trace:2");
+  EXPECT_EQ(l.num_requests, 7);
+  EXPECT_EQ(l.concurrency, 0);
+  EXPECT_DOUBLE_EQ(l.request_rate, 6 / 0.5);  // six gaps over half a second
+  EXPECT_EQ(l.trace_block_size, 8);
+  EXPECT_TRUE(is_trace_replay(l));
+  std::vector<double> scheduled;
+  for (const auto& rec : l.requests) scheduled.push_back(rec.scheduled_ms);
+  EXPECT_EQ(scheduled, (std::vector<double>{0, 0, 60, 150, 150, 300, 500}));
+  EXPECT_LT(l.mean_send_lag_ms, tolerance_ms);
+
+  // The server's view: two warm-ups of 9 tokens first, then each trace request at its time (from the first).
+  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
+  ASSERT_EQ(status, 200);
+  const nlohmann::json log = nlohmann::json::parse(body)["log"];
+  ASSERT_EQ(log.size(), 9u);
+  EXPECT_EQ(log[0]["max_tokens"], 9);
+  EXPECT_EQ(log[1]["max_tokens"], 9);
+  std::map<int, double> seen_ms;
+  std::map<int, std::string> prompt;
+  for (std::size_t i = 2; i < log.size(); ++i) {
+    seen_ms[log[i]["max_tokens"].get<int>()] = log[i]["t_ms"].get<double>();
+    prompt[log[i]["max_tokens"].get<int>()] = log[i]["prompt"].get<std::string>();
+  }
+  ASSERT_EQ(seen_ms.size(), 7u);
+  const double first = std::min(seen_ms[1], seen_ms[2]);
+  for (const auto& [tokens, at] : expected_ms)
+    EXPECT_NEAR(seen_ms[tokens] - first, at, tolerance_ms) << "the request of " << tokens << " tokens";
+  EXPECT_EQ(prompt[3], "the trace's own words");
+  const auto tok = load_tokenizer("tiny");
+  EXPECT_EQ(tok->encode(prompt[1], false).size(), 20u);
+  EXPECT_EQ(tok->encode(prompt[7], false).size(), 12u);
+  // Hash ids 5, 6 in both: the same first 16 tokens' text.
+  std::size_t k = 0;
+  while (k < prompt[1].size() && k < prompt[2].size() && prompt[1][k] == prompt[2][k]) ++k;
+  EXPECT_GE(tok->encode(prompt[1].substr(0, k), false).size(), 15u);
+  for (const auto& [tokens, text] : prompt)  // the warm-ups share no text with the trace
+    EXPECT_NE(log[0]["prompt"].get<std::string>().substr(0, 8), text.substr(0, std::min<std::size_t>(8, text.size())));
+
+  // --duration 0.2 s keeps the requests of the first 400 trace ms; a cap of one in flight holds the tie's
+  // second request until the first is done (its wait is send lag).
+  o.warmup_requests = 0;
+  o.duration_s = 0.2;
+  o.max_concurrency = 1;
+  const Results cut = run_load(o);
+  const LoadResult& c = *only_point(cut).load;
+  EXPECT_EQ(c.completed, 5);
+  EXPECT_EQ(c.num_requests, 0);
+  EXPECT_EQ(c.max_concurrency, 1);
+  EXPECT_GT(c.mean_send_lag_ms, 0.5);
+  std::filesystem::remove(path);
 }
 
 TEST(ScriptedServer, EveryRequestFailedNamesTheCommonestReason) {

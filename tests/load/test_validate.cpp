@@ -212,3 +212,25 @@ TEST(LoadValidate, HeaderNamesAreTokens) {
   EXPECT_NE(refusal([](LoadOptions& o) { o.headers = {"Bad(name): v"}; }).find("is not a header name"), std::string::npos);
   EXPECT_EQ(refusal([](LoadOptions& o) { o.headers = {"X-Team: bench", "x_trace.id~1: a b"}; }), "");
 }
+
+TEST(LoadValidate, TraceOptions) {
+  // Validation only opens the file; /dev/null stands for a trace.
+  auto trace = [](LoadOptions& o) { o.dataset = "trace:/dev/null"; };
+  EXPECT_EQ(refusal([&](LoadOptions& o) { trace(o), o.trace_speedup = 10, o.trace_block_size = 16, o.max_concurrency = 8; }), "");
+  EXPECT_EQ(refusal([&](LoadOptions& o) { trace(o), o.concurrency = {4}, o.trace_block_size = 16; }), "");  // prompts only
+  for (double f : {0.0, -1.0, 1e-4, 1e4, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.trace_speedup = f; }).find("--trace-speedup must be in [0.001, 1000]"),
+              std::string::npos) << f;
+  for (int b : {0, -5, 2000000})
+    EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.trace_block_size = b; }).find("--trace-block-size must be in [1, "),
+              std::string::npos) << b;
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.trace_speedup = 2; }), "--trace-speedup and --trace-block-size are for --dataset trace:FILE");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.trace_block_size = 64, o.dataset = "jsonl:/dev/null"; }),
+            "--trace-speedup and --trace-block-size are for --dataset trace:FILE");
+  EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.request_rate = {5}, o.trace_speedup = 2; }).find("gives its prompts only"),
+            std::string::npos);
+  EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.arrival = "constant"; }).find("the trace's own time"), std::string::npos);
+  EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.concurrency = {2}, o.max_concurrency = 4; }).find("caps an open loop"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.dataset = "trace:/nonexistent/t.jsonl"; }).find("cannot open"), std::string::npos);
+}

@@ -27,7 +27,10 @@ struct LoadOptions {
   bool output_len_given = false;       // --output-len given: it also sets a dataset's output lengths
   double range_ratio = 0;              // synthetic lengths uniform in [L·(1−R), L·(1+R)]; 0: exact
   int prefix_len = 0;                  // synthetic prompts share their first P tokens (prefix caching)
-  std::string dataset = "synthetic";   // synthetic | sharegpt:FILE | jsonl:FILE
+  std::string dataset = "synthetic";   // synthetic | sharegpt:FILE | jsonl:FILE | trace:FILE
+  // trace:FILE without --concurrency, --request-rate or --search replays the trace's arrival times.
+  double trace_speedup = 1;            // replay F times faster (timestamps / F)
+  int trace_block_size = 512;          // tokens per hash id of a trace (Mooncake's 512)
   std::string tokenizer;               // prompts and token counts; empty: the model's when it is tiny or a directory
   std::string slo;                     // ttft_ms=X,tpot_ms=Y,e2e_ms=Z
   std::uint64_t seed = 0;

@@ -16,7 +16,7 @@ struct PromptSpec {
   int output_len = 0;     // max_tokens (and min_tokens) of the request
 };
 
-// `synthetic`, `sharegpt:FILE` or `jsonl:FILE`.
+// `synthetic`, `sharegpt:FILE`, `jsonl:FILE` or `trace:FILE`.
 struct DatasetSpec {
   std::string kind = "synthetic";
   std::string path;
@@ -48,5 +48,31 @@ std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& 
 // naming FILE:LINE on a bad line (invalid UTF-8 is said as such).
 constexpr int kMaxJsonlOutputLen = 1 << 24;
 std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len);
+
+// A request trace (`trace:FILE`, the Mooncake / AIPerf JSON-lines format), one request per line:
+//   {"timestamp": MS, "input_length": N, "output_length": M, "hash_ids": [H, ...]}
+// timestamp: arrival in milliseconds (any origin; a number >= 0). input_length: the prompt's tokens, made
+// up of blocks of `block_size` tokens, one per hash id (ceil(N / block_size) of them, optional): prompts
+// with the same hash id at the same place share that block's text, so they share a prefix as the traced
+// requests did. Instead of input_length a line may carry the prompt itself ("prompt" or "text_input").
+// output_length: max_tokens, unless `output_len` > 0 overrides it. UsageError naming FILE:LINE on a bad
+// line; multi-turn lines (messages, delay) are refused.
+struct TraceRequest {
+  double arrival_ms = 0;  // from the earliest request of the file (which is at 0)
+  PromptSpec prompt;
+};
+struct TraceSelection {
+  int output_len = 0;           // > 0: every request's max_tokens
+  int block_size = 512;         // tokens per hash id (Mooncake's)
+  std::uint64_t seed = 0;       // the synthesized prompts' text
+  std::size_t max_requests = 0; // > 0: only the first N by arrival
+  double before_ms = 0;         // > 0: only requests arriving before this
+};
+// Tokens a trace's selected prompts may add up to (about 200 MB of text), refused beyond.
+constexpr long long kMaxTraceTokens = 50'000'000;
+// The selected requests in arrival order (ties in file order), prompts of exactly their input_length
+// tokens of `tokenizer`. Returns what it has when `should_stop` (polled per request) says so.
+std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& tokenizer, const TraceSelection& select,
+                                     const std::function<bool()>& should_stop = {});
 
 }  // namespace llmbench

@@ -53,15 +53,16 @@ struct LoadResult {
   std::string endpoint;          // base URL
   std::string api = "completions";  // completions | chat
   int concurrency = 0;           // closed loop: requests in flight; 0 in open loop
-  double request_rate = 0;       // open loop: offered requests/s; 0 in closed loop
+  double request_rate = 0;       // open loop: offered requests/s (trace replay: its mean, 0 if it has no span); 0 in closed loop
   int max_concurrency = 0;       // open loop: cap on requests in flight; 0: none
-  std::string arrival;           // poisson | constant | gamma:SHAPE (open loop)
+  std::string arrival;           // poisson | constant | gamma:SHAPE | trace | trace:SPEEDUP (open loop)
   int num_requests = 0;          // 0 when bounded by duration
   double duration_s = 0;         // 0 when bounded by num_requests
   int warmup_requests = 0;
   std::string dataset = "synthetic";
   double range_ratio = 0;        // synthetic lengths spread uniformly over [L·(1−R), L·(1+R)]; 0: exact
   int prefix_len = 0;            // synthetic prompts' shared first tokens (included in params.prompt_len)
+  std::optional<int> trace_block_size;  // trace:FILE: tokens per hash id; none for other datasets
   std::string extra_body;        // --extra-body as compact JSON; "" when none
   std::optional<SearchProbe> search;  // a --search probe
   bool stream = true;            // false (--no-stream): whole responses, no TTFT, TPOT or ITL
@@ -84,6 +85,9 @@ struct LoadResult {
   double goodput_requests_per_s = 0, goodput_fraction = 0;
   std::map<std::string, double> server_stages_ms;  // mean per stage over the requests that carried one
 };
+
+// A point that replayed a trace's arrival times (arrival "trace" or "trace:SPEEDUP").
+inline bool is_trace_replay(const LoadResult& l) { return l.arrival.rfind("trace", 0) == 0; }
 
 // Metrics summarised per load point (over completed requests).
 const std::vector<std::string>& load_summary_metrics();
