@@ -40,14 +40,18 @@ std::pair<int, int> length_range(int length, double range_ratio) {
 
 namespace {
 
-// `head` (exactly `head_tokens` tokens) followed by random plain-text ids, adjusted until the whole
-// re-encodes to exactly head_tokens + len tokens; "" when 50 attempts cannot get there. Only the tail
-// changes, so every text starts with `head`; with no head this is the plain cut-or-extend loop.
+// `head` (exactly `head_tokens` tokens) followed by random plain-text ids (or, without a head, `start`
+// when given), adjusted until the whole re-encodes to exactly head_tokens + len tokens; "" when 50
+// attempts cannot get there. Only the tail changes, so every text starts with `head`; with no head this is
+// the plain cut-or-extend loop, which keeps the start of `start` (cut or extended at its end).
 std::string exact_text(const Tokenizer& tokenizer, const std::string& head, std::size_t head_tokens, std::size_t len,
-                       const std::function<TokenId()>& random_id) {
+                       const std::function<TokenId()>& random_id, std::vector<TokenId> start = {}) {
   const std::size_t target = head_tokens + len;
-  std::vector<TokenId> ids(len);
-  for (auto& id : ids) id = random_id();
+  std::vector<TokenId> ids = std::move(start);
+  if (ids.empty()) {
+    ids.resize(len);
+    for (auto& id : ids) id = random_id();
+  }
   for (int attempt = 0; attempt < 50; ++attempt) {
     const std::string tail = tokenizer.decode(ids, true);
     const std::string text = head + tail;
@@ -307,7 +311,7 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
   auto ids_from = [&candidates](std::mt19937_64& rng) {
     return std::function<TokenId()>([&candidates, r = &rng] { return candidates[uniform_index(*r, candidates.size())]; });
   };
-  enum : std::uint64_t { kBlock = 1, kUnique = 2 };
+  enum : std::uint64_t { kBlock = 1, kUnique = 2, kExtend = 3 };
   const auto block_len = static_cast<std::size_t>(select.block_size);
   std::unordered_map<std::uint64_t, std::string> blocks;  // hash id -> its text of exactly block_size tokens
   auto block_text = [&](std::uint64_t hash, int number) -> const std::string& {
@@ -330,17 +334,19 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
       r.prompt.text = l.text;
       r.prompt.prompt_tokens = count_tokens(tokenizer, l.text);
     } else {
-      // Every block but the last as it is everywhere; the last one fills the prompt to its exact length
-      // (the same text as the block when that is whole and nothing merges across the seam).
-      std::string head;
-      for (std::size_t b = 0; b + 1 < l.hash_ids.size(); ++b) head += block_text(l.hash_ids[b], l.number);
-      const long long head_tokens = head.empty() ? 0 : count_tokens(tokenizer, head);
-      const long long rest = l.input_length - head_tokens;
+      // The blocks' texts one after another, cut at the end (or, where seams merged tokens, extended) until
+      // the whole has exactly input_length tokens: each prompt is a prefix of its blocks' text, whatever
+      // the seams do to the count.
+      std::string blocks_text;
+      for (const std::uint64_t hash : l.hash_ids) blocks_text += block_text(hash, l.number);
       std::mt19937_64 rng = l.hash_ids.empty() ? stream_of(select.seed, kUnique, static_cast<std::uint64_t>(l.number))
-                                               : stream_of(select.seed, kBlock, l.hash_ids.back());
-      if (rest >= 1)
-        r.prompt.text = exact_text(tokenizer, head, static_cast<std::size_t>(head_tokens), static_cast<std::size_t>(rest),
-                                   ids_from(rng));
+                                               : stream_of(select.seed, kExtend, l.hash_ids.back());
+      std::vector<TokenId> start;
+      if (!blocks_text.empty()) {
+        start = tokenizer.encode(blocks_text, false);
+        start.resize(std::min<std::size_t>(start.size(), static_cast<std::size_t>(l.input_length)));
+      }
+      r.prompt.text = exact_text(tokenizer, "", 0, static_cast<std::size_t>(l.input_length), ids_from(rng), std::move(start));
       if (r.prompt.text.empty())
         throw UsageError(cat(path, ":", l.number, ": cannot make a prompt of exactly ", l.input_length, " tokens with tokenizer ",
                              tokenizer.info().source));

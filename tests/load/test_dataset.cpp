@@ -234,6 +234,34 @@ TEST(Dataset, TraceRequestsInArrivalOrderWithExactLengthsAndSharedBlocks) {
   }
 }
 
+TEST(Dataset, TracePromptsStayExactWhereSeamsChangeTheCount) {
+  // Three blocks of 8 with one token in the last: where the seams between blocks make more tokens than 16 (a
+  // byte-level BPE's pre-tokenizer splits differently across a join), the prompt is still cut to exactly 17,
+  // and prompts whose hash ids start alike still share that text. The Mooncake traces have such lines
+  // (conversation_trace.jsonl line 86: 21 blocks and 1 token, 10,756 tokens in the first 21 with Qwen3's).
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += cat("{\"timestamp\": ", i, ", \"input_length\": 17, \"output_length\": 1, \"hash_ids\": [0, ", 1 + i % 5, ", ",
+                100 + i, "]}\n");
+  const std::string path = dir.write("seams.jsonl", text);
+  for (const char* source : {"tiny", "qwen3", "llama3"}) {
+    const std::string tdir = std::string(LLMBENCH_TEST_DATA) + "/../../.cache/tokenizers/" + source;
+    if (std::string(source) != "tiny" && !std::filesystem::exists(tdir + "/tokenizer.json")) continue;
+    const auto tok = load_tokenizer(std::string(source) == "tiny" ? "tiny" : tdir);
+    TraceSelection select;
+    select.block_size = 8;
+    const auto trace = load_trace(path, *tok, select);
+    ASSERT_EQ(trace.size(), 200u) << source;
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+      ASSERT_EQ(tok->encode(trace[i].prompt.text, false).size(), 17u) << source << " " << i;
+      if (i >= 5) {  // the request five before has the same first two hash ids
+        EXPECT_GE(tok->encode(common_start(trace[i].prompt.text, trace[i - 5].prompt.text), false).size(), 15u) << source << " " << i;
+      }
+    }
+  }
+}
+
 TEST(Dataset, TraceSelectionCutsByCountAndTimeAndOutputLenOverrides) {
   TempDir dir;
   std::string text;
