@@ -101,6 +101,13 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--extra-body", o.extra_body,
                   "JSON object merged into every request (merge patch: null removes a field), e.g. "
                   "'{\"top_k\": 20}' or '{\"min_tokens\": null}'");
+  app->add_flag("--server-metrics", o.server_metrics,
+               "Scrape the server's Prometheus /metrics while each point runs: gauges, counter rates and "
+               "histograms of the point go into its results");
+  app->add_option("--server-metrics-url", o.server_metrics_url,
+                  "The metrics page's full URL (implies --server-metrics; default ENDPOINT/metrics)");
+  app->add_option("--server-metrics-interval-ms", o.server_metrics_interval_ms, "Between two scrapes")
+      ->capture_default_str();
   app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");
   app->add_option("--format", st->format, "Console output: table, md, csv or json")->capture_default_str();
   out.push_back({app, [st, num_requests, duration, search_goodput, search_steps, output_len, max_concurrency] {

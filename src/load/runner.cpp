@@ -26,6 +26,7 @@
 #include "llmbench/load/arrival.h"
 #include "llmbench/load/client.h"
 #include "llmbench/load/dataset.h"
+#include "llmbench/load/server_metrics.h"
 #include "llmbench/load/server_process.h"
 #include "llmbench/load/sse.h"
 #include "llmbench/tokenizer/tokenizer.h"
@@ -48,6 +49,7 @@ constexpr std::size_t kMaxExtraBodyBytes = 64 * 1024;  // --extra-body
 constexpr double kMinClientEventsPerS = 50'000;  // SSE events/s the client parses; fewer: a warning
 constexpr double kMinTraceSpeedup = 1e-3, kMaxTraceSpeedup = 1e3;  // --trace-speedup
 constexpr int kMaxTraceBlockSize = 1 << 20;    // --trace-block-size
+constexpr double kMinScrapeMs = 10, kMaxScrapeMs = 60'000;  // --server-metrics-interval-ms
 
 namespace {
 // trace:FILE and no load of our own: the trace's arrival times are the schedule.
@@ -195,6 +197,13 @@ void validate(const LoadOptions& o) {
   if (trace && !replays_trace(o) && o.trace_speedup != LoadOptions{}.trace_speedup)
     throw UsageError("--trace-speedup scales a replay's arrival times; with --concurrency, --request-rate or --search "
                      "the trace gives its prompts only");
+  if (!o.server_metrics_url.empty()) parse_endpoint(o.server_metrics_url);
+  if (!(o.server_metrics_interval_ms >= kMinScrapeMs && o.server_metrics_interval_ms <= kMaxScrapeMs))
+    throw UsageError(cat("--server-metrics-interval-ms must be in [", kMinScrapeMs, ", ", kMaxScrapeMs, "], got ",
+                         shown(o.server_metrics_interval_ms)));
+  if (!o.server_metrics && o.server_metrics_url.empty() &&
+      o.server_metrics_interval_ms != LoadOptions{}.server_metrics_interval_ms)
+    throw UsageError("--server-metrics-interval-ms is for --server-metrics");
   if (replays_trace(o) && o.arrival != LoadOptions{}.arrival)
     throw UsageError("--arrival: a trace replay sends each request at the trace's own time (--request-rate uses --arrival)");
   for (double r : o.request_rate)
@@ -608,6 +617,18 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     log::warn(cat("this machine parses only ", static_cast<long long>(events_per_s), " SSE events/s (under ",
                   static_cast<long long>(kMinClientEventsPerS), "): the client may limit the streams' figures"));
 
+  // --server-metrics: the page to scrape, with our headers only when it is the endpoint's own server.
+  Endpoint metrics_endpoint = endpoint;
+  std::string metrics_path = "/metrics";
+  std::vector<std::pair<std::string, std::string>> metrics_headers = headers;
+  if (!o.server_metrics_url.empty()) {
+    metrics_endpoint = parse_endpoint(o.server_metrics_url);
+    metrics_path = metrics_endpoint.base_path.empty() ? "/metrics" : metrics_endpoint.base_path;
+    metrics_endpoint.base_path.clear();
+    if (metrics_endpoint.host_port() != endpoint.host_port() || metrics_endpoint.tls != endpoint.tls) metrics_headers.clear();
+  }
+  const bool scrape_metrics = o.server_metrics || !o.server_metrics_url.empty();
+
   asio::io_context io;
   LoadClient client(io, copts);
   const std::string path = o.api == "chat" ? "/v1/chat/completions" : "/v1/completions";
@@ -651,8 +672,20 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       s.arrivals_s = trace_arrivals_s;  // already cut by --num-requests and --duration
       s.prompts = &prompts;
     }
+    std::unique_ptr<MetricsScraper> scraper;
+    if (scrape_metrics) {
+      scraper = std::make_unique<MetricsScraper>(metrics_endpoint, metrics_path, metrics_headers, tls,
+                                                 o.server_metrics_interval_ms);
+      scraper->start();
+    }
     Drive d = driver.run(s);
     results.interrupted = d.stopped;
+    std::optional<ServerMetrics> server_metrics;
+    if (scraper) {
+      server_metrics = scraper->finish();
+      if (server_metrics->scrapes == 0)
+        log::warn(cat("--server-metrics: no page read from ", server_metrics->url, ": ", server_metrics->error));
+    }
 
     PointResult p;
     p.mode = "load";
@@ -705,6 +738,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     for (const auto& r : d.records) lag += r.start_ms - r.scheduled_ms;
     l.mean_send_lag_ms = d.records.empty() ? 0 : lag / d.records.size();
     l.requests = std::move(d.records);
+    l.server_metrics = std::move(server_metrics);
     p.load = std::move(l);
     summarize_point(p);
     if (p.load->completed == 0 && !d.stopped) {

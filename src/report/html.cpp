@@ -357,6 +357,32 @@ Table load_table(const ReportInput& in) {
   return t;
 }
 
+// `load --server-metrics`: what the server's /metrics said about each point (series that moved or are set).
+Table server_metrics_table(const ReportInput& in, const Axes& axes) {
+  constexpr std::size_t kRowsPerPoint = 60;
+  Table t{"Server metrics: " + in.name + " (the server's /metrics during each point)",
+          {"point", "series", "kind", "mean / increase", "max / per s", "p50", "p99"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    if (!p.load || !p.load->server_metrics) continue;
+    const ServerMetrics& m = *p.load->server_metrics;
+    const std::string point = point_label(p, axes);
+    const std::size_t first = t.rows.size();
+    if (m.scrapes == 0) t.rows.push_back({point, m.url, "no page read", m.error, "–", "–", "–"});
+    auto room = [&] { return t.rows.size() - first < kRowsPerPoint; };
+    for (const auto& [key, g] : m.gauges)
+      if (g.max != 0 && room()) t.rows.push_back({point, key, "gauge", fmt_num(g.mean), fmt_num(g.max), "–", "–"});
+    for (const auto& [key, c] : m.counters)
+      if (c.increase > 0 && room()) t.rows.push_back({point, key, "counter", fmt_num(c.increase), fmt_num(c.per_s), "–", "–"});
+    for (const auto& [key, h] : m.histograms)
+      if (h.count > 0 && room())
+        t.rows.push_back({point, key, "histogram", h.mean ? fmt_num(*h.mean) : "–", cat(fmt_num(h.count), " obs"),
+                          h.p50 ? fmt_num(*h.p50) : "–", h.p99 ? fmt_num(*h.p99) : "–"});
+  }
+  return t;
+}
+
 // `load --search` answers: the highest load that met the goodput target, per model.
 Table search_table(const ReportInput& in) {
   Table t{"Search: " + in.name, {"model", "load", "objective", "highest meeting it", "lowest missing it", "probes"}, {}, {}};
@@ -648,6 +674,9 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
     for (const auto& in : inputs) {
       s.back().tables.push_back(load_table(in));
       if (!search_outcomes(in.results).empty()) s.back().tables.push_back(search_table(in));
+      const bool scraped = std::any_of(in.results.points.begin(), in.results.points.end(),
+                                       [](const PointResult& p) { return p.load && p.load->server_metrics; });
+      if (scraped) s.back().tables.push_back(server_metrics_table(in, axes));
     }
   s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
   s.push_back({"models", "Models", "", {}});

@@ -189,6 +189,52 @@ struct Reader {
   }
 };
 
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json server_metrics_json(const ServerMetrics& m) {
+  json gauges = json::object(), counters = json::object(), histograms = json::object();
+  for (const auto& [k, g] : m.gauges) gauges[k] = {{"mean", g.mean}, {"min", g.min}, {"max", g.max}, {"last", g.last}};
+  for (const auto& [k, c] : m.counters) counters[k] = {{"increase", c.increase}, {"per_s", c.per_s}};
+  for (const auto& [k, h] : m.histograms)
+    histograms[k] = {{"count", h.count}, {"sum", h.sum}, {"mean", optional_number(h.mean)}, {"p50", optional_number(h.p50)},
+                     {"p90", optional_number(h.p90)}, {"p99", optional_number(h.p99)}};
+  return {{"url", m.url}, {"interval_ms", m.interval_ms}, {"scrapes", m.scrapes}, {"failed_scrapes", m.failed_scrapes},
+          {"error", m.error}, {"bad_lines", m.bad_lines}, {"dropped_series", m.dropped_series},
+          {"gauges", gauges}, {"counters", counters}, {"histograms", histograms}};
+}
+
+ServerMetrics server_metrics_from(const Reader& r) {
+  ServerMetrics m;
+  m.url = r.string("url");
+  m.interval_ms = r.number("interval_ms");
+  m.scrapes = r.integer("scrapes");
+  m.failed_scrapes = r.integer("failed_scrapes");
+  m.error = r.string("error");
+  m.bad_lines = r.integer("bad_lines");
+  m.dropped_series = r.integer("dropped_series");
+  const Reader gauges = r.object("gauges"), counters = r.object("counters"), histograms = r.object("histograms");
+  for (const auto& [k, v] : gauges.j.items()) {
+    const Reader g = gauges.object(k);
+    m.gauges[k] = {g.number("mean"), g.number("min"), g.number("max"), g.number("last")};
+  }
+  for (const auto& [k, v] : counters.j.items()) {
+    const Reader c = counters.object(k);
+    m.counters[k] = {c.number("increase"), c.number("per_s")};
+  }
+  for (const auto& [k, v] : histograms.j.items()) {
+    const Reader h = histograms.object(k);
+    ServerMetrics::Histogram out;
+    out.count = h.number("count");
+    out.sum = h.number("sum");
+    for (const auto& [name, field] : {std::pair<const char*, std::optional<double> ServerMetrics::Histogram::*>{"mean", &ServerMetrics::Histogram::mean},
+                                      {"p50", &ServerMetrics::Histogram::p50}, {"p90", &ServerMetrics::Histogram::p90},
+                                      {"p99", &ServerMetrics::Histogram::p99}})
+      if (h.has(name)) out.*field = h.number(name);
+    m.histograms[k] = out;
+  }
+  return m;
+}
+
 RequestRecord record_from(const Reader& r) {
   RequestRecord rec;
   rec.start_ms = r.number("start_ms");
@@ -253,6 +299,7 @@ json load_to_json(const LoadResult& l) {
         {"achieved_per_s", l.achieved_rate},
         {"mean_send_lag_ms", l.mean_send_lag_ms}}},
       {"server_stages_ms", l.server_stages_ms.empty() ? json(nullptr) : json(l.server_stages_ms)},
+      {"server_metrics", l.server_metrics ? server_metrics_json(*l.server_metrics) : json(nullptr)},
       {"client", {{"events_per_s", l.client_events_per_s}}},
       {"request_log", requests},
   };
@@ -334,6 +381,7 @@ LoadResult load_from_json(const json& point, const std::string& path) {
       throw Error(rp() + e.what());
     }
   }
+  if (p.has("server_metrics")) l.server_metrics = server_metrics_from(p.object("server_metrics"));  // older files: none
   // Everything else is derived: recompute rather than trust.
   summarize_load(l);
   return l;

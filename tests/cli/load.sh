@@ -192,6 +192,18 @@ PY
 grep -q "trace:4 replay (20.00/s)" "$out/gate.md" || { cat "$out/gate.md"; fail "gate did not name the trace replay"; }
 "$bin" report "$out/trace.json" -o "$out/trace.html" >/dev/null 2>&1 || fail "report on a trace replay"
 grep -q "trace:4 replay" "$out/trace.html" || fail "the report does not name the trace replay"
+# --server-metrics: the scripted server's /metrics (a gauge, a counter, a histogram) read during the point; the
+# report lists what moved.
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 2 --num-requests 4 --output-len 3 --server-metrics \
+  --server-metrics-interval-ms 20 -o "$out/scraped.json" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "load --server-metrics"; }
+python3 -c "
+import json; m = json.load(open('$out/scraped.json'))['points'][0]['server_metrics']
+assert m['counters']['scripted_tokens_total']['increase'] == 12 and m['histograms']['scripted_ttft_seconds']['count'] == 4, m" \
+  || fail "--server-metrics results"
+"$bin" report "$out/scraped.json" -o "$out/scraped.html" >/dev/null 2>&1 || fail "report on --server-metrics results"
+grep -q "scripted_tokens_total" "$out/scraped.html" || fail "the report has no server metrics table"
+says="--server-metrics-interval-ms is for --server-metrics" bad --endpoint "$url" --server-metrics-interval-ms 100
+says="--server-metrics-interval-ms must be in [10, 60000]" bad --endpoint "$url" --server-metrics --server-metrics-interval-ms 1
 printf '{"timestamp": 0, "input_length": 20, "output_length": 2, "hash_ids": [1]}\n' >"$out/badtrace.jsonl"
 says='badtrace.jsonl:1: "input_length" 20 is 3 blocks of 8 tokens, but "hash_ids" has 1' \
   bad --endpoint "$url" --dataset "trace:$out/badtrace.jsonl" --trace-block-size 8

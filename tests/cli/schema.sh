@@ -3,7 +3,7 @@
 # independent validator (Ajv, tests/schema/validate.mjs; installed by scripts/fetch-schema-validator.sh, which
 # scripts/test.sh runs: nothing is fetched here): `run` (greedy and verified, sampled with N = 1, a failed point,
 # an interrupted run), `compare`, `load` (closed loop against its own `serve`, open loop on the chat API, a
-# --search, --no-stream, a trace replay, failed requests with the server's message), and the committed GPU results
+# --search, --no-stream, a trace replay, --server-metrics, failed requests with the server's message), and the committed GPU results
 # (docs/gpu-runs). The hand-made and older fixtures pass the readable level (#/$defs/readable), the malformed
 # ones fail it. Copies with a required key removed, a wrong type, an unknown key, a bad enum value, a load key
 # on a run point and a negative duration each fail.
@@ -65,7 +65,7 @@ wait $pid
 # a search, whole responses).
 lo=(--tokenizer tiny --input-len 16 --output-len 4)
 "$bin" "${q[@]}" load "${lo[@]}" --concurrency 1,2 --num-requests 6 --warmup-requests 1 --slo ttft_ms=60000,tpot_ms=1000 \
-  -o load.json --format json >load_rows.json 2>>load.err || fail "load: $(tail -5 load.err)"
+  --server-metrics --server-metrics-interval-ms 50 -o load.json --format json >load_rows.json 2>>load.err || fail "load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --api chat --request-rate 50 --arrival gamma:2 --max-concurrency 2 --num-requests 6 \
   --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' -o open.json >/dev/null 2>>load.err || fail "open-loop load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --search concurrency:1:2 --search-steps 1 --slo e2e_ms=60000 --num-requests 4 \
@@ -111,6 +111,14 @@ assert len(pts("compare.json")) == 8
 assert pts("open.json")[0]["load"]["extra_body"] == {"top_k": 1} and pts("open.json")[0]["rate"]["offered_per_s"] == 50
 assert all(p["load"]["search"] for p in pts("search.json"))
 assert pts("whole.json")[0]["load"]["stream"] is False
+for p in pts("load.json"):  # serve's own counters over the point (warm-up excluded) match the client's log
+    m = p["server_metrics"]
+    assert m["scrapes"] >= 2 and m["failed_scrapes"] == 0, m
+    assert m["counters"]['llmbench_requests_total{code="200"}']["increase"] == 6, m["counters"]
+    assert m["counters"]["llmbench_generation_tokens_total"]["increase"] == sum(r["output_tokens"] for r in p["request_log"]) == 24
+    assert m["histograms"]["llmbench_time_to_first_token_seconds"]["count"] == 6, m["histograms"]
+    assert m["gauges"]["llmbench_kv_cache_slots_capacity"]["last"] >= 2, m["gauges"]
+assert pts("open.json")[0]["server_metrics"] is None
 t = pts("trace.json")[0]["load"]
 assert (t["arrival"], t["trace_block_size"], t["request_rate"]) == ("trace:2", 8, 50), t
 f = pts("faults.json")[0]

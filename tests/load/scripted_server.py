@@ -27,7 +27,8 @@ of content. With --tls-cert CERT --tls-key KEY it serves https (TLS 1.2+, Python
 connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted and the
 requests seen so far (how many connections the client opened, kept-alive ones reused), and a log of every
 request: its arrival in ms on the server's monotonic clock, its prompt (chat: the last message's content) and
-max_tokens (a trace replay's schedule, seen from the server). Prints "llmbench serve: listening on
+max_tokens (a trace replay's schedule, seen from the server). GET /metrics: Prometheus text of the streams being
+answered (a gauge), the token events sent (a counter) and the TTFTs it served (a histogram, buckets 10 ms to 250 ms). Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" (https://) when ready, exactly like `llmbench serve`.
 """
 import argparse
@@ -74,6 +75,10 @@ TIMING = {"http_recv": 0.5, "queue": 1.0, "tokenize": 0.25, "prefill": 4.0, "dec
 lock = threading.Lock()
 counter = [0]
 connections = [0]
+running = [0]  # streamed requests being answered (GET /metrics)
+tokens_sent = [0]
+ttft_observed = []  # seconds from a request's arrival to its first token event
+TTFT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25]
 request_log = []  # per request, in arrival order: when (ms on the server's clock), its prompt and max_tokens
 
 
@@ -105,6 +110,21 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/stats":
             with lock:
                 self.send_json(200, {"connections": connections[0], "requests": counter[0], "log": request_log})
+        elif self.path == "/metrics":  # Prometheus text: a gauge, an OpenMetrics-style counter, a histogram
+            with lock:
+                lines = ["# HELP scripted_requests_running Streams being answered", "# TYPE scripted_requests_running gauge",
+                         "scripted_requests_running %d" % running[0], "# TYPE scripted_tokens counter",
+                         "scripted_tokens_total %d" % tokens_sent[0], "# TYPE scripted_ttft_seconds histogram"]
+                for le in TTFT_BUCKETS:
+                    lines.append('scripted_ttft_seconds_bucket{le="%g"} %d' % (le, sum(1 for t in ttft_observed if t <= le)))
+                lines += ['scripted_ttft_seconds_bucket{le="+Inf"} %d' % len(ttft_observed),
+                          "scripted_ttft_seconds_sum %r" % sum(ttft_observed), "scripted_ttft_seconds_count %d" % len(ttft_observed)]
+            body = ("\n".join(lines) + "\n").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif self.path == "/v1/models":
             time.sleep(args.models_stall_s)
             if args.models_continue:
@@ -231,64 +251,74 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk(event("x" * 10_000_000))
             tokens -= 1
 
-        for i in range(tokens):
-            target = t0 + (args.ttft_ms + i * args.itl_ms) / 1000
-            delay = target - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            if fault == "disconnect" and i == 2:
-                self.close_connection = True
-                return
-            if fault in ("errvllm", "errdetail", "errllamacpp", "errtgi") and i == 2:
-                if fault == "errvllm":
-                    self.chunk(json.dumps({"object": "error", "message": "engine dead", "type": "InternalServerError", "code": 500}))
-                elif fault == "errdetail":
-                    self.chunk(json.dumps({"detail": "something broke"}))
-                elif fault == "errllamacpp":
-                    self.raw_chunk(b'error: {"code": 500, "message": "the request exceeds the available context size", "type": "server_error"}\n\n')
-                else:
-                    self.raw_chunk(b'event: error\ndata: {"error": "Input validation error", "error_type": "validation"}\n\n')
-                if fault in ("errvllm", "errdetail"):
-                    self.chunk("[DONE]")
+        with lock:
+            running[0] += 1
+        try:
+            for i in range(tokens):
+                target = t0 + (args.ttft_ms + i * args.itl_ms) / 1000
+                delay = target - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                if fault == "disconnect" and i == 2:
+                    self.close_connection = True
+                    return
+                if fault in ("errvllm", "errdetail", "errllamacpp", "errtgi") and i == 2:
+                    if fault == "errvllm":
+                        self.chunk(json.dumps({"object": "error", "message": "engine dead", "type": "InternalServerError", "code": 500}))
+                    elif fault == "errdetail":
+                        self.chunk(json.dumps({"detail": "something broke"}))
+                    elif fault == "errllamacpp":
+                        self.raw_chunk(b'error: {"code": 500, "message": "the request exceeds the available context size", "type": "server_error"}\n\n')
+                    else:
+                        self.raw_chunk(b'event: error\ndata: {"error": "Input validation error", "error_type": "validation"}\n\n')
+                    if fault in ("errvllm", "errdetail"):
+                        self.chunk("[DONE]")
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                if fault == "ping":
+                    self.raw_chunk(b"event: ping\r\ndata: 2024-05-01 12:00:00.000000\r\n\r\n")
+                if fault == "malformed" and i == 1:
+                    self.chunk('{"choices": [{"text": "unterminated')
+                if fault == "stall" and i == 1:
+                    time.sleep(args.stall_s)
+                    self.close_connection = True
+                    return
+                self.chunk(event("" if i < args.empty_text else " tok", reasoning=i if chat and i < args.reasoning else None))
+                with lock:
+                    tokens_sent[0] += 1
+                    if i == 0:
+                        ttft_observed.append(time.monotonic() - t0)
+            if args.markers:
+                self.chunk(event("", finish="length"))
+            final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}
+            if not args.no_usage:
+                prompt = request.get("prompt") or request["messages"][0]["content"]
+                completion = tokens if args.usage_completion is None else json.loads(args.usage_completion)
+                if fault == "huge":
+                    completion += 1
+                final["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": completion,
+                                  "total_tokens": len(prompt.split()) + tokens}
+            if args.timing:
+                final["llmbench_timing"] = TIMING
+            if len(final) > 4 or final.get("usage"):
+                self.chunk(json.dumps(final))
+            self.chunk("[DONE] " if fault == "donespace" else "[DONE]")
+            if fault == "afterdone":
+                self.chunk(json.dumps({"error": {"message": "late"}}))
+                self.chunk("not json")
+                self.raw_chunk(b"data: unfinished")
+            if fault != "untilclose":
                 self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-                return
-            if fault == "ping":
-                self.raw_chunk(b"event: ping\r\ndata: 2024-05-01 12:00:00.000000\r\n\r\n")
-            if fault == "malformed" and i == 1:
-                self.chunk('{"choices": [{"text": "unterminated')
-            if fault == "stall" and i == 1:
-                time.sleep(args.stall_s)
-                self.close_connection = True
-                return
-            self.chunk(event("" if i < args.empty_text else " tok", reasoning=i if chat and i < args.reasoning else None))
-        if args.markers:
-            self.chunk(event("", finish="length"))
-        final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}
-        if not args.no_usage:
-            prompt = request.get("prompt") or request["messages"][0]["content"]
-            completion = tokens if args.usage_completion is None else json.loads(args.usage_completion)
-            if fault == "huge":
-                completion += 1
-            final["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": completion,
-                              "total_tokens": len(prompt.split()) + tokens}
-        if args.timing:
-            final["llmbench_timing"] = TIMING
-        if len(final) > 4 or final.get("usage"):
-            self.chunk(json.dumps(final))
-        self.chunk("[DONE] " if fault == "donespace" else "[DONE]")
-        if fault == "afterdone":
-            self.chunk(json.dumps({"error": {"message": "late"}}))
-            self.chunk("not json")
-            self.raw_chunk(b"data: unfinished")
-        if fault != "untilclose":
-            self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-        if fault == "stale":  # 20 ms later, a second, unasked-for response on the kept-alive connection
-            time.sleep(0.02)
-            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 14\r\n\r\ndata: [DONE]\n\n")
             self.wfile.flush()
+            if fault == "stale":  # 20 ms later, a second, unasked-for response on the kept-alive connection
+                time.sleep(0.02)
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 14\r\n\r\ndata: [DONE]\n\n")
+                self.wfile.flush()
 
+        finally:
+            with lock:
+                running[0] -= 1
 
 ThreadingHTTPServer.request_queue_size = 128  # listen backlog (default 5: SYN retries of 1 s at 8+ clients)
 server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)

@@ -149,6 +149,33 @@ TEST(LoadResult, PointRoundTripsThroughTheResultsFile) {
   trace["points"][0]["load"]["trace_block_size"] = 0;
   EXPECT_THROW(results_from_json(trace), Error);
   EXPECT_FALSE(is_trace_replay(*results_from_json(j).points[0].load));
+  // server_metrics: null without --server-metrics (and in older files); round-trips; a bad field names its path.
+  EXPECT_TRUE(j["points"][0]["server_metrics"].is_null());
+  nlohmann::json scraped = j;
+  scraped["points"][0]["server_metrics"] = {
+      {"url", "http://h:1/metrics"}, {"interval_ms", 500}, {"scrapes", 3}, {"failed_scrapes", 1}, {"error", "HTTP 503"},
+      {"bad_lines", 0}, {"dropped_series", 0},
+      {"gauges", {{"vllm:num_requests_running", {{"mean", 3.5}, {"min", 0}, {"max", 8}, {"last", 1}}}}},
+      {"counters", {{"vllm:generation_tokens_total", {{"increase", 1200}, {"per_s", 600}}}}},
+      {"histograms", {{"vllm:time_to_first_token_seconds", {{"count", 10}, {"sum", 2.5}, {"mean", 0.25}, {"p50", 0.2},
+                                                             {"p90", 0.4}, {"p99", 0.5}}},
+                      {"idle_seconds", {{"count", 0}, {"sum", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr},
+                                        {"p99", nullptr}}}}}};
+  const auto read = results_from_json(scraped).points[0].load->server_metrics;
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->gauges.at("vllm:num_requests_running").max, 8);
+  EXPECT_EQ(read->counters.at("vllm:generation_tokens_total").per_s, 600);
+  EXPECT_EQ(read->histograms.at("vllm:time_to_first_token_seconds").p99, std::optional<double>(0.5));
+  EXPECT_FALSE(read->histograms.at("idle_seconds").mean);
+  EXPECT_EQ(to_json(results_from_json(scraped)), scraped);
+  scraped["points"][0]["server_metrics"]["gauges"]["vllm:num_requests_running"]["max"] = "eight";
+  try {
+    results_from_json(scraped);
+    ADD_FAILURE() << "a gauge of a string was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("server_metrics.gauges.vllm:num_requests_running.max: expected a number"),
+              std::string::npos) << e.what();
+  }
   // A negative latency is a corrupt file.
   nlohmann::json negative = j;
   negative["points"][0]["request_log"][0]["ttft_ms"] = -1;

@@ -567,6 +567,50 @@ TEST(ScriptedServer, TraceReplayKeepsTheTracesTimesAndPrompts) {
   std::filesystem::remove(path);
 }
 
+TEST(ScriptedServer, ServerMetricsScrapedDuringThePointMatchWhatTheServerDid) {
+  // Twelve streams of 10 tokens, four at a time, 30 ms to the first token: the server's own gauge of streams
+  // peaks at 4, its token counter grows by exactly 120 during the point, its TTFT histogram gains 12
+  // observations of about 30 ms (bucket (25, 50] ms).
+  Scripted server({"--ttft-ms", "30", "--itl-ms", "10"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {4};
+  o.num_requests = 12;
+  o.output_len = 10;
+  o.warmup_requests = 4;  // before the point: not in its counters
+  o.server_metrics = true;
+  o.server_metrics_interval_ms = 20;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.completed, 12);
+  ASSERT_TRUE(l.server_metrics);
+  const ServerMetrics& m = *l.server_metrics;
+  EXPECT_EQ(m.url, server.process.url() + "/metrics");
+  EXPECT_EQ(m.interval_ms, 20);
+  EXPECT_GE(m.scrapes, kSanitized ? 3 : 10);  // 4 rounds of 120 ms, a page every 20 ms
+  EXPECT_EQ(m.failed_scrapes, 0);
+  EXPECT_EQ(m.gauges.at("scripted_requests_running").max, 4);
+  EXPECT_EQ(m.gauges.at("scripted_requests_running").last, 0);
+  EXPECT_EQ(m.counters.at("scripted_tokens_total").increase, 120);
+  const auto& ttft = m.histograms.at("scripted_ttft_seconds");
+  EXPECT_EQ(ttft.count, 12);
+  EXPECT_NEAR(*ttft.mean, 0.030, kSanitized ? 0.02 : 0.005);
+  EXPECT_GT(*ttft.p50, 0.025);
+  EXPECT_LE(*ttft.p50, 0.05);
+
+  // A page that is not there: every scrape fails with its status, the point is measured all the same.
+  o.server_metrics_url = server.process.url() + "/no-metrics";
+  o.warmup_requests = 0;
+  const Results missing = run_load(o);
+  const LoadResult& n = *only_point(missing).load;
+  EXPECT_EQ(n.completed, 12);
+  ASSERT_TRUE(n.server_metrics);
+  EXPECT_EQ(n.server_metrics->url, server.process.url() + "/no-metrics");
+  EXPECT_EQ(n.server_metrics->scrapes, 0);
+  EXPECT_GE(n.server_metrics->failed_scrapes, 2);
+  EXPECT_EQ(n.server_metrics->error, "HTTP 404");
+  EXPECT_TRUE(n.server_metrics->gauges.empty());
+}
+
 TEST(ScriptedServer, EveryRequestFailedNamesTheCommonestReason) {
   Scripted server({"--faults", "0:http429,1:http500,2:http500"});
   LoadOptions o = options_for(server.process.url());

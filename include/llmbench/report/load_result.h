@@ -47,6 +47,33 @@ struct SearchProbe {
   bool best = false;   // the highest passing probe of its search
 };
 
+// What `llmbench load --server-metrics` read from the server's Prometheus /metrics page while a point ran
+// (docs/load.md, "Server metrics"): the first page just before the point's first request, the last just
+// after its last response, one every interval between. Series are keyed `name{label="value",...}`.
+struct ServerMetrics {
+  std::string url;
+  double interval_ms = 0;
+  int scrapes = 0;          // pages read and parsed
+  int failed_scrapes = 0;   // requests that failed (connection, HTTP status, timeout)
+  std::string error;        // the first failure's reason; "" when none
+  int bad_lines = 0;        // lines of the pages that were not valid samples (skipped)
+  int dropped_series = 0;   // series beyond kMaxServerSeries, left out
+  struct Gauge {
+    double mean = 0, min = 0, max = 0, last = 0;  // over the scrapes
+  };
+  struct Counter {
+    double increase = 0, per_s = 0;  // over the point (a reset to a lower value counts from 0)
+  };
+  struct Histogram {
+    double count = 0, sum = 0;  // observations during the point, and their sum
+    std::optional<double> mean, p50, p90, p99;  // from those; quantiles interpolated in the buckets; none without any
+  };
+  std::map<std::string, Gauge> gauges;
+  std::map<std::string, Counter> counters;
+  std::map<std::string, Histogram> histograms;
+};
+constexpr int kMaxServerSeries = 2000;
+
 // The `mode: "load"` part of a results point. Latency summaries live in the point's `summary`.
 struct LoadResult {
   // What was asked.
@@ -76,6 +103,7 @@ struct LoadResult {
   double achieved_rate = 0;        // requests issued per second over the issuing window
   double mean_send_lag_ms = 0;     // open loop: actual minus scheduled issue time (client overhead)
   double client_events_per_s = 0; // SSE events the client parses per second on one core (measured)
+  std::optional<ServerMetrics> server_metrics;  // --server-metrics; none otherwise
   std::vector<RequestRecord> requests;  // every timed request, in issue order, failed ones included
 
   // Derived from `requests` by summarize_load (below); stored for readers.
