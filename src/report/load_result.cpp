@@ -8,6 +8,8 @@
 
 namespace llmbench {
 
+nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 using nlohmann::json;
 
 std::optional<double> RequestRecord::tpot_ms() const {
@@ -188,8 +190,6 @@ struct Reader {
     return out;
   }
 };
-
-json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 json server_metrics_json(const ServerMetrics& m) {
   json gauges = json::object(), counters = json::object(), histograms = json::object();

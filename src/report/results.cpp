@@ -107,8 +107,6 @@ json to_json(const Summary& s) {
           {"ci95", {s.ci95_lo, s.ci95_hi}},   {"cv", s.cv}};
 }
 
-json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
 json to_json(const Outputs& o) {
   return {{"first_run_ids", o.first_run_ids},
           {"consistent", o.consistent ? json(*o.consistent) : json(nullptr)},

@@ -124,6 +124,9 @@ std::vector<double> load_metric_values(const LoadResult& load, const std::string
 // Fills the derived fields (counts, errors, throughput, goodput, server stages) from `requests`.
 void summarize_load(LoadResult& load);
 
+// A number, or null for none (as results files write an optional figure).
+nlohmann::json optional_number(const std::optional<double>& v);
+
 // The point-level keys a load point adds to a results file, and back (Error names `path` and the key).
 nlohmann::json load_to_json(const LoadResult& load);
 LoadResult load_from_json(const nlohmann::json& point, const std::string& path);
