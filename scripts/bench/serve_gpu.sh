@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU host: `llmbench serve` (Qwen2.5-7B, random weights, bf16, continuous batching) under `llmbench load` at
 # closed-loop concurrency 1, 4, 16, 64 (prompt 512, 128 new tokens), next to `llmbench run --batch 16` for the
-# inter-token-latency comparison, in one invocation; then the report and a short table.
+# inter-token-latency comparison, in one invocation; then the report and a short table, with the engine's decode
+# step and host work over each point from its /metrics (`load --server-metrics`).
 # Usage: scripts/bench/serve_gpu.sh [--quick]
 #   LLMBENCH=path    llmbench binary (default build-gpu/llmbench)
 #   OUT_DIR=dir      results, logs and report (default out/serve)
@@ -64,7 +65,7 @@ for c in ${conc//,/ }; do
   n=$(( c * per_point > 16 ? c * per_point : 16 ))
   "$bin" load --endpoint "$url" --concurrency "$c" --num-requests "$n" --warmup-requests "$c" \
     --input-len "$in_len" --output-len "$out_len" --dataset "${DATASET:-synthetic}" --tokenizer "$tok" --timeout-s "${TIMEOUT_S:-300}" \
-    -o "$out/load_c$c.json" 2>&1 | tail -4
+    --server-metrics -o "$out/load_c$c.json" 2>&1 | tail -4
 done
 io1=$(cpu_ticks llmbench-io) eng1=$(cpu_ticks llmbench-engine)
 curl -s "$url/metrics" >"$out/metrics.txt"
@@ -102,6 +103,12 @@ for c in conc:
           f"{t['output_tokens_per_s']:.0f} | {t['requests_per_s']:.2f} |")
     st = p.get("server_stages_ms") or {}
     print("|  | server stages ms: " + ", ".join(f"{k} {v:.2f}" for k, v in st.items()) + " |||||||||")
+    sm = (p.get("server_metrics") or {}).get("counters", {})  # the engine over exactly this point (no warm-ups)
+    steps = sm.get("llmbench_engine_steps_total", {}).get("increase", 0)
+    if steps:
+        step, busy, pre = (sm.get(f"llmbench_engine_{k}_seconds_total", {}).get("increase", 0) for k in ("step", "busy", "prefill"))
+        print(f"|  | engine over the point: {steps:.0f} decode steps of {1e3 * step / steps:.3f} ms, "
+              f"host work {1e3 * (busy - step - pre) / steps:.3f} ms per step, prefill {pre:.2f} s |||||||||")
 tok = max(tokens, 1)
 print(f"\nserver CPU over the sweep for {tokens} timed streamed tokens (warm-up requests add a few more tokens, "
       f"so these are upper bounds): I/O threads (HTTP + SSE + detokenize) {io / hz:.2f} s = {1e6 * io / hz / tok:.1f} us/token; "

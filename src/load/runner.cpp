@@ -266,6 +266,10 @@ void validate(const LoadOptions& o) {
                                             : cat(" (fewer requests, or --duration, which cycles through ",
                                                   kPromptPoolForDuration, " prompts)")));
   }
+  // A replay's warm-ups are synthetic prompts of --input-len tokens (made up front like the others).
+  if (replays_trace(o) && static_cast<long long>(o.warmup_requests) * o.input_len > kMaxPromptTokens)
+    throw UsageError(cat(o.warmup_requests, " warm-up prompts of ", o.input_len, " tokens (--warmup-requests, --input-len) are ",
+                         static_cast<long long>(o.warmup_requests) * o.input_len, " tokens, more than ", kMaxPromptTokens));
   if (!o.slo.empty()) parse_slo(o.slo);
   auto breaks_header = [](const std::string& s) { return s.find_first_of(std::string("\r\n\0", 3)) != std::string::npos; };
   for (const auto& h : o.headers) {

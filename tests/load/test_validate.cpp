@@ -233,6 +233,10 @@ TEST(LoadValidate, TraceOptions) {
   EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.concurrency = {2}, o.max_concurrency = 4; }).find("caps an open loop"),
             std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.dataset = "trace:/nonexistent/t.jsonl"; }).find("cannot open"), std::string::npos);
+  // A replay's warm-ups are synthetic: their tokens are bounded as synthetic prompts are.
+  EXPECT_NE(refusal([&](LoadOptions& o) { trace(o), o.warmup_requests = 1000000, o.input_len = 100; }).find("warm-up prompts"),
+            std::string::npos);
+  EXPECT_EQ(refusal([&](LoadOptions& o) { trace(o), o.warmup_requests = 100, o.input_len = 100; }), "");
 }
 
 TEST(LoadValidate, ServerMetricsOptions) {
