@@ -27,12 +27,16 @@ Role role_of(const std::string& name, const std::map<std::string, std::string>& 
     return it == types.end() ? std::string() : it->second;
   };
   family = name;
+  std::string base;
+  // Creation times of counters, histograms and summaries: Python's prometheus_client writes them as gauges
+  // of their own (`# TYPE vllm:prompt_tokens_created gauge` beside `vllm:prompt_tokens_total`), OpenMetrics
+  // untyped. A Unix time is no figure of the point.
+  if (strip_suffix(name, "_created", base) && (!type_of(base).empty() || type_of(base + "_total") == "counter"))
+    return Role::skip;
   const std::string own = type_of(name);
   if (own == "counter") return Role::counter;
   if (!own.empty()) return Role::gauge;  // gauge, untyped, a summary's quantiles
-  std::string base;
   if (strip_suffix(name, "_total", base) && type_of(base) == "counter") return Role::counter;  // OpenMetrics
-  if (strip_suffix(name, "_created", base) && !type_of(base).empty()) return Role::skip;     // creation times
   if (strip_suffix(name, "_bucket", base) && type_of(base) == "histogram") return family = base, Role::bucket;
   for (const auto& [suffix, role] : {std::pair<const char*, Role>{"_sum", Role::histogram_sum}, {"_count", Role::histogram_count}}) {
     if (!strip_suffix(name, suffix, base)) continue;

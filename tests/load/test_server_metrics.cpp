@@ -126,3 +126,44 @@ TEST(ServerMetrics, SeriesBeyondTheCapAreDroppedAndCounted) {
   EXPECT_EQ(m.dropped_series, 25);
   EXPECT_EQ(m.bad_lines, 2);
 }
+
+TEST(ServerMetrics, PrometheusClientPagesAsVllmServesThem) {
+  // Python's prometheus_client (vLLM's /metrics): counters typed under their _total name, a gauge of creation
+  // time beside every counter and histogram, colons in names, labels on everything.
+  const std::string head =
+      "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+      "# TYPE vllm:num_requests_running gauge\n";
+  auto at = [&](int running, int tokens, int ttft_le_01, int ttft_all, double ttft_sum) {
+    return page(head + "vllm:num_requests_running{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} " + std::to_string(running) + ".0\n" +
+                "# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
+                "# TYPE vllm:generation_tokens_total counter\n"
+                "vllm:generation_tokens_total{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} " + std::to_string(tokens) + ".0\n"
+                "# HELP vllm:generation_tokens_created Number of generation tokens processed.\n"
+                "# TYPE vllm:generation_tokens_created gauge\n"
+                "vllm:generation_tokens_created{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} 1.7650432e+09\n"
+                "# TYPE vllm:time_to_first_token_seconds histogram\n"
+                "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.1\",model_name=\"Qwen/Qwen2.5-7B\"} " +
+                std::to_string(ttft_le_01) + ".0\n"
+                "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"+Inf\",model_name=\"Qwen/Qwen2.5-7B\"} " +
+                std::to_string(ttft_all) + ".0\n"
+                "vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} " + std::to_string(ttft_all) + ".0\n"
+                "vllm:time_to_first_token_seconds_sum{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} " + std::to_string(ttft_sum) + "\n"
+                "# TYPE vllm:time_to_first_token_seconds_created gauge\n"
+                "vllm:time_to_first_token_seconds_created{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} 1.7650432e+09\n");
+  };
+  ServerMetricsAggregator a;
+  a.add(0, at(0, 100, 3, 4, 0.5));
+  a.add(1, at(8, 900, 10, 12, 1.3));
+  a.add(2, at(2, 1500, 13, 16, 1.7));
+  const ServerMetrics m = a.result();
+  const std::string labels = "{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"}";
+  EXPECT_EQ(m.gauges.size(), 1u);  // the creation times are left out
+  EXPECT_DOUBLE_EQ(m.gauges.at("vllm:num_requests_running" + labels).mean, 10.0 / 3);
+  EXPECT_EQ(m.gauges.at("vllm:num_requests_running" + labels).max, 8);
+  EXPECT_EQ(m.counters.at("vllm:generation_tokens_total" + labels).increase, 1400);
+  EXPECT_EQ(m.counters.at("vllm:generation_tokens_total" + labels).per_s, 700);
+  const auto& h = m.histograms.at("vllm:time_to_first_token_seconds" + labels);
+  EXPECT_EQ(h.count, 12);
+  EXPECT_DOUBLE_EQ(*h.mean, 1.2 / 12);
+  EXPECT_DOUBLE_EQ(*h.p50, 0.1 * 6 / 10);  // 10 of 12 under 0.1 s: rank 6 of them, from 0
+}
