@@ -85,7 +85,7 @@ std::vector<TokenId> plain_text_ids(const Tokenizer& tokenizer) {
 
 }  // namespace
 
-std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
+std::vector<LoadPrompt> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
                                           std::uint64_t seed, const std::function<bool()>& should_stop,
                                           double range_ratio, int prefix_len) {
   const std::vector<TokenId> candidates = plain_text_ids(tokenizer);
@@ -105,7 +105,7 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
   const auto [in_lo, in_hi] = length_range(input_len, range_ratio);
   const auto [out_lo, out_hi] = length_range(output_len, range_ratio);
   auto draw = [&](int lo, int hi) { return lo + static_cast<int>(uniform_index(length_rng, static_cast<std::size_t>(hi - lo) + 1)); };
-  std::vector<PromptSpec> out;
+  std::vector<LoadPrompt> out;
   for (int i = 0; i < n && !(should_stop && should_stop()); ++i) {
     const int this_input = range_ratio > 0 ? draw(in_lo, in_hi) : input_len;
     const int this_output = range_ratio > 0 ? draw(out_lo, out_hi) : output_len;
@@ -114,7 +114,7 @@ std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int
     if (text.empty())
       throw Error(cat("cannot make a prompt of exactly ", this_input, " tokens", prefix_len > 0 ? cat(" after the prefix of ", prefix_len) : "",
                       " with tokenizer ", tokenizer.info().source));
-    out.push_back({text, std::max(prefix_len, 0) + this_input, this_output});
+    out.push_back({text, std::max(prefix_len, 0) + this_input, this_output, ""});
   }
   return out;
 }
@@ -139,17 +139,17 @@ int count_tokens(const Tokenizer& tokenizer, const std::string& text) {
 
 }  // namespace
 
-std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len) {
+std::vector<LoadPrompt> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len) {
   const json j = parse_json_file(path, "ShareGPT dataset");
   if (!j.is_array()) throw UsageError(cat("ShareGPT dataset ", path, ": expected a JSON array of conversations"));
-  std::vector<PromptSpec> out;
+  std::vector<LoadPrompt> out;
   for (const auto& entry : j) {
     if (!entry.is_object() || !entry.contains("conversations") || !entry["conversations"].is_array()) continue;
     const auto& turns = entry["conversations"];
     if (turns.size() < 2 || !turns[0].is_object() || !turns[1].is_object()) continue;
     const auto prompt = turns[0].find("value"), reply = turns[1].find("value");
     if (prompt == turns[0].end() || reply == turns[1].end() || !prompt->is_string() || !reply->is_string()) continue;
-    PromptSpec p;
+    LoadPrompt p;
     p.text = prompt->get<std::string>();
     if (p.text.empty()) continue;
     p.prompt_tokens = count_tokens(tokenizer, p.text);
@@ -161,7 +161,7 @@ std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& 
   return out;
 }
 
-std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len) {
+std::vector<LoadPrompt> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len) {
   std::string text;
   try {
     text = read_file(path);
@@ -170,7 +170,7 @@ std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tok
   }
   std::istringstream in(text);
   std::string line;
-  std::vector<PromptSpec> out;
+  std::vector<LoadPrompt> out;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", number, ": ", why)); };
@@ -180,7 +180,7 @@ std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tok
     if (j.is_discarded() || !j.is_object()) throw bad("not a JSON object");
     if (!j.contains("prompt") || !j["prompt"].is_string() || j["prompt"].get<std::string>().empty())
       throw bad("\"prompt\" must be a non-empty string");
-    PromptSpec p;
+    LoadPrompt p;
     p.text = j["prompt"].get<std::string>();
     p.prompt_tokens = count_tokens(tokenizer, p.text);
     if (output_len > 0) {
@@ -210,6 +210,7 @@ struct TraceLine {
   std::string text;
   int output_len = 0;
   std::vector<std::uint64_t> hash_ids;
+  std::string extra;  // compact JSON object, "" when none
 };
 
 TraceLine parse_trace_line(const std::string& path, int number, const std::string& line, int output_len, int block_size) {
@@ -252,6 +253,12 @@ TraceLine parse_trace_line(const std::string& path, int number, const std::strin
     if (static_cast<long long>(t.hash_ids.size()) != blocks)
       throw bad(cat("\"input_length\" ", t.input_length, " is ", blocks, " block", blocks == 1 ? "" : "s", " of ", block_size,
                     " tokens, but \"hash_ids\" has ", t.hash_ids.size(), " (--trace-block-size)"));
+  }
+  if (const auto e = j.find("extra"); e != j.end()) {
+    if (!e->is_object()) throw bad("\"extra\" must be a JSON object (merged into the request body)");
+    for (const char* key : {"model", "prompt", "messages", "stream"})
+      if (e->contains(key)) throw bad(cat("\"extra\" may not set \"", key, "\" (llmbench load sets it)"));
+    if (!e->empty()) t.extra = e->dump();
   }
   if (output_len > 0) {
     t.output_len = output_len;
@@ -330,6 +337,7 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
     TraceRequest r;
     r.arrival_ms = l.timestamp_ms - origin;
     r.prompt.output_len = l.output_len;
+    r.prompt.extra = l.extra;
     if (l.input_length == 0) {
       r.prompt.text = l.text;
       r.prompt.prompt_tokens = count_tokens(tokenizer, l.text);

@@ -59,7 +59,7 @@ bool replays_trace(const LoadOptions& o) {
 }  // namespace
 
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
-                         const json& extra, bool stream) {
+                         const json& extra, bool stream, const json& line_extra) {
   json j = {{"model", model},          {"max_tokens", output_len},
             {"min_tokens", output_len}, {"ignore_eos", true},
             {"temperature", 0},         {"stream", stream}};
@@ -67,6 +67,7 @@ std::string request_body(const std::string& api, const std::string& model, const
   if (api == "chat") j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
   else j["prompt"] = prompt;
   if (extra.is_object()) j.merge_patch(extra);  // RFC 7396: null removes a field
+  if (line_extra.is_object()) j.merge_patch(line_extra);
   return j.dump();
 }
 
@@ -310,7 +311,7 @@ struct Schedule {
   int max_requests = 0;            // closed loop: 0 = bounded by duration
   double duration_s = 0;
   // These prompts in order from the first (a trace replay, its warm-ups); null: the driver's, cycled on.
-  const std::vector<PromptSpec>* prompts = nullptr;
+  const std::vector<LoadPrompt>* prompts = nullptr;
 };
 
 struct Drive {
@@ -323,7 +324,7 @@ struct Drive {
 class Driver {
  public:
   Driver(asio::io_context& io, LoadClient& client, const std::string& path, const std::string& api,
-         const std::string& model, json extra, bool stream, const std::vector<PromptSpec>& prompts,
+         const std::string& model, json extra, bool stream, const std::vector<LoadPrompt>& prompts,
          std::function<bool()> should_stop)
       : io_(io), client_(client), path_(path), api_(api), model_(model), extra_(std::move(extra)), stream_(stream),
         prompts_(prompts),
@@ -368,12 +369,13 @@ class Driver {
   void issue(double scheduled_ms) {
     const std::size_t index = slots_.size();
     slots_.emplace_back();
-    const PromptSpec& p = schedule_.prompts ? (*schedule_.prompts)[own_cursor_++ % schedule_.prompts->size()]
+    const LoadPrompt& p = schedule_.prompts ? (*schedule_.prompts)[own_cursor_++ % schedule_.prompts->size()]
                                             : prompts_[cursor_++ % prompts_.size()];
     ++issued_;
     const auto start = Clock::now();
     const double start_ms = ms_since(t0_, start);
-    client_.post(path_, request_body(api_, model_, p.text, p.output_len, extra_, stream_), start,
+    const json line_extra = p.extra.empty() ? json(nullptr) : json::parse(p.extra);
+    client_.post(path_, request_body(api_, model_, p.text, p.output_len, extra_, stream_, line_extra), start,
                  [this, index, start_ms, scheduled_ms, prompt_tokens = p.prompt_tokens](RequestRecord r,
                                                                                         const std::string& by) {
                    r.start_ms = start_ms;
@@ -447,7 +449,7 @@ class Driver {
   std::string path_, api_, model_;
   json extra_;  // --extra-body, merged into every request
   bool stream_;  // false: --no-stream
-  const std::vector<PromptSpec>& prompts_;
+  const std::vector<LoadPrompt>& prompts_;
   std::function<bool()> should_stop_;
   Schedule schedule_;
   std::vector<std::optional<RequestRecord>> slots_;
@@ -549,10 +551,10 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
 
   // Prompts: enough for the warm-ups and the largest point.
   const int wanted = o.warmup_requests + (num_requests > 0 ? num_requests : kPromptPoolForDuration);
-  std::vector<PromptSpec> prompts;
+  std::vector<LoadPrompt> prompts;
   const int dataset_output_len = o.output_len_given ? o.output_len : 0;  // 0: the dataset's own lengths
   std::vector<double> trace_arrivals_s;  // a replay's schedule, one per prompt
-  std::vector<PromptSpec> warm_prompts;  // a replay's warm-ups: synthetic, sharing no text with the trace
+  std::vector<LoadPrompt> warm_prompts;  // a replay's warm-ups: synthetic, sharing no text with the trace
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, dataset_output_len);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, dataset_output_len);
   else if (dataset.kind == "trace") {

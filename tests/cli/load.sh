@@ -173,7 +173,7 @@ PY
 # --dataset trace:FILE replays a trace's arrival times (tests/load/test_scripted_server.cpp checks them from
 # the server's side): gate names the point by its speed and pairs it with itself; report draws it.
 printf '%s\n' '{"timestamp": 100, "input_length": 9, "output_length": 2, "hash_ids": [3, 4]}' \
-  '{"timestamp": 300, "text_input": "a prompt of the trace", "output_length": 3}' \
+  '{"timestamp": 300, "text_input": "a prompt of the trace", "output_length": 3, "extra": {"max_tokens": 1}}' \
   '{"timestamp": 500, "input_length": 6, "output_length": 4}' >"$out/trace.jsonl"
 "$bin" load --endpoint "$url" --tokenizer tiny --dataset "trace:$out/trace.jsonl" --trace-block-size 8 --trace-speedup 4 \
   -o "$out/trace.json" >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr"; fail "load --dataset trace"; }
@@ -185,7 +185,7 @@ l = p["load"]
 assert (l["arrival"], l["num_requests"], l["trace_block_size"], l["concurrency"]) == ("trace:4", 3, 8, 0), l
 assert p["requests"]["completed"] == 3 and abs(p["rate"]["offered_per_s"] - 20) < 1e-9, p["rate"]  # 2 gaps in 100 ms
 assert [r["scheduled_ms"] for r in p["request_log"]] == [0, 50, 100], p["request_log"]
-assert [r["output_tokens"] for r in p["request_log"]] == [2, 3, 4], p["request_log"]
+assert [r["output_tokens"] for r in p["request_log"]] == [2, 1, 4], p["request_log"]  # the line's extra: max_tokens 1
 PY
 "$bin" gate --baseline "$out/trace.json" --current "$out/trace.json" >"$out/gate.md" 2>&1 \
   || { cat "$out/gate.md"; fail "gate on a trace replay"; }

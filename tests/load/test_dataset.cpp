@@ -268,6 +268,13 @@ TEST(Dataset, TraceSelectionCutsByCountAndTimeAndOutputLenOverrides) {
   for (int i = 0; i < 10; ++i) text += cat("{\"timestamp\": ", 100 * i + 50, ", \"input_length\": 4, \"output_length\": ", i + 1, "}\n");
   const std::string path = dir.write("t.jsonl", text);
   const auto tok = load_tokenizer("tiny");
+  // A line's "extra" is kept as compact JSON for its request; {} is none.
+  const auto extra = load_trace(dir.write("extra.jsonl", "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, "
+                                                         "\"extra\": {\"nvext\": {\"priority\": 9}}}\n"
+                                                         "{\"timestamp\": 1, \"input_length\": 4, \"output_length\": 1, \"extra\": {}}\n"),
+                                *tok, {});
+  EXPECT_EQ(extra[0].prompt.extra, "{\"nvext\":{\"priority\":9}}");
+  EXPECT_EQ(extra[1].prompt.extra, "");
   TraceSelection select;
   select.max_requests = 3;
   EXPECT_EQ(load_trace(path, *tok, select).size(), 3u);
@@ -322,6 +329,9 @@ TEST(Dataset, TraceRefusesBadLinesNamingThem) {
   expect("{\"timestamp\": 1, \"messages\": [], \"output_length\": 1}", "multi-turn sessions are not supported");
   expect("{\"timestamp\": 1, \"delay\": 5, \"input_length\": 3, \"output_length\": 1}", "multi-turn sessions are not supported");
   expect("{\"timestamp\": 1, \"prompt\": \"caf\xc3\", \"output_length\": 1}", "invalid UTF-8 at byte");
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": [1]}", "\"extra\" must be a JSON object");
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": {\"model\": \"x\"}}", "may not set \"model\"");
+  expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": {\"stream\": false}}", "may not set \"stream\"");
   // A whole file: empty, missing, too many tokens.
   EXPECT_THROW(load_trace(dir.write("empty.jsonl", "\n\n"), *tok, {}), UsageError);
   EXPECT_THROW(load_trace(dir.path + "/missing.jsonl", *tok, {}), UsageError);

@@ -131,6 +131,13 @@ TEST(LoadRequestBody, ExtraBodyIsAMergePatch) {
   EXPECT_EQ(plain["min_tokens"], 8);
   EXPECT_EQ(plain["ignore_eos"], true);
   EXPECT_EQ(plain["prompt"], "hi");
+  // A trace line's extra comes after --extra-body: it overrides it, and its nulls remove fields too.
+  const json line = json::parse(request_body("completions", "m", "hi", 8, parse_extra_body(R"({"top_k": 20, "min_tokens": null})"),
+                                             true, json::parse(R"({"top_k": 5, "ignore_eos": null})")));
+  EXPECT_EQ(line["top_k"], 5);
+  EXPECT_FALSE(line.contains("min_tokens"));
+  EXPECT_FALSE(line.contains("ignore_eos"));
+  EXPECT_EQ(line["max_tokens"], 8);
   const json merged = json::parse(request_body("chat", "m", "hi", 8, parse_extra_body(
       R"({"min_tokens": null, "ignore_eos": null, "max_tokens": null, "max_completion_tokens": 8, "top_k": 20,
           "stream_options": {"continuous_usage_stats": true}})")));

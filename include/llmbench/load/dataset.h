@@ -9,11 +9,13 @@ namespace llmbench {
 
 class Tokenizer;
 
-// One request's prompt and how many tokens to ask for.
-struct PromptSpec {
+// One request's prompt and how many tokens to ask for. (Not runner/prompts.h's PromptSpec: two classes of one
+// name in one program broke each other's destructors.)
+struct LoadPrompt {
   std::string text;
   int prompt_tokens = 0;  // by the tokenizer (without special tokens); 0 when unknown
   int output_len = 0;     // max_tokens (and min_tokens) of the request
+  std::string extra;      // a trace line's "extra": a JSON object merged into its body after --extra-body; "" if none
 };
 
 // `synthetic`, `sharegpt:FILE`, `jsonl:FILE` or `trace:FILE`.
@@ -31,7 +33,7 @@ DatasetSpec parse_dataset(const std::string& text);  // UsageError on anything e
 // `prefix_len` P > 0 every prompt starts with the same text of exactly P tokens (one per seed) and has
 // P + input length tokens in all (vLLM's --random-prefix-len): prefix caches hit. R = 0 and P = 0 give
 // exactly the prompts they always gave.
-std::vector<PromptSpec> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
+std::vector<LoadPrompt> synthetic_prompts(const Tokenizer& tokenizer, int n, int input_len, int output_len,
                                           std::uint64_t seed, const std::function<bool()>& should_stop = {},
                                           double range_ratio = 0, int prefix_len = 0);
 
@@ -41,13 +43,13 @@ std::pair<int, int> length_range(int length, double range_ratio);
 // ShareGPT JSON: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}, ...].
 // The first human turn is the prompt; output_len is the next turn's length in tokens, or
 // `output_len` when > 0. Entries without two turns are skipped; UsageError on unreadable or invalid files.
-std::vector<PromptSpec> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len);
+std::vector<LoadPrompt> load_sharegpt(const std::string& path, const Tokenizer& tokenizer, int output_len);
 
 // JSON lines: {"prompt": "...", "output_len": 128} per line (output_len optional when `output_len` > 0,
 // which then overrides it; else an integer in [1, kMaxJsonlOutputLen]). Blank lines skipped; UsageError
 // naming FILE:LINE on a bad line (invalid UTF-8 is said as such).
 constexpr int kMaxJsonlOutputLen = 1 << 24;
-std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len);
+std::vector<LoadPrompt> load_jsonl(const std::string& path, const Tokenizer& tokenizer, int output_len);
 
 // A request trace (`trace:FILE`, the Mooncake / AIPerf JSON-lines format), one request per line:
 //   {"timestamp": MS, "input_length": N, "output_length": M, "hash_ids": [H, ...]}
@@ -55,11 +57,12 @@ std::vector<PromptSpec> load_jsonl(const std::string& path, const Tokenizer& tok
 // up of blocks of `block_size` tokens, one per hash id (ceil(N / block_size) of them, optional): prompts
 // with the same hash id at the same place share that block's text, so they share a prefix as the traced
 // requests did. Instead of input_length a line may carry the prompt itself ("prompt" or "text_input").
-// output_length: max_tokens, unless `output_len` > 0 overrides it. UsageError naming FILE:LINE on a bad
-// line; multi-turn lines (messages, delay) are refused.
+// output_length: max_tokens, unless `output_len` > 0 overrides it. "extra" (optional): a JSON object merged
+// into that request's body (as --extra-body is, after it). UsageError naming FILE:LINE on a bad line;
+// multi-turn lines (messages, delay) are refused.
 struct TraceRequest {
   double arrival_ms = 0;  // from the earliest request of the file (which is at 0)
-  PromptSpec prompt;
+  LoadPrompt prompt;
 };
 struct TraceSelection {
   int output_len = 0;           // > 0: every request's max_tokens

@@ -38,9 +38,10 @@ std::string api_key_of(const LoadOptions& options);
 
 // The request body for one prompt (stream and usage unless `stream` is false, max_tokens = min_tokens =
 // output_len, ignore_eos), with
-// `extra` (an object) merged in as a JSON merge patch: its fields override ours, a null removes one.
+// `extra` (an object) merged in as a JSON merge patch: its fields override ours, a null removes one; then
+// `line_extra` (a trace line's "extra") the same way.
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
-                         const nlohmann::json& extra = nullptr, bool stream = true);
+                         const nlohmann::json& extra = nullptr, bool stream = true, const nlohmann::json& line_extra = nullptr);
 
 // --extra-body: "" gives null; else a JSON object without model, prompt, messages or stream (UsageError).
 nlohmann::json parse_extra_body(const std::string& text);
