@@ -1,5 +1,6 @@
-// libFuzzer: the load generator's dataset files (--dataset sharegpt:FILE and jsonl:FILE): the input bytes as a
-// file (a memfd), read by load_sharegpt and by load_jsonl, with --output-len 7 (odd length) or without, counted
+// libFuzzer: the load generator's dataset files (--dataset sharegpt:FILE, jsonl:FILE and trace:FILE): the input
+// bytes as a file (a memfd), read by load_sharegpt, load_jsonl and load_trace (blocks of 4 tokens, at most 4,096
+// prompt tokens made), with --output-len 7 (odd length) or without, counted
 // by the tiny tokenizer (assets/tiny/tokenizer.json, read once). Error (UsageError) is a clean refusal; an
 // accepted file must give prompts with text and an output length in [1, 2^24]; anything else is a bug.
 #include <sys/mman.h>
@@ -23,7 +24,7 @@ const llmbench::Tokenizer& tiny() {
   return *tok;
 }
 
-void check(const std::vector<llmbench::PromptSpec>& prompts) {
+void check(const std::vector<llmbench::LoadPrompt>& prompts) {
   if (prompts.empty()) __builtin_trap();  // an empty dataset is refused
   for (const auto& p : prompts)
     if (p.text.empty() || p.prompt_tokens < 1 || p.output_len < 1 || p.output_len > llmbench::kMaxJsonlOutputLen)
@@ -46,6 +47,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     check(llmbench::load_jsonl(path, tok, output_len));
+  } catch (const llmbench::Error&) {
+  }
+  try {
+    llmbench::TraceSelection select;
+    select.output_len = output_len;
+    select.block_size = 4;
+    select.max_tokens = 4096;
+    std::vector<llmbench::LoadPrompt> prompts;
+    double last_ms = 0;
+    for (auto& r : llmbench::load_trace(path, tok, select)) {
+      // In arrival order from 0; every made prompt has exactly its tokens (given texts: the tokenizer's count).
+      if (r.arrival_ms < last_ms || r.arrival_ms < 0) __builtin_trap();
+      last_ms = r.arrival_ms;
+      if (r.prompt.prompt_tokens != static_cast<int>(tok.encode(r.prompt.text, false).size())) __builtin_trap();
+      prompts.push_back(std::move(r.prompt));
+    }
+    check(prompts);
   } catch (const llmbench::Error&) {
   }
   close(fd);

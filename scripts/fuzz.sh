@@ -12,7 +12,7 @@ scripts/deps.sh
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S fuzz -B "$dir" -G Ninja >/dev/null
 fi
-cmake --build "$dir" -j"$(nproc)" >/dev/null
+cmake --build "$dir" -j"$(nproc)" >"$dir/build.log" || { tail -30 "$dir/build.log" >&2; echo "fuzz.sh: the build failed" >&2; exit 1; }
 
 # target  seed dir  max input length
 all=("safetensors safetensors 4096" "tokenizer tokenizer 20000" "compare_config yaml 4096" "results results 8192" "serve_request serve_request 4096"

@@ -310,9 +310,9 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
   lines.resize(keep);
   long long tokens = 0;
   for (const auto& l : lines) tokens += l.input_length;
-  if (tokens > kMaxTraceTokens)
+  if (tokens > select.max_tokens)
     throw UsageError(cat("trace ", path, ": the ", keep, " requests replayed have ", tokens, " prompt tokens, more than ",
-                         kMaxTraceTokens, " (fewer with --num-requests or --duration)"));
+                         select.max_tokens, " (fewer with --num-requests or --duration)"));
 
   const std::vector<TokenId> candidates = plain_text_ids(tokenizer);
   auto ids_from = [&candidates](std::mt19937_64& rng) {

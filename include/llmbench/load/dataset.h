@@ -70,9 +70,8 @@ struct TraceSelection {
   std::uint64_t seed = 0;       // the synthesized prompts' text
   std::size_t max_requests = 0; // > 0: only the first N by arrival
   double before_ms = 0;         // > 0: only requests arriving before this
+  long long max_tokens = 50'000'000;  // the selected prompts' input_length in all (about 200 MB of text), refused beyond
 };
-// Tokens a trace's selected prompts may add up to (about 200 MB of text), refused beyond.
-constexpr long long kMaxTraceTokens = 50'000'000;
 // The selected requests in arrival order (ties in file order), prompts of exactly their input_length
 // tokens of `tokenizer`. Returns what it has when `should_stop` (polled per request) says so.
 std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& tokenizer, const TraceSelection& select,
