@@ -84,6 +84,12 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--trace-block-size", o.trace_block_size,
                   "Tokens per hash id of a trace (prompts sharing a hash id share that block's text)")
       ->capture_default_str();
+  app->add_option("--turns", o.turns,
+                  "Multi-turn conversations of N requests: each turn sends the history so far (its prompts and the "
+                  "server's answers); --concurrency and --request-rate then count conversations")
+      ->capture_default_str();
+  app->add_option("--turn-delay-ms", o.turn_delay_ms, "Think time between an answer and the conversation's next turn")
+      ->capture_default_str();
   app->add_option("--tokenizer", o.tokenizer, "Tokenizer (directory, tokenizer.json, or tiny) for prompts and counts");
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");
   app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str()->check(not_negative());

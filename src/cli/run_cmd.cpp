@@ -58,6 +58,8 @@ int finish_results(Results& results, const std::string& output, const std::strin
                                                       : format_comparison(results, f, baseline));
   if (f == Format::table || f == Format::md)
     for (const auto& line : search_summaries(results)) std::cout << "\n" << line << "\n";
+  if (f == Format::table || f == Format::md)
+    for (const auto& block : turn_summaries(results)) std::cout << "\n" << block << "\n";
   for (const auto& w : cv_warnings(results)) log::warn(w);
   if (!output.empty()) log::info(cat("results written to ", output));
   if (results.interrupted) {

@@ -282,6 +282,8 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"dataset", load_scalar(&LoadOptions::dataset, "synthetic, sharegpt:FILE, jsonl:FILE or trace:FILE")},
       {"trace_speedup", load_scalar(&LoadOptions::trace_speedup, "a number")},
       {"trace_block_size", load_scalar(&LoadOptions::trace_block_size, "an integer")},
+      {"turns", load_scalar(&LoadOptions::turns, "an integer")},
+      {"turn_delay_ms", load_scalar(&LoadOptions::turn_delay_ms, "a number of milliseconds")},
       {"tokenizer", load_scalar(&LoadOptions::tokenizer, "a path or tiny")},
       {"slo", set_slo},
       {"seed", load_scalar(&LoadOptions::seed, "a non-negative integer")},

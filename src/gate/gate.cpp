@@ -89,6 +89,7 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   if (p.load && p.load->trace_block_size) key += cat('\x1f', "trace block ", *p.load->trace_block_size);
   if (p.load && !p.load->extra_body.empty()) key += cat('\x1f', "extra ", p.load->extra_body);
   if (p.load && !p.load->stream) key += cat('\x1f', "no-stream");
+  if (p.load && p.load->turns > 1) key += cat('\x1f', "turns ", p.load->turns, " delay ", p.load->turn_delay_ms);
   return key;
 }
 
@@ -118,6 +119,8 @@ std::string what_differs(const PointResult& b, const PointResult& c) {
     differ("range_ratio", x.range_ratio, y.range_ratio);
     differ("prefix_len", x.prefix_len, y.prefix_len);
     differ("extra_body", text(x.extra_body), text(y.extra_body));
+    differ("turns", x.turns, y.turns);
+    differ("turn_delay_ms", x.turn_delay_ms, y.turn_delay_ms);
   }
   std::string all;
   for (const auto& d : out) all += (all.empty() ? "" : ", ") + d;
@@ -158,6 +161,7 @@ std::string describe(const PointResult& p) {
   if (l.search && l.search->axis == "request_rate") out += " " + l.arrival;
   if (l.max_concurrency > 0) out += cat(" cap ", l.max_concurrency);
   if (!l.stream) out += " no-stream";
+  if (l.turns > 1) out += cat(" ", l.turns, " turns", l.turn_delay_ms > 0 ? cat(" think ", number(l.turn_delay_ms), " ms") : "");
   return out;
 }
 

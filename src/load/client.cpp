@@ -351,14 +351,14 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (!client.options_.stream) record.ttft_ms = record.e2e_ms;  // a whole response's first token is its end
     std::string counted_by = "events";
     record.output_tokens = static_cast<int>(pieces.size());
+    std::string text;
+    for (const auto& p : pieces) text += p;
     // The server's count, unless it is fewer than the content events: every content event is a token.
     if (usage_completion && *usage_completion >= record.output_tokens) {
       record.output_tokens = *usage_completion;
       counted_by = "usage";
     } else if (client.options_.tokenizer) {
       // The tokenizer's count of the text, again never fewer than the content events (their text may be "").
-      std::string text;
-      for (const auto& p : pieces) text += p;
       const int counted = static_cast<int>(client.options_.tokenizer->encode(text, false).size());
       if (counted >= record.output_tokens) {
         record.output_tokens = counted;
@@ -368,7 +368,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     spread_itl();
     record.prompt_tokens = usage_prompt.value_or(0);
     if (parser->get().keep_alive() && buffer.size() == 0) client.idle_.push_back(std::move(conn));
-    finish(counted_by);
+    finish(counted_by, std::move(text));
   }
 
   // `detail`: the server's message, when it sent one.
@@ -383,13 +383,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     finish("");
   }
 
-  void finish(const std::string& counted_by) {
+  void finish(const std::string& counted_by, std::string text = "") {
     auto self = shared_from_this();
     timer.cancel();
     auto& live = client.live_;
     live.erase(std::remove(live.begin(), live.end(), self), live.end());
     --client.in_flight_;
-    done(std::move(record), counted_by);
+    done(std::move(record), counted_by, std::move(text));
   }
 };
 

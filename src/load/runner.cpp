@@ -10,6 +10,7 @@
 #include <fstream>
 #include <ctime>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -50,22 +51,44 @@ constexpr double kMinClientEventsPerS = 50'000;  // SSE events/s the client pars
 constexpr double kMinTraceSpeedup = 1e-3, kMaxTraceSpeedup = 1e3;  // --trace-speedup
 constexpr int kMaxTraceBlockSize = 1 << 20;    // --trace-block-size
 constexpr double kMinScrapeMs = 10, kMaxScrapeMs = 60'000;  // --server-metrics-interval-ms
+constexpr int kMaxTurns = 1000;                // --turns
+constexpr double kMaxTurnDelayMs = 3.6e6;      // --turn-delay-ms (an hour)
 
 namespace {
 // trace:FILE and no load of our own: the trace's arrival times are the schedule.
 bool replays_trace(const LoadOptions& o) {
   return parse_dataset(o.dataset).kind == "trace" && o.concurrency.empty() && o.request_rate.empty() && o.search.empty();
 }
+
+// Requests per point without --num-requests or --duration: 100, rounded down to whole conversations (at
+// least one).
+int default_requests(const LoadOptions& o) {
+  const int turns = std::max(o.turns, 1);
+  return std::max(1, kDefaultRequests / turns) * turns;
+}
 }  // namespace
 
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
                          const json& extra, bool stream, const json& line_extra) {
+  return turn_body(api, model, {prompt}, output_len, extra, stream, line_extra);
+}
+
+std::string turn_body(const std::string& api, const std::string& model, const std::vector<std::string>& history,
+                      int output_len, const json& extra, bool stream, const json& line_extra) {
   json j = {{"model", model},          {"max_tokens", output_len},
             {"min_tokens", output_len}, {"ignore_eos", true},
             {"temperature", 0},         {"stream", stream}};
   if (stream) j["stream_options"] = {{"include_usage", true}};
-  if (api == "chat") j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
-  else j["prompt"] = prompt;
+  if (api == "chat") {
+    json messages = json::array();
+    for (std::size_t i = 0; i < history.size(); ++i)
+      messages.push_back({{"role", i % 2 == 0 ? "user" : "assistant"}, {"content", history[i]}});
+    j["messages"] = std::move(messages);
+  } else {
+    std::string prompt;
+    for (const auto& text : history) prompt += text;
+    j["prompt"] = std::move(prompt);
+  }
   if (extra.is_object()) j.merge_patch(extra);  // RFC 7396: null removes a field
   if (line_extra.is_object()) j.merge_patch(line_extra);
   return j.dump();
@@ -131,10 +154,11 @@ std::optional<SearchSpec> parse_search(const LoadOptions& o) {
   if (s.axis == "request_rate" && s.max * o.duration_s > kMaxRequests)
     throw UsageError(cat("--search rate up to ", s.max, "/s for --duration ", o.duration_s, " s is ", s.max * o.duration_s,
                          " requests per point, more than ", kMaxRequests));
-  const int requests = o.num_requests > 0 ? o.num_requests : kDefaultRequests;
-  if (s.axis == "concurrency" && o.duration_s == 0 && s.max > requests)
-    throw UsageError(cat("--search concurrency up to ", s.max, " with ", requests, " requests per probe never has ", s.max,
-                         " in flight (more --num-requests, a lower MAX, or --duration)"));
+  const int requests = o.num_requests > 0 ? o.num_requests : default_requests(o);
+  const int units = requests / std::max(o.turns, 1);  // requests or conversations
+  if (s.axis == "concurrency" && o.duration_s == 0 && s.max > units)
+    throw UsageError(cat("--search concurrency up to ", s.max, " with ", units, o.turns > 1 ? " conversations" : " requests",
+                         " per probe never has ", s.max, " in flight (more --num-requests, a lower MAX, or --duration)"));
   s.target = o.search_goodput;
   s.steps = o.search_steps;
   return s;
@@ -176,12 +200,26 @@ void validate(const LoadOptions& o) {
     for (std::size_t k = 0; k < i; ++k)
       if (o.request_rate[k] == o.request_rate[i])
         throw UsageError(cat("--request-rate lists ", shown(o.request_rate[i]), " twice"));
-  // A closed loop of C needs at least C requests, or it never has C in flight (nor does a search probe).
-  const int requests = o.num_requests > 0 ? o.num_requests : kDefaultRequests;
+  if (o.turns < 1 || o.turns > kMaxTurns) throw UsageError(cat("--turns must be in [1, ", kMaxTurns, "], got ", o.turns));
+  if (!(o.turn_delay_ms >= 0 && o.turn_delay_ms <= kMaxTurnDelayMs))
+    throw UsageError(cat("--turn-delay-ms must be in [0, ", shown(kMaxTurnDelayMs), "], got ", shown(o.turn_delay_ms)));
+  if (o.turns == 1 && o.turn_delay_ms > 0) throw UsageError("--turn-delay-ms is the think time between turns: for --turns 2 or more");
+  if (o.turns > 1 && replays_trace(o))
+    throw UsageError("--turns: a trace replay sends each line as one request at its own time (with --concurrency or "
+                     "--request-rate the trace's prompts make up conversations)");
+  if (o.turns > 1 && o.max_concurrency > 0)
+    throw UsageError("--max-concurrency does not combine with --turns (a load of conversations is --concurrency, the "
+                     "conversations under way, or --request-rate, those started per second)");
+  if (o.turns > 1 && o.num_requests % o.turns != 0)
+    throw UsageError(cat("--num-requests ", o.num_requests, " is not a whole number of conversations of --turns ", o.turns));
+  // A closed loop of C needs at least C requests (conversations), or it never has C in flight (nor does a
+  // search probe).
+  const int requests = o.num_requests > 0 ? o.num_requests : default_requests(o);
+  const int units = requests / std::max(o.turns, 1);
   if (o.duration_s == 0)
     for (int c : o.concurrency)
-      if (c > requests)
-        throw UsageError(cat("--concurrency ", c, " with ", requests, " requests never has ", c,
+      if (c > units)
+        throw UsageError(cat("--concurrency ", c, " with ", units, o.turns > 1 ? " conversations" : " requests", " never has ", c,
                              " in flight (more --num-requests, or --duration)"));
   if (o.max_concurrency < 0 || o.max_concurrency > kMaxRequests)
     throw UsageError(cat("--max-concurrency must be in [1, ", kMaxRequests, "], got ", o.max_concurrency));
@@ -217,8 +255,8 @@ void validate(const LoadOptions& o) {
     throw UsageError(cat("--duration must be a positive number of seconds up to ", shown(kMaxSeconds), ", got ", shown(o.duration_s)));
   if (o.num_requests > 0 && o.duration_s > 0) throw UsageError("--num-requests and --duration exclude each other");
   for (double r : o.request_rate)
-    if (r * o.duration_s > kMaxRequests)
-      throw UsageError(cat("--request-rate ", r, " for --duration ", o.duration_s, " s is ", r * o.duration_s,
+    if (r * o.duration_s * std::max(o.turns, 1) > kMaxRequests)
+      throw UsageError(cat("--request-rate ", r, " for --duration ", o.duration_s, " s is ", r * o.duration_s * std::max(o.turns, 1),
                            " requests per point, more than ", kMaxRequests));
   if (o.warmup_requests < 0 || o.warmup_requests > kMaxRequests)
     throw UsageError(cat("--warmup-requests must be in [0, ", kMaxRequests, "], got ", o.warmup_requests));
@@ -254,7 +292,7 @@ void validate(const LoadOptions& o) {
   if (parse_dataset(o.dataset).kind == "synthetic") {
     const long long prompts = o.warmup_requests + (o.duration_s > 0    ? kPromptPoolForDuration
                                                    : o.num_requests > 0 ? o.num_requests
-                                                                        : kDefaultRequests);
+                                                                        : default_requests(o));
     const long long longest = o.prefix_len + static_cast<long long>(length_range(o.input_len, o.range_ratio).second);
     if (prompts * longest > kMaxPromptTokens)
       throw UsageError(cat(prompts, " synthetic prompts (",
@@ -312,6 +350,10 @@ struct Schedule {
   double duration_s = 0;
   // These prompts in order from the first (a trace replay, its warm-ups); null: the driver's, cycled on.
   const std::vector<LoadPrompt>* prompts = nullptr;
+  // turns > 1: each issue starts a conversation of this many requests (max_requests and arrivals_s count
+  // conversations); the next turn goes turn_delay_ms after the answer to the last.
+  int turns = 1;
+  double turn_delay_ms = 0;
 };
 
 struct Drive {
@@ -338,6 +380,9 @@ class Driver {
     next_arrival_ = 0;
     own_cursor_ = 0;
     waiting_.clear();
+    conversations_.clear();
+    thinking_.clear();
+    next_conversation_ = 0;
     io_.restart();
     asio::steady_timer arrivals(io_), watch(io_);
     arrivals_ = &arrivals;
@@ -355,6 +400,7 @@ class Driver {
     io_.run();
     for (auto& r : slots_)
       if (r && r->error != "cancelled") result_.records.push_back(std::move(*r));
+    conversations_.clear();
     return std::move(result_);
   }
 
@@ -366,23 +412,66 @@ class Driver {
     return ms_since(t0_, Clock::now()) < schedule_.duration_s * 1e3;
   }
 
+  // A conversation between its turns: the history so far (user, assistant, ...).
+  struct Conversation {
+    int turn = 0;  // turns sent
+    std::vector<std::string> history;
+    int history_tokens = 0;  // prompt tokens of the history, as far as the prompts' and answers' counts tell
+  };
+
+  // One arrival: a request, or the first turn of a new conversation.
   void issue(double scheduled_ms) {
+    ++issued_;
+    if (schedule_.turns <= 1) return send(scheduled_ms, -1);
+    const int id = next_conversation_++;
+    conversations_[id];
+    send(scheduled_ms, id);
+  }
+
+  // Sends the next request: of conversation `id` (its next turn, with its history), or alone (id -1).
+  void send(double scheduled_ms, int id) {
     const std::size_t index = slots_.size();
     slots_.emplace_back();
     const LoadPrompt& p = schedule_.prompts ? (*schedule_.prompts)[own_cursor_++ % schedule_.prompts->size()]
                                             : prompts_[cursor_++ % prompts_.size()];
-    ++issued_;
     const auto start = Clock::now();
     const double start_ms = ms_since(t0_, start);
     const json line_extra = p.extra.empty() ? json(nullptr) : json::parse(p.extra);
-    client_.post(path_, request_body(api_, model_, p.text, p.output_len, extra_, stream_, line_extra), start,
-                 [this, index, start_ms, scheduled_ms, prompt_tokens = p.prompt_tokens](RequestRecord r,
-                                                                                        const std::string& by) {
+    int turn = 0, prompt_tokens = p.prompt_tokens;
+    std::string body;
+    if (id < 0) {
+      body = request_body(api_, model_, p.text, p.output_len, extra_, stream_, line_extra);
+    } else {
+      Conversation& c = conversations_.at(id);
+      turn = ++c.turn;
+      c.history.push_back(p.text);
+      body = turn_body(api_, model_, c.history, p.output_len, extra_, stream_, line_extra);
+      prompt_tokens = p.prompt_tokens > 0 ? c.history_tokens + p.prompt_tokens : 0;
+      c.history_tokens += p.prompt_tokens;
+    }
+    client_.post(path_, std::move(body), start,
+                 [this, index, start_ms, scheduled_ms, prompt_tokens, id, turn](RequestRecord r, const std::string& by,
+                                                                                std::string text) {
                    r.start_ms = start_ms;
                    r.scheduled_ms = scheduled_ms;
                    if (r.prompt_tokens == 0) r.prompt_tokens = prompt_tokens;
                    if (!by.empty()) result_.counted_by.insert(by);
+                   if (id >= 0) {
+                     r.conversation = id;
+                     r.turn = turn;
+                   }
+                   const bool ok = r.ok;
+                   const int output_tokens = r.output_tokens;
                    slots_[index] = std::move(r);
+                   // A conversation goes on after an answer (a failed turn ends it: its history would be wrong).
+                   if (id >= 0 && ok && turn < schedule_.turns && !result_.stopped) {
+                     Conversation& c = conversations_.at(id);
+                     c.history.push_back(std::move(text));
+                     c.history_tokens += output_tokens;
+                     next_turn(id);
+                     return check_done();
+                   }
+                   if (id >= 0) conversations_.erase(id);
                    if (schedule_.concurrency > 0 && may_issue()) issue(ms_since(t0_, Clock::now()));
                    // --duration: arrivals still held by the cap when it ends are not sent (the point ends
                    // when nothing more is issued after S seconds).
@@ -394,6 +483,21 @@ class Driver {
                    }
                    check_done();
                  });
+  }
+
+  // The next turn of conversation `id`, after the think time.
+  void next_turn(int id) {
+    const double at_ms = ms_since(t0_, Clock::now()) + schedule_.turn_delay_ms;
+    if (schedule_.turn_delay_ms <= 0) return send(at_ms, id);
+    auto timer = std::make_unique<asio::steady_timer>(io_);
+    timer->expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(schedule_.turn_delay_ms)));
+    timer->async_wait([this, id, at_ms](const boost::system::error_code& ec) {
+      if (ec) return;  // stopped: the timer is gone
+      thinking_.erase(id);
+      send(at_ms, id);
+    });
+    thinking_[id] = std::move(timer);
   }
 
   void schedule_next() {
@@ -423,6 +527,8 @@ class Driver {
       if (should_stop_ && should_stop_()) {
         result_.stopped = true;
         waiting_.clear();
+        for (auto& [id, timer] : thinking_) timer->cancel();
+        thinking_.clear();
         arrivals_->cancel();
         client_.cancel_all();
         check_done();
@@ -435,7 +541,7 @@ class Driver {
     });
   }
 
-  bool done() const { return client_.in_flight() == 0 && waiting_.empty() && !may_issue(); }
+  bool done() const { return client_.in_flight() == 0 && waiting_.empty() && thinking_.empty() && !may_issue(); }
 
   void check_done() {
     if (done()) {
@@ -457,6 +563,9 @@ class Driver {
   int issued_ = 0;
   std::size_t next_arrival_ = 0, cursor_ = 0, own_cursor_ = 0;
   std::deque<double> waiting_;  // open loop with a cap: arrival times (ms) not yet issued
+  int next_conversation_ = 0;   // the next conversation's id (from 0 in each run)
+  std::map<int, Conversation> conversations_;  // under way
+  std::map<int, std::unique_ptr<asio::steady_timer>> thinking_;  // conversations waiting for their next turn
   Clock::time_point t0_;
   asio::steady_timer* arrivals_ = nullptr;
   asio::steady_timer* watch_ = nullptr;
@@ -525,7 +634,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   const DatasetSpec dataset = parse_dataset(o.dataset);
   const bool replay = replays_trace(o);
   // A replay sends the whole trace unless --num-requests or --duration cuts it.
-  const int num_requests = o.duration_s > 0 ? 0 : (o.num_requests > 0 ? o.num_requests : replay ? 0 : kDefaultRequests);
+  const int num_requests = o.duration_s > 0 ? 0 : (o.num_requests > 0 ? o.num_requests : replay ? 0 : default_requests(o));
 
   // Tokenizer: prompts of exact length and token counts when the server sends no usage.
   std::unique_ptr<Tokenizer> tokenizer;
@@ -663,11 +772,13 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     }
     Schedule s;
     s.concurrency = concurrency;
-    s.max_requests = num_requests;
+    s.max_requests = num_requests / o.turns;  // conversations when turns > 1
     s.duration_s = o.duration_s;
     s.max_in_flight = o.max_concurrency;
+    s.turns = o.turns;
+    s.turn_delay_ms = o.turn_delay_ms;
     if (rate > 0) {
-      const std::size_t n = num_requests > 0 ? num_requests
+      const std::size_t n = num_requests > 0 ? num_requests / o.turns
                                              : static_cast<std::size_t>(std::ceil(rate * o.duration_s * 2 + 100));
       s.arrivals_s = arrival_times(arrival, rate, n, o.seed + i);
       if (o.duration_s > 0)
@@ -724,6 +835,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       if (o.duration_s == 0) l.num_requests = static_cast<int>(a.size());
     }
     if (dataset.kind == "trace") l.trace_block_size = o.trace_block_size;
+    l.turns = o.turns;
+    l.turn_delay_ms = o.turn_delay_ms;
     l.duration_s = o.duration_s;
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
@@ -756,7 +869,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       // does); an interrupted one neither meets nor misses it (load.partial).
       p.load->search = SearchProbe{search->axis, search->target, !d.stopped && p.load->goodput_fraction >= search->target};
     }
-    const std::string where = rate > 0 ? cat("rate ", rate, "/s") : replay ? std::string("trace replay") : cat("concurrency ", concurrency);
+    const std::string where = (rate > 0 ? cat("rate ", rate, "/s") : replay ? std::string("trace replay") : cat("concurrency ", concurrency)) +
+                              (o.turns > 1 ? cat(" (conversations of ", o.turns, " turns)") : "");
     if (hooks.on_progress)
       hooks.on_progress(search ? cat("probe ", i + 1, ": ", where, ", goodput ", percent1(p.load->goodput_fraction),
                                      d.stopped ? cat(" (interrupted; target ", percent1(search->target), ")")

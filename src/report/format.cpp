@@ -399,7 +399,7 @@ const PointResult* load_baseline_for(const PointResult& p, const std::vector<con
     if (x.concurrency == y.concurrency && x.request_rate == y.request_rate && x.arrival == y.arrival &&
         x.api == y.api && x.dataset == y.dataset && x.range_ratio == y.range_ratio &&
         x.max_concurrency == y.max_concurrency && x.extra_body == y.extra_body && x.prefix_len == y.prefix_len &&
-        x.trace_block_size == y.trace_block_size &&
+        x.trace_block_size == y.trace_block_size && x.turns == y.turns && x.turn_delay_ms == y.turn_delay_ms &&
         x.stream == y.stream &&
         p.params.prompt_len == b->params.prompt_len &&
         p.params.max_new_tokens == b->params.max_new_tokens)
@@ -545,6 +545,25 @@ std::vector<std::string> search_summaries(const Results& results) {
     else if (s.best) line += cat(show(*s.best), " (", show(*s.lowest_miss), " missed)");
     else line += cat("none (the lowest probe, ", show(s.lowest), ", missed)");
     out.push_back(cat(line, "; ", s.probes, " probe", s.probes == 1 ? "" : "s"));
+  }
+  return out;
+}
+
+std::vector<std::string> turn_summaries(const Results& results) {
+  std::vector<std::string> out;
+  for (const auto& p : results.points) {
+    if (!p.load || p.load->by_turn.empty()) continue;
+    const LoadResult& l = *p.load;
+    std::string block = cat(label_of(p.params), ", ",
+                            l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), " conversations/s")
+                                               : cat("concurrency ", l.concurrency, " conversations"),
+                            ", by turn (think time ", shortest(l.turn_delay_ms), " ms):");
+    auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
+    for (const auto& t : l.by_turn)
+      block += cat("\n  turn ", t.turn, ": ", t.completed, " done, ", t.failed, " failed, prompt ",
+                   fixed(t.prompt_tokens_mean, 1), " tokens, TTFT p50 ", ms(t.ttft_ms_p50), " ms, e2e p50 ",
+                   ms(t.e2e_ms_p50), " ms");
+    out.push_back(block);
   }
   return out;
 }

@@ -89,6 +89,7 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   if (l.max_concurrency > 0) s += cat(" c≤", l.max_concurrency);
   if (l.range_ratio > 0) s += cat(" ±", fmt_param(100 * l.range_ratio), "%");
   if (!l.stream) s += " no-stream";
+  if (l.turns > 1) s += cat(" ", l.turns, " turns");
   if (axes.load_lengths) s += cat(" p=", p.params.prompt_len, " n=", p.params.max_new_tokens);
   if (axes.load_api) s += " " + l.api;
   return s;
@@ -106,7 +107,8 @@ std::string side_by_side_key(const PointResult& p) {
   const LoadResult& l = *p.load;
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
              l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body, l.stream ? "" : "|no-stream",
-             l.trace_block_size ? cat("|block ", *l.trace_block_size) : "");
+             l.trace_block_size ? cat("|block ", *l.trace_block_size) : "",
+             l.turns > 1 ? cat("|turns ", l.turns, "|think ", l.turn_delay_ms) : "");
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -379,6 +381,24 @@ Table server_metrics_table(const ReportInput& in, const Axes& axes) {
       if (h.count > 0 && room())
         t.rows.push_back({point, key, "histogram", h.mean ? fmt_num(*h.mean) : "–", cat(fmt_num(h.count), " obs"),
                           h.p50 ? fmt_num(*h.p50) : "–", h.p99 ? fmt_num(*h.p99) : "–"});
+  }
+  return t;
+}
+
+// `load --turns`: each turn of the conversations, so the cost of a growing history shows.
+Table turns_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Conversations by turn: " + in.name + " (each turn sends the history so far)",
+          {"point", "turn", "done", "failed", "prompt tokens (mean)", "TTFT p50 ms", "TTFT mean ms", "e2e p50 ms"},
+          {},
+          {}};
+  auto ms = [](const std::optional<double>& v) { return v ? fmt_num(*v) : std::string("–"); };
+  for (const auto& p : in.results.points) {
+    if (!p.load) continue;
+    for (const auto& turn : p.load->by_turn) {
+      t.rows.push_back({point_label(p, axes), cat(turn.turn), cat(turn.completed), cat(turn.failed),
+                        fmt_num(turn.prompt_tokens_mean), ms(turn.ttft_ms_p50), ms(turn.ttft_ms_mean), ms(turn.e2e_ms_p50)});
+      t.row_class.push_back(turn.failed > 0 ? "warn" : "");
+    }
   }
   return t;
 }
@@ -677,6 +697,9 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
       const bool scraped = std::any_of(in.results.points.begin(), in.results.points.end(),
                                        [](const PointResult& p) { return p.load && p.load->server_metrics; });
       if (scraped) s.back().tables.push_back(server_metrics_table(in, axes));
+      const bool turns = std::any_of(in.results.points.begin(), in.results.points.end(),
+                                     [](const PointResult& p) { return p.load && !p.load->by_turn.empty(); });
+      if (turns) s.back().tables.push_back(turns_table(in, axes));
     }
   s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
   s.push_back({"models", "Models", "", {}});

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "llmbench/base/error.h"
+#include "llmbench/stats/stats.h"
 
 namespace llmbench {
 
@@ -124,6 +125,38 @@ void summarize_load(LoadResult& load) {
   load.total_tokens_per_s = s > 0 ? (prompt_tokens + output_tokens) / s : 0;
   load.goodput_requests_per_s = s > 0 && !load.slo.empty() ? good / s : 0;
   load.goodput_fraction = n > 0 && !load.slo.empty() ? good / n : 0;
+
+  load.by_turn.clear();
+  int last_turn = 0;
+  for (const auto& r : load.requests) last_turn = std::max(last_turn, r.turn);
+  for (int t = 1; t <= last_turn; ++t) {
+    LoadResult::Turn turn;
+    turn.turn = t;
+    std::vector<double> ttft, e2e;
+    double prompt = 0;
+    for (const auto& r : load.requests) {
+      if (r.turn != t) continue;
+      if (!r.ok) {
+        ++turn.failed;
+        continue;
+      }
+      ++turn.completed;
+      prompt += r.prompt_tokens;
+      ttft.push_back(r.ttft_ms);
+      e2e.push_back(r.e2e_ms);
+    }
+    if (turn.completed > 0) {
+      turn.prompt_tokens_mean = prompt / turn.completed;
+      if (load.stream) {
+        double sum = 0;
+        for (double v : ttft) sum += v;
+        turn.ttft_ms_mean = sum / ttft.size();
+        turn.ttft_ms_p50 = percentile(ttft, 50);
+      }
+      turn.e2e_ms_p50 = percentile(e2e, 50);
+    }
+    load.by_turn.push_back(turn);
+  }
 }
 
 // ---------------------------------------------------------------- JSON
@@ -145,6 +178,10 @@ json record_json(const RequestRecord& r) {
             {"output_tokens", r.output_tokens}};
   if (!r.server_ms.empty()) j["server_ms"] = r.server_ms;
   if (!r.error_detail.empty()) j["error_detail"] = r.error_detail;
+  if (r.turn > 0) {
+    j["conversation"] = r.conversation;
+    j["turn"] = r.turn;
+  }
   return j;
 }
 
@@ -262,6 +299,12 @@ RequestRecord record_from(const Reader& r) {
   rec.prompt_tokens = r.integer("prompt_tokens");
   rec.output_tokens = r.integer("output_tokens");
   if (r.has("server_ms")) rec.server_ms = r.numbers("server_ms");
+  if (r.has("turn")) {  // a multi-turn point's request
+    rec.turn = r.integer("turn");
+    rec.conversation = r.integer("conversation");
+    if (rec.turn < 1) throw Error(cat(r.path, ".turn: expected 1 or more, got ", rec.turn));
+    if (rec.conversation < 0) throw Error(cat(r.path, ".conversation: expected 0 or more, got ", rec.conversation));
+  }
   return rec;
 }
 
@@ -270,13 +313,19 @@ RequestRecord record_from(const Reader& r) {
 json load_to_json(const LoadResult& l) {
   json requests = json::array();
   for (const auto& r : l.requests) requests.push_back(record_json(r));
+  json by_turn = json::array();
+  for (const auto& t : l.by_turn)
+    by_turn.push_back({{"turn", t.turn}, {"completed", t.completed}, {"failed", t.failed},
+                       {"prompt_tokens_mean", t.prompt_tokens_mean}, {"ttft_ms_p50", optional_number(t.ttft_ms_p50)},
+                       {"ttft_ms_mean", optional_number(t.ttft_ms_mean)}, {"e2e_ms_p50", optional_number(t.e2e_ms_p50)}});
   return {
       {"load",
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
         {"request_rate", l.request_rate}, {"max_concurrency", l.max_concurrency}, {"arrival", l.arrival}, {"num_requests", l.num_requests},
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
         {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len},
-        {"trace_block_size", l.trace_block_size ? json(*l.trace_block_size) : json(nullptr)}, {"timeout_s", l.timeout_s},
+        {"trace_block_size", l.trace_block_size ? json(*l.trace_block_size) : json(nullptr)},
+        {"turns", l.turns}, {"turn_delay_ms", l.turn_delay_ms}, {"timeout_s", l.timeout_s},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
         {"tls_verify", l.tls_verify ? json(*l.tls_verify) : json(nullptr)},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
@@ -301,6 +350,7 @@ json load_to_json(const LoadResult& l) {
       {"server_stages_ms", l.server_stages_ms.empty() ? json(nullptr) : json(l.server_stages_ms)},
       {"server_metrics", l.server_metrics ? server_metrics_json(*l.server_metrics) : json(nullptr)},
       {"client", {{"events_per_s", l.client_events_per_s}}},
+      {"by_turn", by_turn.empty() ? json(nullptr) : by_turn},
       {"request_log", requests},
   };
 }
@@ -353,6 +403,12 @@ LoadResult load_from_json(const json& point, const std::string& path) {
     l.range_ratio = a.number("range_ratio");
     if (!(l.range_ratio >= 0 && l.range_ratio < 1))
       throw Error(cat(path, ".load.range_ratio: expected a number in [0, 1), got ", l.range_ratio));
+  }
+  if (a.has("turns")) {  // older files: single requests
+    l.turns = a.integer("turns");
+    if (l.turns < 1) throw Error(cat(path, ".load.turns: expected 1 or more, got ", l.turns));
+    l.turn_delay_ms = a.number("turn_delay_ms");
+    if (!(l.turn_delay_ms >= 0)) throw Error(cat(path, ".load.turn_delay_ms: expected 0 or more, got ", l.turn_delay_ms));
   }
   l.timeout_s = a.number("timeout_s");
   l.token_count_source = a.string("token_count_source");

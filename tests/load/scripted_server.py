@@ -26,8 +26,9 @@ finish_reason chunk with empty text at the end. With --capacity N at most N requ
 of content. With --tls-cert CERT --tls-key KEY it serves https (TLS 1.2+, Python's ssl module; it closes
 connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted and the
 requests seen so far (how many connections the client opened, kept-alive ones reused), and a log of every
-request: its arrival in ms on the server's monotonic clock, its prompt (chat: the last message's content) and
-max_tokens (a trace replay's schedule, seen from the server). GET /metrics: Prometheus text of the streams being
+request: its arrival in ms on the server's monotonic clock, its prompt (chat: the last message's content),
+max_tokens (a trace replay's schedule, seen from the server) and chat's whole messages (a conversation's history).
+usage.prompt_tokens counts the words of the prompt (chat: of every message). GET /metrics: Prometheus text of the streams being
 answered (a gauge), the token events sent (a counter) and the TTFTs it served (a histogram, buckets 10 ms to 250 ms). Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" (https://) when ready, exactly like `llmbench serve`.
 """
@@ -158,7 +159,8 @@ class Handler(BaseHTTPRequestHandler):
             index = counter[0]
             counter[0] += 1
             prompt = request["messages"][-1]["content"] if chat and request.get("messages") else request.get("prompt")
-            request_log.append({"t_ms": t0 * 1000, "prompt": prompt, "max_tokens": request.get("max_tokens")})
+            request_log.append({"t_ms": t0 * 1000, "prompt": prompt, "max_tokens": request.get("max_tokens"),
+                                "messages": request.get("messages") if chat else None})
         fault = self.fault = faults.get(index)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})
@@ -193,7 +195,7 @@ class Handler(BaseHTTPRequestHandler):
                 choice["message"]["reasoning_content"] = " think" * min(args.reasoning, tokens)
                 choice["message"]["content"] = text or None
             choice["finish_reason"] = "length"
-            prompt = request.get("prompt") or request["messages"][0]["content"]
+            prompt = request.get("prompt") or " ".join(m["content"] for m in request["messages"])
             whole = {"id": "x", "object": "completion", "model": args.model, "choices": [choice]}
             if not args.no_usage:
                 whole["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
@@ -293,7 +295,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.chunk(event("", finish="length"))
             final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}
             if not args.no_usage:
-                prompt = request.get("prompt") or request["messages"][0]["content"]
+                prompt = request.get("prompt") or " ".join(m["content"] for m in request["messages"])
                 completion = tokens if args.usage_completion is None else json.loads(args.usage_completion)
                 if fault == "huge":
                     completion += 1

@@ -268,3 +268,75 @@ TEST(Endpoint, Parses) {
   EXPECT_TRUE(is_loopback("localhost"));
   EXPECT_FALSE(is_loopback("10.0.0.1"));
 }
+
+TEST(LoadResult, ConversationsByTurn) {
+  // Two conversations of three turns. By hand, per turn (prompt tokens, TTFT, e2e of the completed ones):
+  //  turn 1: (10, 40, 100) and (12, 60, 140)   -> prompt mean 11, TTFT p50 50 mean 50, e2e p50 120
+  //  turn 2: (30, 70, 150) and a timeout        -> 1 done 1 failed, prompt 30, TTFT 70, e2e 150
+  //  turn 3: (50, 90, 200) only (the other conversation ended with its failed turn)
+  LoadResult l;
+  l.turns = 3;
+  l.turn_delay_ms = 25;
+  auto in = [](RequestRecord r, int conversation, int turn) {
+    r.conversation = conversation;
+    r.turn = turn;
+    return r;
+  };
+  l.requests = {in(ok(0, 40, 100, 10, 5), 0, 1), in(ok(5, 60, 140, 12, 5), 1, 1), in(ok(125, 70, 150, 30, 5), 0, 2),
+                in(failed(170, 1000, "timeout"), 1, 2), in(ok(300, 90, 200, 50, 5), 0, 3)};
+  summarize_load(l);
+  ASSERT_EQ(l.by_turn.size(), 3u);
+  EXPECT_EQ(l.by_turn[0].completed, 2);
+  EXPECT_DOUBLE_EQ(l.by_turn[0].prompt_tokens_mean, 11);
+  EXPECT_DOUBLE_EQ(*l.by_turn[0].ttft_ms_p50, 50);
+  EXPECT_DOUBLE_EQ(*l.by_turn[0].ttft_ms_mean, 50);
+  EXPECT_DOUBLE_EQ(*l.by_turn[0].e2e_ms_p50, 120);
+  EXPECT_EQ(l.by_turn[1].completed, 1);
+  EXPECT_EQ(l.by_turn[1].failed, 1);
+  EXPECT_DOUBLE_EQ(l.by_turn[1].prompt_tokens_mean, 30);
+  EXPECT_DOUBLE_EQ(*l.by_turn[1].ttft_ms_p50, 70);
+  EXPECT_EQ(l.by_turn[2].turn, 3);
+  EXPECT_DOUBLE_EQ(*l.by_turn[2].e2e_ms_p50, 200);
+  // A turn with nothing completed has no latencies (null), not zeros.
+  l.requests[4] = in(failed(300, 10, "http_500"), 0, 3);
+  summarize_load(l);
+  EXPECT_EQ(l.by_turn[2].completed, 0);
+  EXPECT_FALSE(l.by_turn[2].ttft_ms_p50.has_value());
+
+  PointResult p;
+  p.mode = "load";
+  p.weights = "unknown";
+  p.params.model = p.params.label = "m";
+  clear_engine_params(p.params);
+  p.load = l;
+  summarize_point(p);
+  Results r;
+  r.points = {p};
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["points"][0]["load"]["turns"], 3);
+  EXPECT_EQ(j["points"][0]["load"]["turn_delay_ms"], 25);
+  EXPECT_EQ(j["points"][0]["request_log"][3]["conversation"], 1);
+  EXPECT_EQ(j["points"][0]["request_log"][3]["turn"], 2);
+  EXPECT_EQ(j["points"][0]["by_turn"].size(), 3u);
+  EXPECT_TRUE(j["points"][0]["by_turn"][2]["ttft_ms_p50"].is_null());
+  const Results back = results_from_json(j);
+  EXPECT_EQ(back.points[0].load->requests[3].conversation, 1);
+  EXPECT_EQ(back.points[0].load->by_turn.size(), 3u);
+  EXPECT_EQ(to_json(back), j);
+  // Single requests: no turn fields, by_turn null; older files without turns read as single requests.
+  nlohmann::json single = to_json(r);
+  for (auto& rec : single["points"][0]["request_log"]) rec.erase("turn"), rec.erase("conversation");
+  single["points"][0]["load"].erase("turns");
+  single["points"][0]["load"].erase("turn_delay_ms");
+  const Results old = results_from_json(single);
+  EXPECT_EQ(old.points[0].load->turns, 1);
+  EXPECT_TRUE(old.points[0].load->by_turn.empty());
+  EXPECT_TRUE(to_json(old)["points"][0]["by_turn"].is_null());
+  EXPECT_FALSE(to_json(old)["points"][0]["request_log"][0].contains("turn"));
+  nlohmann::json bad = j;
+  bad["points"][0]["request_log"][0]["turn"] = 0;
+  EXPECT_THROW(results_from_json(bad), Error);
+  bad = j;
+  bad["points"][0]["load"]["turns"] = 0;
+  EXPECT_THROW(results_from_json(bad), Error);
+}

@@ -782,3 +782,134 @@ TEST(ScriptedServer, AnEncodedBodyIsUnsupportedEncoding) {
   EXPECT_EQ(l.errors, (std::map<std::string, int>{{"unsupported_encoding", 2}}));
   EXPECT_EQ(l.requests.at(0).error_detail, "Content-Encoding: gzip");
 }
+
+TEST(ScriptedServer, ConversationsCarryTheirHistory) {
+  // Four conversations of three turns, two under way at a time, 40 ms of think time between an answer and
+  // the next turn. The server logs every request's messages.
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "1"});
+  LoadOptions o = options_for(server.process.url());
+  o.api = "chat";
+  o.turns = 3;
+  o.turn_delay_ms = 40;
+  o.concurrency = {2};
+  o.num_requests = 12;
+  o.output_len = 3;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.completed, 12);
+  EXPECT_EQ(l.turns, 3);
+  EXPECT_EQ(l.turn_delay_ms, 40);
+  EXPECT_EQ(l.concurrency, 2);
+  // Each conversation's turns in order, each sent the think time after the answer before it.
+  std::map<int, std::vector<const RequestRecord*>> by_conversation;
+  for (const auto& rec : l.requests) by_conversation[rec.conversation].push_back(&rec);
+  ASSERT_EQ(by_conversation.size(), 4u);
+  std::vector<std::pair<double, double>> spans;  // each conversation, first send to last answer
+  for (const auto& [id, recs] : by_conversation) {
+    ASSERT_EQ(recs.size(), 3u) << id;
+    for (int t = 0; t < 3; ++t) EXPECT_EQ(recs[t]->turn, t + 1);
+    for (int t = 1; t < 3; ++t) {
+      const double answered = recs[t - 1]->start_ms + recs[t - 1]->e2e_ms;
+      EXPECT_NEAR(recs[t]->scheduled_ms, answered + 40, 2) << id << " turn " << t + 1;
+      EXPECT_GE(recs[t]->start_ms, answered + 39) << id << " turn " << t + 1;
+    }
+    spans.emplace_back(recs[0]->start_ms, recs[2]->start_ms + recs[2]->e2e_ms);
+  }
+  // Never more than two conversations at once, and two at the start.
+  for (const auto& [begin, end] : spans) {
+    int open = 0;
+    for (const auto& [b, e] : spans) open += b <= begin && begin < e;
+    EXPECT_LE(open, 2);
+  }
+  EXPECT_EQ(std::count_if(l.requests.begin(), l.requests.end(), [](const RequestRecord& x) { return x.turn == 1 && x.start_ms < 5; }), 2);
+  // The prompt grows with the history (the server counts every message's words).
+  ASSERT_EQ(l.by_turn.size(), 3u);
+  EXPECT_LT(l.by_turn[0].prompt_tokens_mean, l.by_turn[1].prompt_tokens_mean);
+  EXPECT_LT(l.by_turn[1].prompt_tokens_mean, l.by_turn[2].prompt_tokens_mean);
+
+  // The server's view: turn k sends 2k - 1 messages, the earlier turn's messages, its answer as the server
+  // gave it, and a new user prompt.
+  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
+  ASSERT_EQ(status, 200);
+  const nlohmann::json log = nlohmann::json::parse(body)["log"];
+  ASSERT_EQ(log.size(), 12u);
+  std::map<std::size_t, int> sizes;
+  for (const auto& entry : log) {
+    const nlohmann::json& m = entry["messages"];
+    ++sizes[m.size()];
+    if (m.size() == 1) continue;
+    const nlohmann::json earlier(m.begin(), m.end() - 2);
+    EXPECT_TRUE(std::any_of(log.begin(), log.end(), [&](const nlohmann::json& e) { return e["messages"] == earlier; }));
+    EXPECT_EQ(m[m.size() - 2], (nlohmann::json{{"role", "assistant"}, {"content", " tok tok tok"}}));
+    EXPECT_EQ(m.back()["role"], "user");
+    EXPECT_NE(m.back()["content"], m.front()["content"]);  // a new prompt, not the first again
+  }
+  EXPECT_EQ(sizes, (std::map<std::size_t, int>{{1, 4}, {3, 4}, {5, 4}}));
+}
+
+TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {
+  // completions: the history is one prompt, the texts joined. Concurrency 1: two conversations of three turns,
+  // one after the other; the second request (conversation 0, turn 2) fails, which ends that conversation.
+  Scripted server({"--ttft-ms", "2", "--itl-ms", "1", "--faults", "1:http500"});
+  LoadOptions o = options_for(server.process.url());
+  o.turns = 3;
+  o.num_requests = 6;
+  o.output_len = 2;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.requests.size(), 5u);
+  EXPECT_EQ(l.completed, 4);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"http_500", 1}}));
+  std::vector<std::pair<int, int>> order;
+  for (const auto& rec : l.requests) order.emplace_back(rec.conversation, rec.turn);
+  EXPECT_EQ(order, (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 1}, {1, 2}, {1, 3}}));
+  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
+  ASSERT_EQ(status, 200);
+  const nlohmann::json log = nlohmann::json::parse(body)["log"];
+  ASSERT_EQ(log.size(), 5u);
+  const std::string t1 = log[2]["prompt"], t2 = log[3]["prompt"], t3 = log[4]["prompt"];
+  EXPECT_EQ(t2.rfind(t1 + " tok tok", 0), 0u) << t2;  // turn 1's prompt and answer, then the new prompt
+  EXPECT_GT(t2.size(), t1.size() + 8);
+  EXPECT_EQ(t3.rfind(t2 + " tok tok", 0), 0u) << t3;
+  EXPECT_EQ(l.by_turn.size(), 3u);
+  EXPECT_EQ(l.by_turn[1].failed, 1);
+
+  // An open loop starts conversations at the rate: 20/s constant, three conversations of two turns.
+  Scripted again({"--ttft-ms", "2", "--itl-ms", "1"});
+  LoadOptions rate = options_for(again.process.url());
+  rate.turns = 2;
+  rate.num_requests = 6;
+  rate.output_len = 2;
+  rate.request_rate = {20};
+  rate.arrival = "constant";
+  const LoadResult& open = *only_point(run_load(rate)).load;
+  ASSERT_EQ(open.completed, 6);
+  EXPECT_EQ(open.request_rate, 20);
+  std::vector<double> starts;
+  for (const auto& rec : open.requests)
+    if (rec.turn == 1) starts.push_back(rec.scheduled_ms);
+  EXPECT_EQ(starts, (std::vector<double>{0, 50, 100}));
+}
+
+TEST(ScriptedServer, StopEndsConversationsInTheirThinkTime) {
+  // Every conversation is between turns (a 60 s think time) when the stop comes: the point ends at once with
+  // the first turns, not after the think time.
+  Scripted server({"--ttft-ms", "2", "--itl-ms", "1"});
+  LoadOptions o = options_for(server.process.url());
+  o.turns = 2;
+  o.turn_delay_ms = 60000;
+  o.concurrency = {3};
+  o.num_requests = 6;
+  o.output_len = 2;
+  const auto before_requests = self_measurement();
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadHooks hooks;
+  hooks.should_stop = [&] { return std::chrono::steady_clock::now() - t0 > before_requests + std::chrono::milliseconds(500); };
+  const Results r = run_load(o, hooks);
+  EXPECT_TRUE(r.interrupted);
+  const LoadResult& l = *only_point(r).load;
+  EXPECT_TRUE(l.partial);
+  EXPECT_EQ(l.completed, 3);
+  for (const auto& rec : l.requests) EXPECT_EQ(rec.turn, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, before_requests + std::chrono::seconds(3));
+}

@@ -256,3 +256,43 @@ TEST(LoadValidate, ServerMetricsOptions) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.server_metrics_interval_ms = 250; }), "--server-metrics-interval-ms is for --server-metrics");
   EXPECT_NE(refusal([](LoadOptions& o) { o.server_metrics_url = "ftp://h/metrics"; }).find("ftp"), std::string::npos);
 }
+
+TEST(LoadValidate, TurnsOptions) {
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 4, o.turn_delay_ms = 250, o.num_requests = 40, o.concurrency = {10}; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 3, o.request_rate = {2}, o.duration_s = 5; }), "");
+  // Without --num-requests: 100 requests rounded down to whole conversations (33 of 3 turns).
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 3, o.concurrency = {33}; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 3, o.concurrency = {34}; }),
+            "--concurrency 34 with 33 conversations never has 34 in flight (more --num-requests, or --duration)");
+  for (int t : {0, -2, 1001})
+    EXPECT_EQ(refusal([&](LoadOptions& o) { o.turns = t; }), cat("--turns must be in [1, 1000], got ", t));
+  for (double d : {-1.0, 4e6, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.turns = 2, o.turn_delay_ms = d; }).find("--turn-delay-ms must be in [0, 3600000]"),
+              std::string::npos) << d;
+  EXPECT_NE(refusal([](LoadOptions& o) { o.turn_delay_ms = 100; }).find("for --turns 2 or more"), std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 3, o.num_requests = 10; }),
+            "--num-requests 10 is not a whole number of conversations of --turns 3");
+  EXPECT_NE(refusal([](LoadOptions& o) { o.turns = 2, o.dataset = "trace:/dev/null"; }).find("a trace replay sends each line"),
+            std::string::npos);
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 2, o.dataset = "trace:/dev/null", o.concurrency = {2}; }), "");
+  EXPECT_NE(refusal([](LoadOptions& o) { o.turns = 2, o.request_rate = {5}, o.max_concurrency = 2; }).find("--max-concurrency does not combine"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.turns = 10, o.request_rate = {1e4}, o.duration_s = 20; }).find("requests per point, more than 1000000"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.turns = 5, o.search = "concurrency:1:30", o.slo = "ttft_ms=100"; }).find("20 conversations per probe"),
+            std::string::npos);
+}
+
+TEST(LoadRequestBody, ATurnCarriesTheHistory) {
+  using nlohmann::json;
+  const std::vector<std::string> history = {"first question", " an answer", "second question"};
+  const json chat = json::parse(turn_body("chat", "m", history, 8));
+  ASSERT_EQ(chat["messages"].size(), 3u);
+  EXPECT_EQ(chat["messages"][0], (json{{"role", "user"}, {"content", "first question"}}));
+  EXPECT_EQ(chat["messages"][1], (json{{"role", "assistant"}, {"content", " an answer"}}));
+  EXPECT_EQ(chat["messages"][2], (json{{"role", "user"}, {"content", "second question"}}));
+  EXPECT_EQ(chat["max_tokens"], 8);
+  // completions: one prompt, the texts as they came.
+  EXPECT_EQ(json::parse(turn_body("completions", "m", history, 8))["prompt"], "first question an answersecond question");
+  EXPECT_EQ(turn_body("chat", "m", {"hi"}, 4), request_body("chat", "m", "hi", 4));
+}

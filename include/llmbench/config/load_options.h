@@ -31,6 +31,11 @@ struct LoadOptions {
   // trace:FILE without --concurrency, --request-rate or --search replays the trace's arrival times.
   double trace_speedup = 1;            // replay F times faster (timestamps / F)
   int trace_block_size = 512;          // tokens per hash id of a trace (Mooncake's 512)
+  // Multi-turn conversations: each sends `turns` requests one after another, each with the history so far
+  // (its user prompts and the answers the server gave); `turn_delay_ms` of think time between an answer
+  // and the next turn. A load (--concurrency, --request-rate) is then one of conversations.
+  int turns = 1;
+  double turn_delay_ms = 0;
   std::string tokenizer;               // prompts and token counts; empty: the model's when it is tiny or a directory
   std::string slo;                     // ttft_ms=X,tpot_ms=Y,e2e_ms=Z
   std::uint64_t seed = 0;

@@ -49,8 +49,8 @@ struct Exchange;
 class LoadClient {
  public:
   // Called once per request, on the io thread. `counted_by` says how output_tokens was counted:
-  // usage, tokenizer or events.
-  using Done = std::function<void(RequestRecord record, const std::string& counted_by)>;
+  // usage, tokenizer or events; `text` is the answer's content events joined ("" for a failed request).
+  using Done = std::function<void(RequestRecord record, const std::string& counted_by, std::string text)>;
 
   LoadClient(boost::asio::io_context& io, ClientOptions options);
   ~LoadClient();

@@ -42,6 +42,12 @@ std::string api_key_of(const LoadOptions& options);
 // `line_extra` (a trace line's "extra") the same way.
 std::string request_body(const std::string& api, const std::string& model, const std::string& prompt, int output_len,
                          const nlohmann::json& extra = nullptr, bool stream = true, const nlohmann::json& line_extra = nullptr);
+// A turn of a conversation: `history` is its texts so far, user, assistant, user, ... (ending with the new
+// user prompt, so an odd count). chat: one message each, roles alternating; completions: the texts joined
+// into one prompt. request_body(prompt) is turn_body({prompt}).
+std::string turn_body(const std::string& api, const std::string& model, const std::vector<std::string>& history,
+                      int output_len, const nlohmann::json& extra = nullptr, bool stream = true,
+                      const nlohmann::json& line_extra = nullptr);
 
 // --extra-body: "" gives null; else a JSON object without model, prompt, messages or stream (UsageError).
 nlohmann::json parse_extra_body(const std::string& text);

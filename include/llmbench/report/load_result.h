@@ -22,6 +22,8 @@ struct RequestRecord {
   int prompt_tokens = 0;
   int output_tokens = 0;
   std::map<std::string, double> server_ms;  // llmbench_timing of the final chunk, when the server sent it
+  int conversation = -1;      // --turns > 1: the conversation it belongs to (from 0, in the point); else -1
+  int turn = 0;               // --turns > 1: its turn in that conversation (from 1); else 0
   // (e2e - TTFT) / (output_tokens - 1); none for fewer than 2 tokens.
   std::optional<double> tpot_ms() const;
 };
@@ -90,6 +92,8 @@ struct LoadResult {
   double range_ratio = 0;        // synthetic lengths spread uniformly over [L·(1−R), L·(1+R)]; 0: exact
   int prefix_len = 0;            // synthetic prompts' shared first tokens (included in params.prompt_len)
   std::optional<int> trace_block_size;  // trace:FILE: tokens per hash id; none for other datasets
+  int turns = 1;                 // requests per conversation (--turns); 1: single requests
+  double turn_delay_ms = 0;      // think time between an answer and its conversation's next turn
   std::string extra_body;        // --extra-body as compact JSON; "" when none
   std::optional<SearchProbe> search;  // a --search probe
   bool stream = true;            // false (--no-stream): whole responses, no TTFT, TPOT or ITL
@@ -112,6 +116,14 @@ struct LoadResult {
   double requests_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
   double goodput_requests_per_s = 0, goodput_fraction = 0;
   std::map<std::string, double> server_stages_ms;  // mean per stage over the requests that carried one
+  // Per turn of a multi-turn point (empty otherwise): how latency grows with the history.
+  struct Turn {
+    int turn = 0;  // from 1
+    int completed = 0, failed = 0;
+    double prompt_tokens_mean = 0;  // over the completed requests (the history so far, as the server counted it)
+    std::optional<double> ttft_ms_p50, ttft_ms_mean, e2e_ms_p50;  // none without a completed request
+  };
+  std::vector<Turn> by_turn;
 };
 
 // A point that replayed a trace's arrival times (arrival "trace" or "trace:SPEEDUP").
