@@ -269,7 +269,7 @@ Table config_table(const ReportInput& in, const Axes& axes) {
 
 Table load_config_table(const ReportInput& in, const Axes& axes) {
   Table t{"Load configuration: " + in.name,
-          {"point", "endpoint", "api", "concurrency", "rate /s", "arrival", "requests", "duration s", "warm-up",
+          {"point", "endpoint", "api", "concurrency", "rate /s", "arrival", "requests", "turns", "duration s", "warm-up",
            "dataset", "prompt len", "output len", "timeout s", "SLO", "extra body", "output tokens from", "tokenizer"},
           {},
           {}};
@@ -283,7 +283,9 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
                                                         : "–";
     t.rows.push_back({point_label(p, axes), l.endpoint, l.api, concurrency,
                       l.request_rate > 0 ? fmt_num(l.request_rate) : "–", l.arrival.empty() ? "–" : l.arrival,
-                      l.num_requests ? cat(l.num_requests) : "–", l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
+                      l.num_requests ? cat(l.num_requests) : "–",
+                      l.turns > 1 ? cat(l.turns, ", think ", fmt_num(l.turn_delay_ms), " ms") : "–",
+                      l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
                       cat(l.warmup_requests), l.dataset,
                       (l.prefix_len > 0 ? cat(l.prefix_len, " shared + ", p.params.prompt_len - l.prefix_len)
                                         : cat(p.params.prompt_len)) + spread,

@@ -308,6 +308,27 @@ TEST(Gate, TraceReplaysAreNamedByTheirSpeedAndMatchOnTheirBlockSize) {
             "served trace replay p1 n1 t0 eager bfloat16");
 }
 
+TEST(Gate, ConversationsAreNamedByTheirTurnsAndMatchOnThem) {
+  PointResult talk = load_point(100, 0);
+  talk.load->turns = 3;
+  talk.load->turn_delay_ms = 500;
+  const GateReport r = run_gate(results({talk}), results({talk}), GateConfig{});
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].name, "served b2 p1 n1 t0 eager bfloat16 3 turns think 500.00 ms");
+  // Other think times (or turns) are other loads: not paired, and the note says what differs.
+  PointResult quick = talk;
+  quick.load->turn_delay_ms = 0;
+  const GateReport unpaired = run_gate(results({talk}), results({quick}), GateConfig{});
+  ASSERT_EQ(unpaired.points.size(), 1u);
+  EXPECT_EQ(unpaired.points[0].verdict, Verdict::missing);
+  ASSERT_EQ(unpaired.notes.size(), 1u);
+  EXPECT_NE(unpaired.notes[0].find("3 turns: new point, not in the baseline"), std::string::npos) << unpaired.notes[0];
+  PointResult single = talk;
+  single.load->turns = 1;
+  single.load->turn_delay_ms = 0;
+  EXPECT_EQ(run_gate(results({single}), results({single}), GateConfig{}).points[0].name, "served b2 p1 n1 t0 eager bfloat16");
+}
+
 TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {
   // Baseline: 10 ok, 80 missed, 28.3 ok, 47.6 missed, 36.7 ok -> best 36.7, lowest miss 47.6.
   const Results base = search({{10, true}, {80, false}, {28.3, true}, {47.6, false}, {36.7, true}});

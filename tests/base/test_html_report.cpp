@@ -336,6 +336,24 @@ TEST(HtmlReport, LoadConfigurationShowsCapPrefixSpreadAndExtraBody) {
   EXPECT_NE(md.find("| {\"top_k\":5} |"), std::string::npos) << md;
 }
 
+TEST(HtmlReport, ConversationsGetATableByTurn) {
+  Results r = load_sweep({2}, {}, 0);
+  LoadResult& l = *r.points[0].load;
+  l.turns = 2;
+  l.turn_delay_ms = 250;
+  for (std::size_t i = 0; i < l.requests.size(); ++i) {
+    l.requests[i].conversation = static_cast<int>(i / 2);
+    l.requests[i].turn = static_cast<int>(i % 2) + 1;
+  }
+  summarize_point(r.points[0]);
+  ASSERT_EQ(l.by_turn.size(), 2u);
+  const std::string md = render_markdown({{"c.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("**Conversations by turn: c.json (each turn sends the history so far)**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny c=2 2 turns | 2 | 4 | 0 | "), std::string::npos) << md;  // 8 requests: 4 second turns
+  EXPECT_NE(md.find("| 2, think 250.0 ms |"), std::string::npos) << md;  // the load configuration
+  EXPECT_EQ(render_markdown({{"l.json", load_sweep({1, 4})}}, std::nullopt).find("**Conversations by turn"), std::string::npos);
+}
+
 TEST(HtmlReport, SearchesGetTheirAnswerInATable) {
   Results r = load_sweep({}, {1, 8, 4}, 0);
   const bool passed[] = {true, false, true};

@@ -57,6 +57,29 @@ for doc, n, out in ((closed, 9, 7), (opened, 8, 5)):
         assert p["throughput"]["output_tokens_per_s"] > 0
 assert opened["points"][0]["load"]["api"] == "chat"
 PY
+# Conversations (--turns) against our own chat endpoint: each turn's prompt is the history so far, as the
+# server's tokenizer counts it: turn 1's 16 tokens (chat: no BOS); each later turn adds the answer (5 tokens) and a
+# new prompt (16), so the count grows by 21 a turn at the least (the tiny model has no chat template).
+timeout 240 "$bin" load --api chat --turns 3 --turn-delay-ms 20 --concurrency 2 --num-requests 6 --input-len 16 \
+  --output-len 5 --tokenizer tiny -o "$tmp/turns.json" >"$tmp/turns.txt" 2>>"$tmp/err.txt" || fail "load --turns exited $?"
+grep -q "by turn (think time 20 ms)" "$tmp/turns.txt" || fail "no by-turn block: $(cat "$tmp/turns.txt")"
+python3 - "$tmp/turns.json" <<'PY' || fail "--turns results"
+import json, sys
+p = json.load(open(sys.argv[1]))["points"][0]
+assert p["status"] == "ok" and p["requests"]["completed"] == 6, p["requests"]
+by = {}
+for r in p["request_log"]:
+    by.setdefault(r["conversation"], []).append(r)
+assert sorted(by) == [0, 1], by.keys()  # 6 requests are two conversations of three turns
+for recs in by.values():
+    assert [r["turn"] for r in recs] == [1, 2, 3], recs
+    assert recs[0]["prompt_tokens"] == 16, recs[0]
+    for a, b in zip(recs, recs[1:]):
+        assert b["prompt_tokens"] >= a["prompt_tokens"] + 21, (a["prompt_tokens"], b["prompt_tokens"])
+        assert b["start_ms"] >= a["start_ms"] + a["e2e_ms"] + 19, (a, b)
+turns = p["by_turn"]
+assert [t["turn"] for t in turns] == [1, 2, 3] and all(t["completed"] == 2 for t in turns), turns
+PY
 # Ctrl-C at a terminal signals the whole foreground process group: the server that load starts must not
 # die of it (while it loads, that was "exited before it was listening", exit 1). load stops, stops the
 # server, writes its (interrupted) file, exits 130.

@@ -76,6 +76,8 @@ printf '%s\n' '{"timestamp": 0, "input_length": 12, "output_length": 3, "hash_id
   '{"timestamp": 40, "input_length": 10, "output_length": 2, "hash_ids": [0, 2]}' >trace.jsonl
 "$bin" "${q[@]}" load "${lo[@]}" --dataset trace:trace.jsonl --trace-block-size 8 --trace-speedup 2 -o trace.json \
   >/dev/null 2>>load.err || fail "load --dataset trace: $(tail -5 load.err)"
+"$bin" "${q[@]}" load "${lo[@]}" --api chat --turns 2 --turn-delay-ms 5 --concurrency 2 --num-requests 4 -o turns.json \
+  >/dev/null 2>>load.err || fail "load --turns: $(tail -5 load.err)"
 # Failed requests (HTTP 500 with a message, a disconnect, an error event with a detail) against the scripted
 # server, on a loopback port of 23000-23999.
 start_listening() {  # start_listening BASE LOG CMD...: CMD --port P in the background, P a random port of BASE to
@@ -95,7 +97,7 @@ start_listening 23000 server.out python3 "$root/tests/load/scripted_server.py" -
   -o faults.json --format json >faults_rows.json 2>>load.err || fail "load with failed requests: $(tail -5 load.err)"
 kill $spid; wait $spid 2>/dev/null; spid=
 
-produced=(run.json sampled.json tp.json int8.json failed.json nan1.json nan2.json int.json compare.json load.json open.json search.json whole.json faults.json trace.json)
+produced=(run.json sampled.json tp.json int8.json failed.json nan1.json nan2.json int.json compare.json load.json open.json search.json whole.json faults.json trace.json turns.json)
 python3 - "${produced[@]}" <<'PY' || fail "the produced files do not cover what they should"
 import json, sys
 d = {f: json.load(open(f)) for f in sys.argv[1:]}
@@ -121,6 +123,9 @@ for p in pts("load.json"):  # serve's own counters over the point (warm-up exclu
 assert pts("open.json")[0]["server_metrics"] is None
 t = pts("trace.json")[0]["load"]
 assert (t["arrival"], t["trace_block_size"], t["request_rate"]) == ("trace:2", 8, 50), t
+c = pts("turns.json")[0]
+assert c["load"]["turns"] == 2 and len(c["by_turn"]) == 2 and {r["turn"] for r in c["request_log"]} == {1, 2}, c["by_turn"]
+assert pts("load.json")[0]["by_turn"] is None and "turn" not in pts("load.json")[0]["request_log"][0]
 f = pts("faults.json")[0]
 assert f["requests"]["failed"] >= 2 and any("error_detail" in r for r in f["request_log"]), f["requests"]
 PY
@@ -185,6 +190,8 @@ broken bad_api load.json "points[0].load.api: must be equal to one of the allowe
 broken bad_error faults.json "points[0].requests.errors.oops: key not allowed here" 'd["points"][0]["requests"]["errors"]["oops"] = 1'
 broken ok_request_with_error load.json 'points[0].request_log[0].error: must be ""' 'd["points"][0]["request_log"][0]["error"] = "timeout"'
 broken unknown_slo load.json "points[0].goodput.slo.itl_ms: not in the schema" 'd["points"][0]["goodput"]["slo"]["itl_ms"] = 5'
+broken turn_without_conversation turns.json "points[0].request_log[0]: must have property conversation when property turn is present" 'del d["points"][0]["request_log"][0]["conversation"]'
+broken turn_zero turns.json "points[0].by_turn[0].turn: must be >= 1" 'd["points"][0]["by_turn"][0]["turn"] = 0'
 # The readable level requires what gate and report cannot do without, and still refuses unknown keys.
 python3 -c "import json; d = json.load(open('run.json')); del d['points'][0]['cold'], d['env']['os']; json.dump(d, open('old.json', 'w'))"
 validate --readable old.json || fail "a file without optional keys is not readable"
