@@ -2,7 +2,8 @@
 // bytes as a file (a memfd), read by load_sharegpt, load_jsonl and load_trace (blocks of 4 tokens, at most 4,096
 // prompt tokens made), with --output-len 7 (odd length) or without, counted
 // by the tiny tokenizer (assets/tiny/tokenizer.json, read once). Error (UsageError) is a clean refusal; an
-// accepted file must give prompts with text and an output length in [1, 2^24]; anything else is a bug.
+// accepted file must give prompts with text and an output length in [1, 2^24] (a trace: or messages, and its
+// sessions' turns in order after their first); anything else is a bug.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -56,14 +57,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     select.max_tokens = 4096;
     std::vector<llmbench::LoadPrompt> prompts;
     double last_ms = 0;
-    for (auto& r : llmbench::load_trace(path, tok, select)) {
-      // In arrival order from 0; every made prompt has exactly its tokens (given texts: the tokenizer's count).
-      if (r.arrival_ms < last_ms || r.arrival_ms < 0) __builtin_trap();
-      last_ms = r.arrival_ms;
+    int sessions = 0, last_session = -1, last_turn = 0;
+    const auto trace = llmbench::load_trace(path, tok, select);
+    if (trace.empty()) __builtin_trap();
+    for (auto r : trace) {
+      if (r.arrival_ms < 0) __builtin_trap();
+      // Lines alone and sessions' first turns in arrival order from 0, a session's turns 1, 2, ... right
+      // after its first; sessions numbered in order.
+      if (r.session >= 0 && r.turn > 1) {
+        if (r.session != last_session || r.turn != last_turn + 1) __builtin_trap();
+      } else {
+        if (r.arrival_ms < last_ms) __builtin_trap();
+        if (r.session >= 0 && (r.turn != 1 || r.session != sessions++)) __builtin_trap();
+        if (r.session < 0 && r.turn != 0) __builtin_trap();
+        last_ms = r.arrival_ms;
+      }
+      if (r.session >= 0) last_session = r.session, last_turn = r.turn;
+      if (!r.messages.empty()) {  // sent as they are: a JSON array, no prompt text
+        if (r.messages.front() != '[' || !r.prompt.text.empty() || r.prompt.output_len < 1) __builtin_trap();
+        continue;
+      }
+      // Every made prompt has exactly its tokens (given texts: the tokenizer's count).
       if (r.prompt.prompt_tokens != static_cast<int>(tok.encode(r.prompt.text, false).size())) __builtin_trap();
       prompts.push_back(std::move(r.prompt));
     }
-    check(prompts);
+    if (!prompts.empty()) check(prompts);
   } catch (const llmbench::Error&) {
   }
   close(fd);

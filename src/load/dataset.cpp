@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <unordered_map>
@@ -211,6 +212,10 @@ struct TraceLine {
   int output_len = 0;
   std::vector<std::uint64_t> hash_ids;
   std::string extra;  // compact JSON object, "" when none
+  std::string messages;  // compact JSON array, "" when the line gives a prompt
+  std::optional<std::string> session;  // "session_id" as JSON text
+  bool timed = false;  // has a timestamp
+  double delay_ms = 0;
 };
 
 TraceLine parse_trace_line(const std::string& path, int number, const std::string& line, int output_len, int block_size) {
@@ -219,21 +224,44 @@ TraceLine parse_trace_line(const std::string& path, int number, const std::strin
     throw bad(cat("invalid UTF-8 at byte ", at + 1, " of the line"));
   const json j = json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw bad("not a JSON object");
-  for (const char* key : {"messages", "delay"})
-    if (j.contains(key)) throw bad(cat("\"", key, "\": multi-turn sessions are not supported (one request per line)"));
   TraceLine t;
   t.number = number;
+  if (const auto s = j.find("session_id"); s != j.end() && !s->is_null()) {
+    if (!s->is_string() && !s->is_number_integer()) throw bad("\"session_id\" must be a string or an integer");
+    t.session = s->dump();
+  }
+  if (const auto m = j.find("message_mode"); m != j.end() && !(m->is_string() && m->get<std::string>() == "history"))
+    throw bad("\"message_mode\": only \"history\" (messages sent as they are) is supported");
   const auto ts = j.find("timestamp");
-  if (ts == j.end() || !ts->is_number() || !(ts->get<double>() >= 0 && ts->get<double>() <= kMaxTraceMs))
-    throw bad(cat("\"timestamp\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
-  t.timestamp_ms = ts->get<double>();
+  if (ts != j.end() && !ts->is_null()) {
+    if (!ts->is_number() || !(ts->get<double>() >= 0 && ts->get<double>() <= kMaxTraceMs))
+      throw bad(cat("\"timestamp\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
+    t.timestamp_ms = ts->get<double>();
+    t.timed = true;
+  }
+  // Whether a line without a timestamp may be is known once its session is (a later turn may).
+  if (!t.timed && !t.session) throw bad(cat("\"timestamp\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
+  if (const auto d = j.find("delay"); d != j.end() && !d->is_null()) {
+    if (!t.session) throw bad("\"delay\" is for a later line of a session (\"session_id\")");
+    if (!d->is_number() || !(d->get<double>() >= 0 && d->get<double>() <= kMaxTraceMs))
+      throw bad(cat("\"delay\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
+    t.delay_ms = d->get<double>();
+  }
   const auto len = j.find("input_length");
   std::vector<std::string> texts;
-  for (const char* key : {"prompt", "text_input"})
+  for (const char* key : {"prompt", "text_input", "messages"})
     if (j.contains(key)) texts.push_back(key);
   if ((len != j.end()) + texts.size() != 1)
-    throw bad("give exactly one of \"input_length\", \"prompt\" and \"text_input\"");
-  if (len != j.end()) {
+    throw bad("give exactly one of \"input_length\", \"prompt\", \"text_input\" and \"messages\"");
+  if (texts.size() == 1 && texts[0] == "messages") {
+    const json& m = j["messages"];
+    bool ok = m.is_array() && !m.empty();
+    for (const auto& message : ok ? m : json::array())
+      ok = ok && message.is_object() && message.contains("role") && message["role"].is_string() && message.contains("content") &&
+           (message["content"].is_string() || message["content"].is_array());
+    if (!ok) throw bad("\"messages\" must be a non-empty array of {\"role\": string, \"content\": string or array}");
+    t.messages = m.dump();
+  } else if (len != j.end()) {
     if (!len->is_number_integer() || len->get<double>() < 1 || len->get<double>() > kMaxTraceInput)
       throw bad(cat("\"input_length\" must be an integer in [1, ", kMaxTraceInput, "]"));
     t.input_length = len->get<long long>();
@@ -299,19 +327,39 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
     if (line.find_first_not_of(" \t\r") != std::string::npos)
       lines.push_back(parse_trace_line(path, number, line, select.output_len, select.block_size));
   if (lines.empty()) throw UsageError(cat("trace ", path, ": no requests"));
-  std::stable_sort(lines.begin(), lines.end(), [](const TraceLine& a, const TraceLine& b) { return a.timestamp_ms < b.timestamp_ms; });
-  const double origin = lines.front().timestamp_ms;
-  std::size_t keep = lines.size();
-  if (select.max_requests > 0) keep = std::min(keep, select.max_requests);
-  if (select.before_ms > 0)
-    keep = std::min<std::size_t>(keep, std::lower_bound(lines.begin(), lines.end(), origin + select.before_ms,
-                                                        [](const TraceLine& l, double t) { return l.timestamp_ms < t; }) -
-                                           lines.begin());
-  lines.resize(keep);
+  // Units of the schedule: a session's lines (in file order) or a line alone, each starting at its first
+  // line's timestamp.
+  std::vector<std::vector<TraceLine>> units;
+  std::unordered_map<std::string, std::size_t> unit_of;
+  for (auto& l : lines) {
+    if (!l.session) {
+      units.push_back({std::move(l)});
+      continue;
+    }
+    const auto [it, fresh] = unit_of.emplace(*l.session, units.size());
+    if (fresh) units.emplace_back();
+    auto& unit = units[it->second];
+    auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", l.number, ": session ", *l.session, ": ", why)); };
+    if (unit.empty() && !l.timed) throw bad("its first line needs a \"timestamp\" (when the session starts)");
+    if (!unit.empty() && unit.front().messages.empty() != l.messages.empty())
+      throw bad("its lines all give \"messages\" or none do");
+    unit.push_back(std::move(l));
+  }
+  std::stable_sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.front().timestamp_ms < b.front().timestamp_ms; });
+  const double origin = units.front().front().timestamp_ms;
+  std::size_t keep = 0, requests = 0;
+  for (const auto& unit : units) {
+    if (select.before_ms > 0 && unit.front().timestamp_ms >= origin + select.before_ms) break;
+    if (select.max_requests > 0 && keep > 0 && requests + unit.size() > select.max_requests) break;
+    ++keep;
+    requests += unit.size();
+  }
+  units.resize(keep);
   long long tokens = 0;
-  for (const auto& l : lines) tokens += l.input_length;
+  for (const auto& unit : units)
+    for (const auto& l : unit) tokens += l.input_length;
   if (tokens > select.max_tokens)
-    throw UsageError(cat("trace ", path, ": the ", keep, " requests replayed have ", tokens, " prompt tokens, more than ",
+    throw UsageError(cat("trace ", path, ": the ", requests, " requests replayed have ", tokens, " prompt tokens, more than ",
                          select.max_tokens, " (fewer with --num-requests or --duration)"));
 
   const std::vector<TokenId> candidates = plain_text_ids(tokenizer);
@@ -331,36 +379,51 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
   };
 
   std::vector<TraceRequest> out;
-  out.reserve(lines.size());
-  for (const auto& l : lines) {
-    if (should_stop && should_stop()) break;
-    TraceRequest r;
-    r.arrival_ms = l.timestamp_ms - origin;
-    r.prompt.output_len = l.output_len;
-    r.prompt.extra = l.extra;
-    if (l.input_length == 0) {
-      r.prompt.text = l.text;
-      r.prompt.prompt_tokens = count_tokens(tokenizer, l.text);
-    } else {
-      // The blocks' texts one after another, cut at the end (or, where seams merged tokens, extended) until
-      // the whole has exactly input_length tokens: each prompt is a prefix of its blocks' text, whatever
-      // the seams do to the count.
-      std::string blocks_text;
-      for (const std::uint64_t hash : l.hash_ids) blocks_text += block_text(hash, l.number);
-      std::mt19937_64 rng = l.hash_ids.empty() ? stream_of(select.seed, kUnique, static_cast<std::uint64_t>(l.number))
-                                               : stream_of(select.seed, kExtend, l.hash_ids.back());
-      std::vector<TokenId> start;
-      if (!blocks_text.empty()) {
-        start = tokenizer.encode(blocks_text, false);
-        start.resize(std::min<std::size_t>(start.size(), static_cast<std::size_t>(l.input_length)));
+  out.reserve(requests);
+  int sessions = 0;
+  for (const auto& unit : units) {
+    const int session = unit.front().session ? sessions++ : -1;
+    for (std::size_t turn = 0; turn < unit.size(); ++turn) {
+      const TraceLine& l = unit[turn];
+      if (should_stop && should_stop()) return out;
+      TraceRequest r;
+      r.arrival_ms = l.timed ? std::max(0.0, l.timestamp_ms - origin) : 0;
+      r.session = session;
+      r.turn = session >= 0 ? static_cast<int>(turn) + 1 : 0;
+      r.timed = l.timed;
+      r.delay_ms = l.delay_ms;
+      r.messages = l.messages;
+      r.prompt.output_len = l.output_len;
+      r.prompt.extra = l.extra;
+      if (!l.messages.empty()) {
+        std::string contents;  // for a token count (the server's chat template adds its own)
+        for (const auto& m : json::parse(l.messages))
+          if (m["content"].is_string()) contents += m["content"].get<std::string>();
+        r.prompt.prompt_tokens = count_tokens(tokenizer, contents);
+      } else if (l.input_length == 0) {
+        r.prompt.text = l.text;
+        r.prompt.prompt_tokens = count_tokens(tokenizer, l.text);
+      } else {
+        // The blocks' texts one after another, cut at the end (or, where seams merged tokens, extended) until
+        // the whole has exactly input_length tokens: each prompt is a prefix of its blocks' text, whatever
+        // the seams do to the count.
+        std::string blocks_text;
+        for (const std::uint64_t hash : l.hash_ids) blocks_text += block_text(hash, l.number);
+        std::mt19937_64 rng = l.hash_ids.empty() ? stream_of(select.seed, kUnique, static_cast<std::uint64_t>(l.number))
+                                                 : stream_of(select.seed, kExtend, l.hash_ids.back());
+        std::vector<TokenId> start;
+        if (!blocks_text.empty()) {
+          start = tokenizer.encode(blocks_text, false);
+          start.resize(std::min<std::size_t>(start.size(), static_cast<std::size_t>(l.input_length)));
+        }
+        r.prompt.text = exact_text(tokenizer, "", 0, static_cast<std::size_t>(l.input_length), ids_from(rng), std::move(start));
+        if (r.prompt.text.empty())
+          throw UsageError(cat(path, ":", l.number, ": cannot make a prompt of exactly ", l.input_length, " tokens with tokenizer ",
+                               tokenizer.info().source));
+        r.prompt.prompt_tokens = static_cast<int>(l.input_length);
       }
-      r.prompt.text = exact_text(tokenizer, "", 0, static_cast<std::size_t>(l.input_length), ids_from(rng), std::move(start));
-      if (r.prompt.text.empty())
-        throw UsageError(cat(path, ":", l.number, ": cannot make a prompt of exactly ", l.input_length, " tokens with tokenizer ",
-                             tokenizer.info().source));
-      r.prompt.prompt_tokens = static_cast<int>(l.input_length);
+      out.push_back(std::move(r));
     }
-    out.push_back(std::move(r));
   }
   return out;
 }

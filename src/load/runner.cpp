@@ -73,6 +73,15 @@ std::string request_body(const std::string& api, const std::string& model, const
   return turn_body(api, model, {prompt}, output_len, extra, stream, line_extra);
 }
 
+std::string messages_body(const std::string& model, const json& messages, int output_len, const json& extra, bool stream,
+                          const json& line_extra) {
+  json j = json::parse(turn_body("chat", model, {""}, output_len, nullptr, stream));
+  j["messages"] = messages;
+  if (extra.is_object()) j.merge_patch(extra);
+  if (line_extra.is_object()) j.merge_patch(line_extra);
+  return j.dump();
+}
+
 std::string turn_body(const std::string& api, const std::string& model, const std::vector<std::string>& history,
                       int output_len, const json& extra, bool stream, const json& line_extra) {
   json j = {{"model", model},          {"max_tokens", output_len},
@@ -341,6 +350,19 @@ std::string trim(std::string s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// One turn of a trace's session: its prompt (a new user turn after the history) or its messages (sent as
+// they are), and when it goes after the answer before it.
+struct ScriptTurn {
+  LoadPrompt prompt;
+  std::string messages;         // JSON array; "" for a prompt
+  std::optional<double> at_ms;  // not before this (the trace's timestamp, from the replay's start)
+  double delay_ms = 0;          // without at_ms: this long after the answer
+};
+struct Script {
+  std::vector<ScriptTurn> turns;
+  int session = -1;  // the trace's session (its records' conversation); -1: a line alone (a plain request)
+};
+
 // What one drive() call should do: a closed loop of `concurrency`, or open-loop `arrivals`.
 struct Schedule {
   int concurrency = 0;             // closed loop when > 0
@@ -354,6 +376,8 @@ struct Schedule {
   // conversations); the next turn goes turn_delay_ms after the answer to the last.
   int turns = 1;
   double turn_delay_ms = 0;
+  // A replay of a trace with sessions: arrival i starts scripts[i] (a line alone is a script of one turn).
+  const std::vector<Script>* scripts = nullptr;
 };
 
 struct Drive {
@@ -414,6 +438,7 @@ class Driver {
 
   // A conversation between its turns: the history so far (user, assistant, ...).
   struct Conversation {
+    const Script* script = nullptr;  // a trace's session; null: --turns of the driver's prompts
     int turn = 0;  // turns sent
     std::vector<std::string> history;
     int history_tokens = 0;  // prompt tokens of the history, as far as the prompts' and answers' counts tell
@@ -422,9 +447,10 @@ class Driver {
   // One arrival: a request, or the first turn of a new conversation.
   void issue(double scheduled_ms) {
     ++issued_;
-    if (schedule_.turns <= 1) return send(scheduled_ms, -1);
+    if (schedule_.turns <= 1 && !schedule_.scripts) return send(scheduled_ms, -1);
     const int id = next_conversation_++;
-    conversations_[id];
+    if (schedule_.scripts) conversations_[id].script = &(*schedule_.scripts)[static_cast<std::size_t>(id)];
+    else conversations_[id];
     send(scheduled_ms, id);
   }
 
@@ -432,8 +458,11 @@ class Driver {
   void send(double scheduled_ms, int id) {
     const std::size_t index = slots_.size();
     slots_.emplace_back();
-    const LoadPrompt& p = schedule_.prompts ? (*schedule_.prompts)[own_cursor_++ % schedule_.prompts->size()]
-                                            : prompts_[cursor_++ % prompts_.size()];
+    const Script* script = id >= 0 ? conversations_.at(id).script : nullptr;
+    const ScriptTurn* step = script ? &script->turns[static_cast<std::size_t>(conversations_.at(id).turn)] : nullptr;
+    const LoadPrompt& p = step                ? step->prompt
+                          : schedule_.prompts ? (*schedule_.prompts)[own_cursor_++ % schedule_.prompts->size()]
+                                              : prompts_[cursor_++ % prompts_.size()];
     const auto start = Clock::now();
     const double start_ms = ms_since(t0_, start);
     const json line_extra = p.extra.empty() ? json(nullptr) : json::parse(p.extra);
@@ -444,27 +473,31 @@ class Driver {
     } else {
       Conversation& c = conversations_.at(id);
       turn = ++c.turn;
-      c.history.push_back(p.text);
-      body = turn_body(api_, model_, c.history, p.output_len, extra_, stream_, line_extra);
-      prompt_tokens = p.prompt_tokens > 0 ? c.history_tokens + p.prompt_tokens : 0;
-      c.history_tokens += p.prompt_tokens;
+      if (step && !step->messages.empty()) {
+        body = messages_body(model_, json::parse(step->messages), p.output_len, extra_, stream_, line_extra);
+      } else {
+        c.history.push_back(p.text);
+        body = turn_body(api_, model_, c.history, p.output_len, extra_, stream_, line_extra);
+        prompt_tokens = p.prompt_tokens > 0 ? c.history_tokens + p.prompt_tokens : 0;
+        c.history_tokens += p.prompt_tokens;
+      }
     }
     client_.post(path_, std::move(body), start,
-                 [this, index, start_ms, scheduled_ms, prompt_tokens, id, turn](RequestRecord r, const std::string& by,
+                 [this, index, start_ms, scheduled_ms, prompt_tokens, id, turn, script](RequestRecord r, const std::string& by,
                                                                                 std::string text) {
                    r.start_ms = start_ms;
                    r.scheduled_ms = scheduled_ms;
                    if (r.prompt_tokens == 0) r.prompt_tokens = prompt_tokens;
                    if (!by.empty()) result_.counted_by.insert(by);
-                   if (id >= 0) {
-                     r.conversation = id;
+                   if (id >= 0 && (!script || script->session >= 0)) {  // a line alone is a plain request
+                     r.conversation = script ? script->session : id;
                      r.turn = turn;
                    }
                    const bool ok = r.ok;
                    const int output_tokens = r.output_tokens;
                    slots_[index] = std::move(r);
                    // A conversation goes on after an answer (a failed turn ends it: its history would be wrong).
-                   if (id >= 0 && ok && turn < schedule_.turns && !result_.stopped) {
+                   if (id >= 0 && ok && turn < turns_of(id) && !result_.stopped) {
                      Conversation& c = conversations_.at(id);
                      c.history.push_back(std::move(text));
                      c.history_tokens += output_tokens;
@@ -485,13 +518,25 @@ class Driver {
                  });
   }
 
-  // The next turn of conversation `id`, after the think time.
+  int turns_of(int id) const {
+    const Script* script = conversations_.at(id).script;
+    return script ? static_cast<int>(script->turns.size()) : schedule_.turns;
+  }
+
+  // The next turn of conversation `id`, after the think time (a trace's: its delay, or its timestamp).
   void next_turn(int id) {
-    const double at_ms = ms_since(t0_, Clock::now()) + schedule_.turn_delay_ms;
-    if (schedule_.turn_delay_ms <= 0) return send(at_ms, id);
+    const Conversation& c = conversations_.at(id);
+    const double now_ms = ms_since(t0_, Clock::now());
+    double delay_ms = schedule_.turn_delay_ms;
+    if (c.script) {
+      const ScriptTurn& next = c.script->turns[static_cast<std::size_t>(c.turn)];
+      delay_ms = next.at_ms ? std::max(0.0, *next.at_ms - now_ms) : next.delay_ms;
+    }
+    const double at_ms = now_ms + delay_ms;
+    if (delay_ms <= 0) return send(at_ms, id);
     auto timer = std::make_unique<asio::steady_timer>(io_);
     timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::milli>(schedule_.turn_delay_ms)));
+        std::chrono::duration<double, std::milli>(delay_ms)));
     timer->async_wait([this, id, at_ms](const boost::system::error_code& ec) {
       if (ec) return;  // stopped: the timer is gone
       thinking_.erase(id);
@@ -662,7 +707,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
   const int wanted = o.warmup_requests + (num_requests > 0 ? num_requests : kPromptPoolForDuration);
   std::vector<LoadPrompt> prompts;
   const int dataset_output_len = o.output_len_given ? o.output_len : 0;  // 0: the dataset's own lengths
-  std::vector<double> trace_arrivals_s;  // a replay's schedule, one per prompt
+  std::vector<double> trace_arrivals_s;  // a replay's schedule, one per prompt (with sessions: per script)
+  std::vector<Script> trace_scripts;     // a replay of a trace with sessions or messages: one per arrival
   std::vector<LoadPrompt> warm_prompts;  // a replay's warm-ups: synthetic, sharing no text with the trace
   if (dataset.kind == "sharegpt") prompts = load_sharegpt(dataset.path, prompt_tokenizer, dataset_output_len);
   else if (dataset.kind == "jsonl") prompts = load_jsonl(dataset.path, prompt_tokenizer, dataset_output_len);
@@ -673,9 +719,31 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     select.seed = o.seed;
     select.max_requests = replay ? static_cast<std::size_t>(num_requests) : static_cast<std::size_t>(wanted);
     if (replay) select.before_ms = o.duration_s * 1e3 * o.trace_speedup;
-    for (auto& r : load_trace(dataset.path, prompt_tokenizer, select, stop_requested)) {
-      trace_arrivals_s.push_back(r.arrival_ms / 1e3 / o.trace_speedup);
-      prompts.push_back(std::move(r.prompt));
+    std::vector<TraceRequest> trace = load_trace(dataset.path, prompt_tokenizer, select, stop_requested);
+    const bool scripted = std::any_of(trace.begin(), trace.end(), [](const TraceRequest& r) {
+      return r.session >= 0 || !r.messages.empty();
+    });
+    if (scripted && !replay)
+      throw UsageError(cat("--dataset ", o.dataset, ": its sessions or messages are replayed at the trace's own times "
+                           "(leave out --concurrency, --request-rate and --search)"));
+    if (scripted && o.api != "chat" &&
+        std::any_of(trace.begin(), trace.end(), [](const TraceRequest& r) { return !r.messages.empty(); }))
+      throw UsageError(cat("--dataset ", o.dataset, ": lines with \"messages\" need --api chat"));
+    for (auto& r : trace) {
+      if (!scripted) {
+        trace_arrivals_s.push_back(r.arrival_ms / 1e3 / o.trace_speedup);
+        prompts.push_back(std::move(r.prompt));
+        continue;
+      }
+      // A session's later turns follow its first; a line alone is a script of one turn.
+      ScriptTurn step{std::move(r.prompt), std::move(r.messages), std::nullopt, r.delay_ms / o.trace_speedup};
+      if (r.turn <= 1) {
+        trace_arrivals_s.push_back(r.arrival_ms / 1e3 / o.trace_speedup);
+        trace_scripts.push_back(Script{{}, r.session});
+      } else if (r.timed) {
+        step.at_ms = r.arrival_ms / o.trace_speedup;
+      }
+      trace_scripts.back().turns.push_back(std::move(step));
     }
     if (replay && o.warmup_requests > 0)
       warm_prompts = synthetic_prompts(prompt_tokenizer, o.warmup_requests, o.input_len, o.output_len,
@@ -788,6 +856,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     } else if (replay) {
       s.arrivals_s = trace_arrivals_s;  // already cut by --num-requests and --duration
       s.prompts = &prompts;
+      if (!trace_scripts.empty()) s.scripts = &trace_scripts;
     }
     std::unique_ptr<MetricsScraper> scraper;
     if (scrape_metrics) {
@@ -832,7 +901,12 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       const double span = a.size() > 1 ? a.back() - a.front() : 0;
       l.request_rate = span > 0 ? (a.size() - 1) / span : 0;
       l.arrival = o.trace_speedup == 1 ? "trace" : cat("trace:", shown(o.trace_speedup));
-      if (o.duration_s == 0) l.num_requests = static_cast<int>(a.size());
+      std::size_t requests = a.size();
+      if (!trace_scripts.empty()) {  // sessions: the arrivals are their starts
+        requests = 0;
+        for (const auto& script : trace_scripts) requests += script.turns.size();
+      }
+      if (o.duration_s == 0) l.num_requests = static_cast<int>(requests);
     }
     if (dataset.kind == "trace") l.trace_block_size = o.trace_block_size;
     l.turns = o.turns;

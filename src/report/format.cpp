@@ -555,9 +555,10 @@ std::vector<std::string> turn_summaries(const Results& results) {
     if (!p.load || p.load->by_turn.empty()) continue;
     const LoadResult& l = *p.load;
     std::string block = cat(label_of(p.params), ", ",
-                            l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), " conversations/s")
-                                               : cat("concurrency ", l.concurrency, " conversations"),
-                            ", by turn (think time ", shortest(l.turn_delay_ms), " ms):");
+                            is_trace_replay(l)  ? cat(l.arrival, " replay of sessions, by turn:")
+                            : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), " conversations/s")
+                                                 : cat("concurrency ", l.concurrency, " conversations"),
+                            is_trace_replay(l) ? "" : cat(", by turn (think time ", shortest(l.turn_delay_ms), " ms):"));
     auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
     for (const auto& t : l.by_turn)
       block += cat("\n  turn ", t.turn, ": ", t.completed, " done, ", t.failed, " failed, prompt ",

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "llmbench/base/error.h"
 #include "llmbench/load/dataset.h"
 #include "llmbench/tokenizer/tokenizer.h"
@@ -291,6 +293,64 @@ TEST(Dataset, TraceSelectionCutsByCountAndTimeAndOutputLenOverrides) {
   EXPECT_EQ(load_trace(path, *tok, select, [&] { return ++polls > 2; }).size(), 2u);
 }
 
+TEST(Dataset, TraceSessionsKeepTheirTurnsTogether) {
+  // Session "a" starts at 100 and has three turns (the second after a delay, the third at its own time);
+  // session 7 starts at 40 with messages; two lines alone at 0 and 300. Times from the earliest (0).
+  TempDir dir;
+  const std::string path = dir.write("s.jsonl",
+      "{\"session_id\": \"a\", \"timestamp\": 100, \"input_length\": 4, \"output_length\": 2}\n"
+      "{\"timestamp\": 300, \"input_length\": 3, \"output_length\": 1}\n"
+      "{\"session_id\": 7, \"timestamp\": 40, \"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, "
+      "{\"role\": \"user\", \"content\": \"hi there\"}], \"output_length\": 3}\n"
+      "{\"session_id\": \"a\", \"delay\": 250, \"input_length\": 5, \"output_length\": 2}\n"
+      "{\"timestamp\": 0, \"prompt\": \"alone\", \"output_length\": 1}\n"
+      "{\"session_id\": \"a\", \"timestamp\": 900, \"prompt\": \"third\", \"output_length\": 2, \"delay\": null}\n"
+      "{\"session_id\": 7, \"delay\": 10, \"messages\": [{\"role\": \"user\", \"content\": \"again\"}], \"output_length\": 4}\n");
+  const auto tok = load_tokenizer("tiny");
+  const auto trace = load_trace(path, *tok, {});
+  ASSERT_EQ(trace.size(), 7u);
+  // In order of their starts: alone (0), session 7 (40, two turns), session "a" (100, three turns), alone (300).
+  std::vector<std::pair<int, int>> order;
+  for (const auto& r : trace) order.emplace_back(r.session, r.turn);
+  EXPECT_EQ(order, (std::vector<std::pair<int, int>>{{-1, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {1, 3}, {-1, 0}}));
+  EXPECT_EQ(trace[0].prompt.text, "alone");
+  EXPECT_EQ(trace[1].arrival_ms, 40);
+  EXPECT_EQ(nlohmann::json::parse(trace[1].messages)[1]["content"], "hi there");
+  EXPECT_EQ(trace[1].prompt.text, "");
+  EXPECT_GT(trace[1].prompt.prompt_tokens, 0);
+  EXPECT_FALSE(trace[2].timed);
+  EXPECT_EQ(trace[2].delay_ms, 10);
+  EXPECT_EQ(trace[3].arrival_ms, 100);
+  EXPECT_EQ(tok->encode(trace[3].prompt.text, false).size(), 4u);
+  EXPECT_FALSE(trace[4].timed);
+  EXPECT_EQ(trace[4].delay_ms, 250);
+  EXPECT_EQ(tok->encode(trace[4].prompt.text, false).size(), 5u);
+  EXPECT_TRUE(trace[5].timed);
+  EXPECT_EQ(trace[5].arrival_ms, 900);
+  EXPECT_EQ(trace[5].prompt.text, "third");
+  EXPECT_EQ(trace[6].arrival_ms, 300);
+  // Selection takes whole sessions: 3 requests are the line alone and session 7; 4 are the same (session "a"
+  // would make 6); 1 is the line alone; --duration 0.05 s keeps what starts before 50 ms.
+  TraceSelection select;
+  for (const auto& [n, want] : std::vector<std::pair<std::size_t, std::size_t>>{{3, 3}, {4, 3}, {1, 1}, {6, 6}}) {
+    select.max_requests = n;
+    EXPECT_EQ(load_trace(path, *tok, select).size(), want) << n;
+  }
+  select.max_requests = 0;
+  select.before_ms = 50;
+  EXPECT_EQ(load_trace(path, *tok, select).size(), 3u);
+  // A session mixing messages and prompts is refused, naming its line.
+  const std::string mixed = dir.write("m.jsonl",
+      "{\"session_id\": 1, \"timestamp\": 0, \"prompt\": \"x\", \"output_length\": 1}\n"
+      "{\"session_id\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"y\"}], \"output_length\": 1}\n");
+  try {
+    load_trace(mixed, *tok, {});
+    ADD_FAILURE() << "a mixed session accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.jsonl:2: session 1: its lines all give \"messages\" or none do"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Dataset, TraceRefusesBadLinesNamingThem) {
   TempDir dir;
   const auto tok = load_tokenizer("tiny");
@@ -326,8 +386,16 @@ TEST(Dataset, TraceRefusesBadLinesNamingThem) {
   expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": [-1]}", "integers >= 0");
   expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"hash_ids\": 4}", "integers >= 0");
   expect("{\"timestamp\": 1, \"prompt\": \"x\", \"output_length\": 1, \"hash_ids\": [1]}", "not a given text");
-  expect("{\"timestamp\": 1, \"messages\": [], \"output_length\": 1}", "multi-turn sessions are not supported");
-  expect("{\"timestamp\": 1, \"delay\": 5, \"input_length\": 3, \"output_length\": 1}", "multi-turn sessions are not supported");
+  expect("{\"timestamp\": 1, \"messages\": [], \"output_length\": 1}", "\"messages\" must be a non-empty array");
+  expect("{\"timestamp\": 1, \"messages\": [{\"role\": \"user\"}], \"output_length\": 1}", "\"messages\" must be a non-empty array");
+  expect("{\"timestamp\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"prompt\": \"y\", \"output_length\": 1}",
+         "exactly one of");
+  expect("{\"timestamp\": 1, \"delay\": 5, \"input_length\": 3, \"output_length\": 1}", "\"delay\" is for a later line of a session");
+  expect("{\"session_id\": [1], \"timestamp\": 1, \"input_length\": 3, \"output_length\": 1}", "\"session_id\" must be a string or an integer");
+  expect("{\"session_id\": \"s\", \"input_length\": 3, \"output_length\": 1}", "session \"s\": its first line needs a \"timestamp\"");
+  expect("{\"session_id\": 7, \"timestamp\": 1, \"delay\": -2, \"input_length\": 3, \"output_length\": 1}", "\"delay\" must be a number");
+  expect("{\"session_id\": 7, \"timestamp\": 1, \"message_mode\": \"delta\", \"input_length\": 3, \"output_length\": 1}",
+         "only \"history\"");
   expect("{\"timestamp\": 1, \"prompt\": \"caf\xc3\", \"output_length\": 1}", "invalid UTF-8 at byte");
   expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": [1]}", "\"extra\" must be a JSON object");
   expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": {\"model\": \"x\"}}", "may not set \"model\"");

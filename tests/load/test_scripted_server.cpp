@@ -882,7 +882,8 @@ TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {
   rate.output_len = 2;
   rate.request_rate = {20};
   rate.arrival = "constant";
-  const LoadResult& open = *only_point(run_load(rate)).load;
+  const Results opened = run_load(rate);
+  const LoadResult& open = *only_point(opened).load;
   ASSERT_EQ(open.completed, 6);
   EXPECT_EQ(open.request_rate, 20);
   std::vector<double> starts;
@@ -912,4 +913,80 @@ TEST(ScriptedServer, StopEndsConversationsInTheirThinkTime) {
   EXPECT_EQ(l.completed, 3);
   for (const auto& rec : l.requests) EXPECT_EQ(rec.turn, 1);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, before_requests + std::chrono::seconds(3));
+}
+
+TEST(ScriptedServer, TraceSessionsReplayTurnByTurn) {
+  // Replayed twice as fast: a line alone at 0; session "p" (prompts) at 40 ms, its second turn 60 ms after
+  // the first answer (delay 120); session "m" (messages, sent as they are) at 80 ms, its second turn at 300 ms
+  // (timestamp 600) or after the first answer if that comes later. Each asks for its own number of tokens.
+  const std::string path = (std::filesystem::temp_directory_path() / "llmbench_sessions.jsonl").string();
+  {
+    std::ofstream f(path);
+    f << "{\"timestamp\": 1000, \"prompt\": \"alone\", \"output_length\": 1}\n"
+         "{\"session_id\": \"p\", \"timestamp\": 1080, \"input_length\": 6, \"output_length\": 2}\n"
+         "{\"session_id\": \"m\", \"timestamp\": 1160, \"messages\": [{\"role\": \"system\", \"content\": \"sys\"}, "
+         "{\"role\": \"user\", \"content\": \"m1\"}], \"output_length\": 3}\n"
+         "{\"session_id\": \"p\", \"delay\": 120, \"input_length\": 5, \"output_length\": 4}\n"
+         "{\"session_id\": \"m\", \"timestamp\": 1600, \"messages\": [{\"role\": \"user\", \"content\": \"m1\"}, "
+         "{\"role\": \"assistant\", \"content\": \"recorded\"}, {\"role\": \"user\", \"content\": \"m2\"}], \"output_length\": 5}\n";
+  }
+  const double tolerance_ms = kSanitized ? 60 : 20;
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "2"});
+  LoadOptions o = options_for(server.process.url());
+  o.api = "chat";
+  o.dataset = "trace:" + path;
+  o.trace_speedup = 2;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.completed, 5);
+  EXPECT_EQ(l.num_requests, 5);
+  std::map<int, const RequestRecord*> by_tokens;  // output tokens name the request
+  for (const auto& rec : l.requests) by_tokens[rec.output_tokens] = &rec;
+  ASSERT_EQ(by_tokens.size(), 5u);
+  EXPECT_EQ(by_tokens[1]->turn, 0);  // alone
+  EXPECT_EQ(by_tokens[2]->conversation, 0);
+  EXPECT_EQ(by_tokens[4]->conversation, 0);
+  EXPECT_EQ(by_tokens[4]->turn, 2);
+  EXPECT_EQ(by_tokens[3]->conversation, 1);
+  EXPECT_EQ(by_tokens[5]->turn, 2);
+  EXPECT_DOUBLE_EQ(by_tokens[2]->scheduled_ms, 40);
+  EXPECT_DOUBLE_EQ(by_tokens[3]->scheduled_ms, 80);
+  const double p_answered = by_tokens[2]->start_ms + by_tokens[2]->e2e_ms;
+  EXPECT_NEAR(by_tokens[4]->scheduled_ms, p_answered + 60, 2);
+  EXPECT_GE(by_tokens[4]->start_ms, p_answered + 59);
+  EXPECT_DOUBLE_EQ(by_tokens[5]->scheduled_ms, 300);  // its answer before came long before 300 ms
+  EXPECT_NEAR(by_tokens[5]->start_ms, 300, tolerance_ms);
+
+  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
+  ASSERT_EQ(status, 200);
+  std::map<int, nlohmann::json> seen;  // max_tokens -> messages
+  const nlohmann::json stats = nlohmann::json::parse(body);
+  for (const auto& entry : stats["log"]) seen[entry["max_tokens"].get<int>()] = entry["messages"];
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[1], (nlohmann::json::array({{{"role", "user"}, {"content", "alone"}}})));
+  // Session "p": its second turn carries the first prompt, the server's answer and the new prompt.
+  ASSERT_EQ(seen[4].size(), 3u);
+  EXPECT_EQ(seen[4][0], seen[2][0]);
+  EXPECT_EQ(seen[4][1], (nlohmann::json{{"role", "assistant"}, {"content", " tok tok"}}));
+  EXPECT_EQ(load_tokenizer("tiny")->encode(seen[4][2]["content"].get<std::string>(), false).size(), 5u);
+  // Session "m": the messages as the trace has them.
+  EXPECT_EQ(seen[3], nlohmann::json::parse(R"([{"role": "system", "content": "sys"}, {"role": "user", "content": "m1"}])"));
+  EXPECT_EQ(seen[5][1]["content"], "recorded");
+  ASSERT_EQ(l.by_turn.size(), 2u);
+  EXPECT_EQ(l.by_turn[0].completed, 2);
+  EXPECT_EQ(l.by_turn[1].completed, 2);
+
+  // Sessions are a replay's: under a load of its own the trace gives prompts only, and sessions are refused;
+  // messages need the chat API.
+  o.concurrency = {1};
+  o.trace_speedup = 1;
+  try {
+    run_load(o);
+    ADD_FAILURE() << "sessions under --concurrency";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("replayed at the trace's own times"), std::string::npos) << e.what();
+  }
+  o.concurrency.clear();
+  o.api = "completions";
+  EXPECT_THROW(run_load(o), UsageError);
 }

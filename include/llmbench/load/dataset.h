@@ -58,11 +58,20 @@ std::vector<LoadPrompt> load_jsonl(const std::string& path, const Tokenizer& tok
 // with the same hash id at the same place share that block's text, so they share a prefix as the traced
 // requests did. Instead of input_length a line may carry the prompt itself ("prompt" or "text_input").
 // output_length: max_tokens, unless `output_len` > 0 overrides it. "extra" (optional): a JSON object merged
-// into that request's body (as --extra-body is, after it). UsageError naming FILE:LINE on a bad line;
-// multi-turn lines (messages, delay) are refused.
+// into that request's body (as --extra-body is, after it). Instead of a prompt a line may give "messages"
+// (chat messages, sent as they are). Lines with the same "session_id" (a string or an integer) are one
+// multi-turn session, in file order: its first line's timestamp starts it; a later line goes when the answer
+// before it has come, and then at its own "timestamp" if it has one, else "delay" ms after the answer (0
+// without). A session's lines all give messages (sent as they are) or none do (their prompts are new user
+// turns after the history so far). UsageError naming FILE:LINE on a bad line.
 struct TraceRequest {
-  double arrival_ms = 0;  // from the earliest request of the file (which is at 0)
+  double arrival_ms = 0;  // from the earliest request of the file (which is at 0); a later turn: its timestamp if any
   LoadPrompt prompt;
+  std::string messages;   // "messages" as compact JSON (an array); "" when the line gives a prompt
+  int session = -1;       // lines with a session_id: the session (from 0, in order of their starts); -1: alone
+  int turn = 0;           // in a session: the line's turn (from 1); 0 alone
+  bool timed = true;      // a later turn: false when it has no timestamp (it goes `delay_ms` after the answer)
+  double delay_ms = 0;    // a later turn without a timestamp: after the answer before it
 };
 struct TraceSelection {
   int output_len = 0;           // > 0: every request's max_tokens
@@ -72,8 +81,10 @@ struct TraceSelection {
   double before_ms = 0;         // > 0: only requests arriving before this
   long long max_tokens = 50'000'000;  // the selected prompts' input_length in all (about 200 MB of text), refused beyond
 };
-// The selected requests in arrival order (ties in file order), prompts of exactly their input_length
-// tokens of `tokenizer`. Returns what it has when `should_stop` (polled per request) says so.
+// The selected requests in arrival order (ties in file order; a session's later turns right after its first),
+// prompts of exactly their input_length tokens of `tokenizer`. A session is selected whole: max_requests
+// and before_ms count sessions by their first line (max_requests: whole sessions up to that many requests,
+// at least one). Returns what it has when `should_stop` (polled per request) says so.
 std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& tokenizer, const TraceSelection& select,
                                      const std::function<bool()>& should_stop = {});
 

@@ -49,6 +49,10 @@ std::string turn_body(const std::string& api, const std::string& model, const st
                       int output_len, const nlohmann::json& extra = nullptr, bool stream = true,
                       const nlohmann::json& line_extra = nullptr);
 
+// A chat request whose messages are given (a trace line's "messages"), otherwise as turn_body.
+std::string messages_body(const std::string& model, const nlohmann::json& messages, int output_len,
+                          const nlohmann::json& extra = nullptr, bool stream = true, const nlohmann::json& line_extra = nullptr);
+
 // --extra-body: "" gives null; else a JSON object without model, prompt, messages or stream (UsageError).
 nlohmann::json parse_extra_body(const std::string& text);
 
