@@ -110,8 +110,11 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_flag("--server-metrics", o.server_metrics,
                "Scrape the server's Prometheus /metrics while each point runs: gauges, counter rates and "
                "histograms of the point go into its results");
-  app->add_option("--server-metrics-url", o.server_metrics_url,
-                  "The metrics page's full URL (implies --server-metrics; default ENDPOINT/metrics)");
+  app->add_option("--server-metrics-url", o.server_metrics_urls,
+                  "The metrics page's full URL (implies --server-metrics; default ENDPOINT/metrics); repeatable: "
+                  "several servers (e.g. prefill and decode workers), each series labelled instance=HOST:PORT")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--server-metrics-interval-ms", o.server_metrics_interval_ms, "Between two scrapes")
       ->capture_default_str();
   app->add_option("--output,-o", st->output, "Write the results JSON here (atomically)");

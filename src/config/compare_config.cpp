@@ -296,7 +296,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"extra_body", load_scalar(&LoadOptions::extra_body, "a JSON object as a string")},
       {"no_stream", load_scalar(&LoadOptions::no_stream, "true or false")},
       {"server_metrics", load_scalar(&LoadOptions::server_metrics, "true or false")},
-      {"server_metrics_url", load_scalar(&LoadOptions::server_metrics_url, "a URL")},
+      {"server_metrics_url", load_axis(&LoadOptions::server_metrics_urls, "a URL")},
       {"server_metrics_interval_ms", load_scalar(&LoadOptions::server_metrics_interval_ms, "a number of milliseconds")},
   };
   return setters;

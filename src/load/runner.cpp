@@ -245,11 +245,16 @@ void validate(const LoadOptions& o) {
   if (trace && !replays_trace(o) && o.trace_speedup != LoadOptions{}.trace_speedup)
     throw UsageError("--trace-speedup scales a replay's arrival times; with --concurrency, --request-rate or --search "
                      "the trace gives its prompts only");
-  if (!o.server_metrics_url.empty()) parse_endpoint(o.server_metrics_url);
+  for (std::size_t i = 0; i < o.server_metrics_urls.size(); ++i) {
+    parse_endpoint(o.server_metrics_urls[i]);
+    for (std::size_t k = 0; k < i; ++k)
+      if (o.server_metrics_urls[k] == o.server_metrics_urls[i])
+        throw UsageError(cat("--server-metrics-url lists ", o.server_metrics_urls[i], " twice"));
+  }
   if (!(o.server_metrics_interval_ms >= kMinScrapeMs && o.server_metrics_interval_ms <= kMaxScrapeMs))
     throw UsageError(cat("--server-metrics-interval-ms must be in [", kMinScrapeMs, ", ", kMaxScrapeMs, "], got ",
                          shown(o.server_metrics_interval_ms)));
-  if (!o.server_metrics && o.server_metrics_url.empty() &&
+  if (!o.server_metrics && o.server_metrics_urls.empty() &&
       o.server_metrics_interval_ms != LoadOptions{}.server_metrics_interval_ms)
     throw UsageError("--server-metrics-interval-ms is for --server-metrics");
   if (replays_trace(o) && o.arrival != LoadOptions{}.arrival)
@@ -800,17 +805,29 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     log::warn(cat("this machine parses only ", static_cast<long long>(events_per_s), " SSE events/s (under ",
                   static_cast<long long>(kMinClientEventsPerS), "): the client may limit the streams' figures"));
 
-  // --server-metrics: the page to scrape, with our headers only when it is the endpoint's own server.
-  Endpoint metrics_endpoint = endpoint;
-  std::string metrics_path = "/metrics";
-  std::vector<std::pair<std::string, std::string>> metrics_headers = headers;
-  if (!o.server_metrics_url.empty()) {
-    metrics_endpoint = parse_endpoint(o.server_metrics_url);
-    metrics_path = metrics_endpoint.base_path.empty() ? "/metrics" : metrics_endpoint.base_path;
-    metrics_endpoint.base_path.clear();
-    if (metrics_endpoint.host_port() != endpoint.host_port() || metrics_endpoint.tls != endpoint.tls) metrics_headers.clear();
+  // --server-metrics: the pages to scrape, with our headers only on the endpoint's own server.
+  struct MetricsTarget {
+    Endpoint endpoint;
+    std::string path = "/metrics", instance;
+    std::vector<std::pair<std::string, std::string>> headers;
+  };
+  std::vector<MetricsTarget> metrics_targets;
+  if (o.server_metrics && o.server_metrics_urls.empty()) metrics_targets.push_back({endpoint, "/metrics", "", headers});
+  for (const auto& url : o.server_metrics_urls) {
+    MetricsTarget t;
+    t.endpoint = parse_endpoint(url);
+    if (!t.endpoint.base_path.empty()) t.path = t.endpoint.base_path;
+    t.endpoint.base_path.clear();
+    if (t.endpoint.host_port() == endpoint.host_port() && t.endpoint.tls == endpoint.tls) t.headers = headers;
+    metrics_targets.push_back(std::move(t));
   }
-  const bool scrape_metrics = o.server_metrics || !o.server_metrics_url.empty();
+  if (metrics_targets.size() > 1)
+    for (auto& t : metrics_targets) {
+      const bool shared = std::count_if(metrics_targets.begin(), metrics_targets.end(), [&](const MetricsTarget& u) {
+                            return u.endpoint.host_port() == t.endpoint.host_port();
+                          }) > 1;
+      t.instance = shared ? t.endpoint.host_port() + t.path : t.endpoint.host_port();
+    }
 
   asio::io_context io;
   LoadClient client(io, copts);
@@ -858,19 +875,23 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       s.prompts = &prompts;
       if (!trace_scripts.empty()) s.scripts = &trace_scripts;
     }
-    std::unique_ptr<MetricsScraper> scraper;
-    if (scrape_metrics) {
-      scraper = std::make_unique<MetricsScraper>(metrics_endpoint, metrics_path, metrics_headers, tls,
-                                                 o.server_metrics_interval_ms);
-      scraper->start();
+    std::vector<std::unique_ptr<MetricsScraper>> scrapers;
+    for (const auto& t : metrics_targets) {
+      scrapers.push_back(std::make_unique<MetricsScraper>(t.endpoint, t.path, t.headers, tls, o.server_metrics_interval_ms,
+                                                          t.instance));
+      scrapers.back()->start();
     }
     Drive d = driver.run(s);
     results.interrupted = d.stopped;
     std::optional<ServerMetrics> server_metrics;
-    if (scraper) {
-      server_metrics = scraper->finish();
-      if (server_metrics->scrapes == 0)
-        log::warn(cat("--server-metrics: no page read from ", server_metrics->url, ": ", server_metrics->error));
+    if (!scrapers.empty()) {
+      std::vector<ServerMetrics> pages;
+      for (auto& scraper : scrapers) {
+        pages.push_back(scraper->finish());
+        if (pages.back().scrapes == 0)
+          log::warn(cat("--server-metrics: no page read from ", pages.back().url, ": ", pages.back().error));
+      }
+      server_metrics = merge_server_metrics(std::move(pages));
     }
 
     PointResult p;

@@ -164,9 +164,9 @@ ServerMetrics ServerMetricsAggregator::result() const {
 }
 
 MetricsScraper::MetricsScraper(Endpoint endpoint, std::string path, std::vector<std::pair<std::string, std::string>> headers,
-                               TlsOptions tls, double interval_ms)
+                               TlsOptions tls, double interval_ms, std::string instance)
     : endpoint_(std::move(endpoint)), path_(std::move(path)), headers_(std::move(headers)), tls_(std::move(tls)),
-      interval_ms_(interval_ms) {}
+      interval_ms_(interval_ms), instance_(std::move(instance)) {}
 
 MetricsScraper::~MetricsScraper() { stop_thread(); }
 
@@ -223,6 +223,12 @@ void MetricsScraper::scrape(bool final_scrape) {
                                          tls_);
     if (status != 200) failure = cat("HTTP ", status);
     else page = parse_prometheus(body);
+    if (!instance_.empty())
+      for (auto& sample : page.samples) {
+        for (auto& [name, value] : sample.labels)
+          if (name == "instance") name = "exported_instance";
+        sample.labels.emplace_back("instance", instance_);
+      }
   } catch (const Interrupted&) {
     return;
   } catch (const Error& e) {
@@ -236,6 +242,25 @@ void MetricsScraper::scrape(bool final_scrape) {
   }
   aggregator_.add(t, page);
   ++scrapes_;
+}
+
+ServerMetrics merge_server_metrics(std::vector<ServerMetrics> targets) {
+  if (targets.empty()) throw Error("merge_server_metrics: no targets");
+  if (targets.size() == 1) return std::move(targets.front());
+  ServerMetrics all;
+  all.interval_ms = targets.front().interval_ms;
+  for (auto& t : targets) {
+    all.url += (all.url.empty() ? "" : ", ") + t.url;
+    all.scrapes += t.scrapes;
+    all.failed_scrapes += t.failed_scrapes;
+    if (all.error.empty() && !t.error.empty()) all.error = cat(t.url, ": ", t.error);
+    all.bad_lines += t.bad_lines;
+    all.dropped_series += t.dropped_series;
+    all.gauges.merge(t.gauges);  // keys differ by their instance label
+    all.counters.merge(t.counters);
+    all.histograms.merge(t.histograms);
+  }
+  return all;
 }
 
 }  // namespace llmbench

@@ -202,6 +202,17 @@ assert m['counters']['scripted_tokens_total']['increase'] == 12 and m['histogram
   || fail "--server-metrics results"
 "$bin" report "$out/scraped.json" -o "$out/scraped.html" >/dev/null 2>&1 || fail "report on --server-metrics results"
 grep -q "scripted_tokens_total" "$out/scraped.html" || fail "the report has no server metrics table"
+# Two pages of one server (the flag repeated): each series labelled by its page.
+"$bin" load --endpoint "$url" --tokenizer tiny --concurrency 2 --num-requests 4 --output-len 3 --server-metrics-url "$url/metrics" \
+  --server-metrics-url "$url/worker/metrics" -o "$out/scraped2.json" >/dev/null 2>"$out/stderr" || { cat "$out/stderr"; fail "load --server-metrics-url x2"; }
+python3 -c "
+import json; m = json.load(open('$out/scraped2.json'))['points'][0]['server_metrics']
+hp = '$url'.split('//')[1]
+assert m['url'] == '$url/metrics, $url/worker/metrics', m['url']
+assert m['counters']['scripted_tokens_total{instance=\"%s/metrics\"}' % hp]['increase'] == 12, m['counters']
+assert m['counters']['scripted_tokens_total{instance=\"%s/worker/metrics\"}' % hp]['increase'] == 12, m['counters']" \
+  || fail "--server-metrics-url twice"
+says="--server-metrics-url lists $url/metrics twice" bad --endpoint "$url" --server-metrics-url "$url/metrics" --server-metrics-url "$url/metrics"
 says="--server-metrics-interval-ms is for --server-metrics" bad --endpoint "$url" --server-metrics-interval-ms 100
 says="--server-metrics-interval-ms must be in [10, 60000]" bad --endpoint "$url" --server-metrics --server-metrics-interval-ms 1
 printf '{"timestamp": 0, "input_length": 20, "output_length": 2, "hash_ids": [1]}\n' >"$out/badtrace.jsonl"

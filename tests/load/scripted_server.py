@@ -111,7 +111,7 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/stats":
             with lock:
                 self.send_json(200, {"connections": connections[0], "requests": counter[0], "log": request_log})
-        elif self.path == "/metrics":  # Prometheus text: a gauge, an OpenMetrics-style counter, a histogram
+        elif self.path.endswith("/metrics"):  # (or /PREFIX/metrics) Prometheus text: a gauge, an OpenMetrics-style counter, a histogram
             with lock:
                 lines = ["# HELP scripted_requests_running Streams being answered", "# TYPE scripted_requests_running gauge",
                          "scripted_requests_running %d" % running[0], "# TYPE scripted_tokens counter",

@@ -598,7 +598,7 @@ TEST(ScriptedServer, ServerMetricsScrapedDuringThePointMatchWhatTheServerDid) {
   EXPECT_LE(*ttft.p50, 0.05);
 
   // A page that is not there: every scrape fails with its status, the point is measured all the same.
-  o.server_metrics_url = server.process.url() + "/no-metrics";
+  o.server_metrics_urls = {server.process.url() + "/no-metrics"};
   o.warmup_requests = 0;
   const Results missing = run_load(o);
   const LoadResult& n = *only_point(missing).load;
@@ -609,6 +609,23 @@ TEST(ScriptedServer, ServerMetricsScrapedDuringThePointMatchWhatTheServerDid) {
   EXPECT_GE(n.server_metrics->failed_scrapes, 2);
   EXPECT_EQ(n.server_metrics->error, "HTTP 404");
   EXPECT_TRUE(n.server_metrics->gauges.empty());
+
+  // Two servers' pages (the one under load and an idle one, as a prefill and a decode worker would be), and a
+  // third URL that fails: one set of figures, each series labelled by its server.
+  Scripted idle({"--ttft-ms", "30", "--itl-ms", "10"});
+  o.server_metrics_urls = {server.process.url() + "/metrics", idle.process.url() + "/metrics", server.process.url() + "/none"};
+  const Results both = run_load(o);
+  const ServerMetrics& b = *only_point(both).load->server_metrics;
+  const std::string here = parse_endpoint(server.process.url()).host_port(), there = parse_endpoint(idle.process.url()).host_port();
+  EXPECT_EQ(b.url, server.process.url() + "/metrics, " + idle.process.url() + "/metrics, " + server.process.url() + "/none");
+  // Two URLs on one server: HOST:PORT/PATH tells them apart.
+  EXPECT_EQ(b.counters.at("scripted_tokens_total{instance=\"" + here + "/metrics\"}").increase, 120);
+  EXPECT_EQ(b.counters.at("scripted_tokens_total{instance=\"" + there + "\"}").increase, 0);
+  EXPECT_EQ(b.gauges.at("scripted_requests_running{instance=\"" + here + "/metrics\"}").max, 4);
+  EXPECT_EQ(b.histograms.at("scripted_ttft_seconds{instance=\"" + here + "/metrics\"}").count, 12);
+  EXPECT_EQ(b.error, server.process.url() + "/none: HTTP 404");
+  EXPECT_GE(b.failed_scrapes, 2);
+  EXPECT_GE(b.scrapes, 2 * (kSanitized ? 3 : 10));
 }
 
 TEST(ScriptedServer, EveryRequestFailedNamesTheCommonestReason) {

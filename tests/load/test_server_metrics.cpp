@@ -167,3 +167,32 @@ TEST(ServerMetrics, PrometheusClientPagesAsVllmServesThem) {
   EXPECT_DOUBLE_EQ(*h.mean, 1.2 / 12);
   EXPECT_DOUBLE_EQ(*h.p50, 0.1 * 6 / 10);  // 10 of 12 under 0.1 s: rank 6 of them, from 0
 }
+
+TEST(ServerMetrics, SeveralTargetsMergeIntoOne) {
+  ServerMetrics a, b;
+  a.url = "http://p:1/metrics";
+  a.interval_ms = 500;
+  a.scrapes = 4;
+  a.bad_lines = 1;
+  a.gauges["q{instance=\"p:1\"}"] = {2, 0, 5, 1};
+  b.url = "http://d:2/metrics";
+  b.scrapes = 3;
+  b.failed_scrapes = 2;
+  b.error = "HTTP 503";
+  b.dropped_series = 7;
+  b.gauges["q{instance=\"d:2\"}"] = {1, 0, 2, 0};
+  b.counters["t_total{instance=\"d:2\"}"] = {10, 5};
+  const ServerMetrics m = merge_server_metrics({a, b});
+  EXPECT_EQ(m.url, "http://p:1/metrics, http://d:2/metrics");
+  EXPECT_EQ(m.interval_ms, 500);
+  EXPECT_EQ(m.scrapes, 7);
+  EXPECT_EQ(m.failed_scrapes, 2);
+  EXPECT_EQ(m.error, "http://d:2/metrics: HTTP 503");
+  EXPECT_EQ(m.bad_lines, 1);
+  EXPECT_EQ(m.dropped_series, 7);
+  EXPECT_EQ(m.gauges.size(), 2u);
+  EXPECT_EQ(m.gauges.at("q{instance=\"p:1\"}").max, 5);
+  EXPECT_EQ(m.counters.at("t_total{instance=\"d:2\"}").increase, 10);
+  EXPECT_EQ(merge_server_metrics({b}).error, "HTTP 503");  // one target as it is
+  EXPECT_THROW(merge_server_metrics({}), Error);
+}

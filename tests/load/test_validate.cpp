@@ -248,13 +248,13 @@ TEST(LoadValidate, TraceOptions) {
 
 TEST(LoadValidate, ServerMetricsOptions) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.server_metrics = true, o.server_metrics_interval_ms = 10; }), "");
-  EXPECT_EQ(refusal([](LoadOptions& o) { o.server_metrics_url = "http://127.0.0.1:9090/metrics"; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.server_metrics_urls = {"http://127.0.0.1:9090/metrics"}; }), "");
   for (double ms : {0.0, 5.0, 1e5, std::nan("")})
     EXPECT_NE(refusal([&](LoadOptions& o) { o.server_metrics = true, o.server_metrics_interval_ms = ms; })
                   .find("--server-metrics-interval-ms must be in [10, 60000]"),
               std::string::npos) << ms;
   EXPECT_EQ(refusal([](LoadOptions& o) { o.server_metrics_interval_ms = 250; }), "--server-metrics-interval-ms is for --server-metrics");
-  EXPECT_NE(refusal([](LoadOptions& o) { o.server_metrics_url = "ftp://h/metrics"; }).find("ftp"), std::string::npos);
+  EXPECT_NE(refusal([](LoadOptions& o) { o.server_metrics_urls = {"ftp://h/metrics"}; }).find("ftp"), std::string::npos);
 }
 
 TEST(LoadValidate, TurnsOptions) {

@@ -48,7 +48,9 @@ struct LoadOptions {
   std::string extra_body;              // a JSON object merged into every request body (merge patch)
   bool no_stream = false;              // ask for whole responses ("stream": false): e2e only
   bool server_metrics = false;         // scrape the server's Prometheus page while each point runs
-  std::string server_metrics_url;      // its URL (implies server_metrics); empty: ENDPOINT/metrics
+  // Its URL (implies server_metrics); empty: ENDPOINT/metrics. Several: each page's series are labelled
+  // instance="HOST:PORT" (HOST:PORT/PATH when two share a server), as Prometheus labels its targets'.
+  std::vector<std::string> server_metrics_urls;
   double server_metrics_interval_ms = 500;
   // Without an endpoint: the server to start (`--port 0` is appended) and how long it may take.
   std::vector<std::string> serve_command;

@@ -48,11 +48,13 @@ class ServerMetricsAggregator {
   double first_t_ = 0, last_t_ = 0;
 };
 
-// Scrapes a /metrics URL every `interval_ms` on a thread of its own while a point runs.
+// Scrapes a /metrics URL every `interval_ms` on a thread of its own while a point runs. With an `instance`,
+// every series gets the label instance="<instance>" (a label of that name on the page becomes
+// exported_instance, as Prometheus does), so the pages of several servers can be told apart.
 class MetricsScraper {
  public:
   MetricsScraper(Endpoint endpoint, std::string path, std::vector<std::pair<std::string, std::string>> headers,
-                 TlsOptions tls, double interval_ms);
+                 TlsOptions tls, double interval_ms, std::string instance = "");
   ~MetricsScraper();
   MetricsScraper(const MetricsScraper&) = delete;
   MetricsScraper& operator=(const MetricsScraper&) = delete;
@@ -68,6 +70,7 @@ class MetricsScraper {
   std::vector<std::pair<std::string, std::string>> headers_;
   TlsOptions tls_;
   double interval_ms_;
+  std::string instance_;
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -77,5 +80,10 @@ class MetricsScraper {
   int scrapes_ = 0, failed_ = 0;
   std::string error_;
 };
+
+// Several targets' figures as one (their series told apart by the instance label): URLs joined with ", ",
+// scrape, failure, bad-line and dropped-series counts added, the first error named by its URL. One target
+// is returned as it is.
+ServerMetrics merge_server_metrics(std::vector<ServerMetrics> targets);
 
 }  // namespace llmbench
