@@ -206,8 +206,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::string tag = cat("request ", ++serial);
       const std::string body = cat(R"({"model": "m", "prompt": ")", tag, R"(", "max_tokens": 4)",
                                    options.stream ? R"(, "stream": true})" : "}");
-      auto on_done = [&dones, i, stream = options.stream, hold](RequestRecord r, const std::string& by) {
+      auto on_done = [&dones, i, stream = options.stream, hold](RequestRecord r, const std::string& by, std::string text) {
         if (++dones[i] > 1) __builtin_trap();
+        if (!r.ok && !text.empty()) __builtin_trap();  // a failed request has no answer to carry into a history
         if (std::getenv("FUZZ_LOAD_HTTP_PRINT"))  // to see what a seed does: FUZZ_LOAD_HTTP_PRINT=1 fuzz_load_http FILE
           std::fprintf(stderr, "request %zu: %s [%s] %d tokens by %s, %zu ITLs\n", i + 1, r.ok ? "ok" : r.error.c_str(),
                        r.error_detail.c_str(), r.output_tokens, by.c_str(), r.itl_ms.size());

@@ -502,19 +502,21 @@ class Driver {
                    const int output_tokens = r.output_tokens;
                    slots_[index] = std::move(r);
                    // A conversation goes on after an answer (a failed turn ends it: its history would be wrong).
+                   // (A cap's waiting arrivals go on below either way: a session's later turns are not held.)
                    if (id >= 0 && ok && turn < turns_of(id) && !result_.stopped) {
                      Conversation& c = conversations_.at(id);
                      c.history.push_back(std::move(text));
                      c.history_tokens += output_tokens;
                      next_turn(id);
-                     return check_done();
+                   } else {
+                     if (id >= 0) conversations_.erase(id);
+                     if (schedule_.concurrency > 0 && may_issue()) issue(ms_since(t0_, Clock::now()));
                    }
-                   if (id >= 0) conversations_.erase(id);
-                   if (schedule_.concurrency > 0 && may_issue()) issue(ms_since(t0_, Clock::now()));
                    // --duration: arrivals still held by the cap when it ends are not sent (the point ends
                    // when nothing more is issued after S seconds).
                    if (schedule_.duration_s > 0 && ms_since(t0_, Clock::now()) >= schedule_.duration_s * 1e3) waiting_.clear();
-                   if (schedule_.concurrency == 0 && !waiting_.empty() && !result_.stopped) {
+                   if (schedule_.concurrency == 0 && !waiting_.empty() && !result_.stopped &&
+                       client_.in_flight() < schedule_.max_in_flight) {
                      const double arrived_ms = waiting_.front();  // the oldest arrival held by the cap
                      waiting_.pop_front();
                      issue(arrived_ms);
