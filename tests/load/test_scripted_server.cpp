@@ -58,6 +58,23 @@ LoadOptions options_for(const std::string& url) {
   return o;
 }
 
+// GET /stats: the server's log of every request it was sent (its time, prompt, max_tokens, chat messages).
+nlohmann::json request_log(const Scripted& server) {
+  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
+  EXPECT_EQ(status, 200);
+  return nlohmann::json::parse(body)["log"];
+}
+
+// A file of `text` in the temporary directory (a trace), removed by the destructor.
+struct TempFile {
+  std::string path;
+  TempFile(const std::string& name, const std::string& text)
+      : path((std::filesystem::temp_directory_path() / name).string()) {
+    std::ofstream(path) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
 const PointResult& only_point(const Results& r) {
   EXPECT_EQ(r.points.size(), 1u);
   return r.points.at(0);
@@ -290,15 +307,12 @@ TEST(ScriptedServer, WithoutUsageTheTokenizerNeverCountsFewerThanTheEvents) {
 TEST(ScriptedServer, OutputLenGivenOverridesADatasetsLengths) {
   // A JSONL dataset asks for 5 and 7 tokens; --output-len 3, given, asks for 3 in every request (and names the
   // point's max_new_tokens); not given, each line's own length, and max_new_tokens 0 (they differ).
-  const std::string path = (std::filesystem::temp_directory_path() / "llmbench_output_len.jsonl").string();
-  {
-    std::ofstream f(path);
-    f << "{\"prompt\": \"one two three\", \"output_len\": 5}\n{\"prompt\": \"four five\", \"output_len\": 7}\n";
-  }
+  const TempFile prompts("llmbench_output_len.jsonl",
+                         "{\"prompt\": \"one two three\", \"output_len\": 5}\n{\"prompt\": \"four five\", \"output_len\": 7}\n");
   Scripted server({"--ttft-ms", "10", "--itl-ms", "2"});
   for (bool given : {true, false}) {
     LoadOptions o = options_for(server.process.url());
-    o.dataset = "jsonl:" + path;
+    o.dataset = "jsonl:" + prompts.path;
     o.concurrency = {1};
     o.num_requests = 4;
     o.output_len = 3;
@@ -312,7 +326,6 @@ TEST(ScriptedServer, OutputLenGivenOverridesADatasetsLengths) {
     EXPECT_EQ(lengths, given ? std::vector<int>({3, 3, 3, 3}) : std::vector<int>({5, 5, 7, 7})) << given;
     EXPECT_EQ(p.params.max_new_tokens, given ? 3 : 0);
   }
-  std::filesystem::remove(path);
 }
 
 TEST(ScriptedServer, StartsItsOwnServerAndStopsIt) {
@@ -490,22 +503,19 @@ TEST(ScriptedServer, TinyDurationStillSendsTheFirstWave) {
 TEST(ScriptedServer, TraceReplayKeepsTheTracesTimesAndPrompts) {
   // Seven requests over one second of trace time, replayed twice as fast: 0, 0, 60, 150, 150, 300, 500 ms.
   // Each asks for its own number of tokens, which names it in the server's log.
-  const std::string path = (std::filesystem::temp_directory_path() / "llmbench_replay.jsonl").string();
-  {
-    std::ofstream f(path);
-    f << "{\"timestamp\": 2000, \"input_length\": 12, \"output_length\": 7}\n"
-         "{\"timestamp\": 1000, \"input_length\": 20, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n"
-         "{\"timestamp\": 1000, \"input_length\": 18, \"output_length\": 2, \"hash_ids\": [5, 6, 8]}\n"
-         "{\"timestamp\": 1120, \"prompt\": \"the trace's own words\", \"output_length\": 3}\n"
-         "{\"timestamp\": 1300, \"input_length\": 9, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
-         "{\"timestamp\": 1300, \"input_length\": 3, \"output_length\": 5}\n"
-         "{\"timestamp\": 1600, \"input_length\": 30, \"output_length\": 6}\n";
-  }
+  const TempFile trace("llmbench_replay.jsonl",
+      "{\"timestamp\": 2000, \"input_length\": 12, \"output_length\": 7}\n"
+      "{\"timestamp\": 1000, \"input_length\": 20, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n"
+      "{\"timestamp\": 1000, \"input_length\": 18, \"output_length\": 2, \"hash_ids\": [5, 6, 8]}\n"
+      "{\"timestamp\": 1120, \"prompt\": \"the trace's own words\", \"output_length\": 3}\n"
+      "{\"timestamp\": 1300, \"input_length\": 9, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
+      "{\"timestamp\": 1300, \"input_length\": 3, \"output_length\": 5}\n"
+      "{\"timestamp\": 1600, \"input_length\": 30, \"output_length\": 6}\n");
   const std::map<int, double> expected_ms = {{1, 0}, {2, 0}, {3, 60}, {4, 150}, {5, 150}, {6, 300}, {7, 500}};
   const double tolerance_ms = kSanitized ? 60 : 20;
   Scripted server({"--ttft-ms", "5", "--itl-ms", "2"});
   LoadOptions o = options_for(server.process.url());
-  o.dataset = "trace:" + path;
+  o.dataset = "trace:" + trace.path;
   o.trace_speedup = 2;
   o.trace_block_size = 8;
   o.warmup_requests = 2;
@@ -526,9 +536,7 @@ TEST(ScriptedServer, TraceReplayKeepsTheTracesTimesAndPrompts) {
   EXPECT_LT(l.mean_send_lag_ms, tolerance_ms);
 
   // The server's view: two warm-ups of 9 tokens first, then each trace request at its time (from the first).
-  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
-  ASSERT_EQ(status, 200);
-  const nlohmann::json log = nlohmann::json::parse(body)["log"];
+  const nlohmann::json log = request_log(server);
   ASSERT_EQ(log.size(), 9u);
   EXPECT_EQ(log[0]["max_tokens"], 9);
   EXPECT_EQ(log[1]["max_tokens"], 9);
@@ -564,7 +572,6 @@ TEST(ScriptedServer, TraceReplayKeepsTheTracesTimesAndPrompts) {
   EXPECT_EQ(c.num_requests, 0);
   EXPECT_EQ(c.max_concurrency, 1);
   EXPECT_GT(c.mean_send_lag_ms, 0.5);
-  std::filesystem::remove(path);
 }
 
 TEST(ScriptedServer, ServerMetricsScrapedDuringThePointMatchWhatTheServerDid) {
@@ -846,9 +853,7 @@ TEST(ScriptedServer, ConversationsCarryTheirHistory) {
 
   // The server's view: turn k sends 2k - 1 messages, the earlier turn's messages, its answer as the server
   // gave it, and a new user prompt.
-  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
-  ASSERT_EQ(status, 200);
-  const nlohmann::json log = nlohmann::json::parse(body)["log"];
+  const nlohmann::json log = request_log(server);
   ASSERT_EQ(log.size(), 12u);
   std::map<std::size_t, int> sizes;
   for (const auto& entry : log) {
@@ -880,9 +885,7 @@ TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {
   std::vector<std::pair<int, int>> order;
   for (const auto& rec : l.requests) order.emplace_back(rec.conversation, rec.turn);
   EXPECT_EQ(order, (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 1}, {1, 2}, {1, 3}}));
-  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
-  ASSERT_EQ(status, 200);
-  const nlohmann::json log = nlohmann::json::parse(body)["log"];
+  const nlohmann::json log = request_log(server);
   ASSERT_EQ(log.size(), 5u);
   const std::string t1 = log[2]["prompt"], t2 = log[3]["prompt"], t3 = log[4]["prompt"];
   EXPECT_EQ(t2.rfind(t1 + " tok tok", 0), 0u) << t2;  // turn 1's prompt and answer, then the new prompt
@@ -936,22 +939,19 @@ TEST(ScriptedServer, TraceSessionsReplayTurnByTurn) {
   // Replayed twice as fast: a line alone at 0; session "p" (prompts) at 40 ms, its second turn 60 ms after
   // the first answer (delay 120); session "m" (messages, sent as they are) at 80 ms, its second turn at 300 ms
   // (timestamp 600) or after the first answer if that comes later. Each asks for its own number of tokens.
-  const std::string path = (std::filesystem::temp_directory_path() / "llmbench_sessions.jsonl").string();
-  {
-    std::ofstream f(path);
-    f << "{\"timestamp\": 1000, \"prompt\": \"alone\", \"output_length\": 1}\n"
-         "{\"session_id\": \"p\", \"timestamp\": 1080, \"input_length\": 6, \"output_length\": 2}\n"
-         "{\"session_id\": \"m\", \"timestamp\": 1160, \"messages\": [{\"role\": \"system\", \"content\": \"sys\"}, "
-         "{\"role\": \"user\", \"content\": \"m1\"}], \"output_length\": 3}\n"
-         "{\"session_id\": \"p\", \"delay\": 120, \"input_length\": 5, \"output_length\": 4}\n"
-         "{\"session_id\": \"m\", \"timestamp\": 1600, \"messages\": [{\"role\": \"user\", \"content\": \"m1\"}, "
-         "{\"role\": \"assistant\", \"content\": \"recorded\"}, {\"role\": \"user\", \"content\": \"m2\"}], \"output_length\": 5}\n";
-  }
+  const TempFile trace("llmbench_sessions.jsonl",
+      "{\"timestamp\": 1000, \"prompt\": \"alone\", \"output_length\": 1}\n"
+      "{\"session_id\": \"p\", \"timestamp\": 1080, \"input_length\": 6, \"output_length\": 2}\n"
+      "{\"session_id\": \"m\", \"timestamp\": 1160, \"messages\": [{\"role\": \"system\", \"content\": \"sys\"}, "
+      "{\"role\": \"user\", \"content\": \"m1\"}], \"output_length\": 3}\n"
+      "{\"session_id\": \"p\", \"delay\": 120, \"input_length\": 5, \"output_length\": 4}\n"
+      "{\"session_id\": \"m\", \"timestamp\": 1600, \"messages\": [{\"role\": \"user\", \"content\": \"m1\"}, "
+      "{\"role\": \"assistant\", \"content\": \"recorded\"}, {\"role\": \"user\", \"content\": \"m2\"}], \"output_length\": 5}\n");
   const double tolerance_ms = kSanitized ? 60 : 20;
   Scripted server({"--ttft-ms", "5", "--itl-ms", "2"});
   LoadOptions o = options_for(server.process.url());
   o.api = "chat";
-  o.dataset = "trace:" + path;
+  o.dataset = "trace:" + trace.path;
   o.trace_speedup = 2;
   const Results r = run_load(o);
   const LoadResult& l = *only_point(r).load;
@@ -974,11 +974,8 @@ TEST(ScriptedServer, TraceSessionsReplayTurnByTurn) {
   EXPECT_DOUBLE_EQ(by_tokens[5]->scheduled_ms, 300);  // its answer before came long before 300 ms
   EXPECT_NEAR(by_tokens[5]->start_ms, 300, tolerance_ms);
 
-  const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
-  ASSERT_EQ(status, 200);
   std::map<int, nlohmann::json> seen;  // max_tokens -> messages
-  const nlohmann::json stats = nlohmann::json::parse(body);
-  for (const auto& entry : stats["log"]) seen[entry["max_tokens"].get<int>()] = entry["messages"];
+  for (const auto& entry : request_log(server)) seen[entry["max_tokens"].get<int>()] = entry["messages"];
   ASSERT_EQ(seen.size(), 5u);
   EXPECT_EQ(seen[1], (nlohmann::json::array({{{"role", "user"}, {"content", "alone"}}})));
   // Session "p": its second turn carries the first prompt, the server's answer and the new prompt.
