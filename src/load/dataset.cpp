@@ -258,8 +258,9 @@ TraceLine parse_trace_line(const std::string& path, int number, const std::strin
     bool ok = m.is_array() && !m.empty();
     for (const auto& message : ok ? m : json::array())
       ok = ok && message.is_object() && message.contains("role") && message["role"].is_string() && message.contains("content") &&
-           (message["content"].is_string() || message["content"].is_array());
-    if (!ok) throw bad("\"messages\" must be a non-empty array of {\"role\": string, \"content\": string or array}");
+           (message["content"].is_string() || message["content"].is_array() || message["content"].is_null());
+    if (!ok)
+      throw bad("\"messages\" must be a non-empty array of {\"role\": string, \"content\": string, array or null}");
     t.messages = m.dump();
   } else if (len != j.end()) {
     if (!len->is_number_integer() || len->get<double>() < 1 || len->get<double>() > kMaxTraceInput)

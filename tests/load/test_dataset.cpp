@@ -388,6 +388,7 @@ TEST(Dataset, TraceRefusesBadLinesNamingThem) {
   expect("{\"timestamp\": 1, \"prompt\": \"x\", \"output_length\": 1, \"hash_ids\": [1]}", "not a given text");
   expect("{\"timestamp\": 1, \"messages\": [], \"output_length\": 1}", "\"messages\" must be a non-empty array");
   expect("{\"timestamp\": 1, \"messages\": [{\"role\": \"user\"}], \"output_length\": 1}", "\"messages\" must be a non-empty array");
+  expect("{\"timestamp\": 1, \"messages\": [{\"role\": \"user\", \"content\": 5}], \"output_length\": 1}", "string, array or null}");
   expect("{\"timestamp\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"prompt\": \"y\", \"output_length\": 1}",
          "exactly one of");
   expect("{\"timestamp\": 1, \"delay\": 5, \"input_length\": 3, \"output_length\": 1}", "\"delay\" is for a later line of a session");
