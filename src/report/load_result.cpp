@@ -126,36 +126,39 @@ void summarize_load(LoadResult& load) {
   load.goodput_requests_per_s = s > 0 && !load.slo.empty() ? good / s : 0;
   load.goodput_fraction = n > 0 && !load.slo.empty() ? good / n : 0;
 
-  load.by_turn.clear();
-  int last_turn = 0;
-  for (const auto& r : load.requests) last_turn = std::max(last_turn, r.turn);
-  for (int t = 1; t <= last_turn; ++t) {
+  // One pass, by the turns present (a file's turn numbers are not trusted to be small).
+  struct Bucket {
     LoadResult::Turn turn;
-    turn.turn = t;
     std::vector<double> ttft, e2e;
     double prompt = 0;
-    for (const auto& r : load.requests) {
-      if (r.turn != t) continue;
-      if (!r.ok) {
-        ++turn.failed;
-        continue;
-      }
-      ++turn.completed;
-      prompt += r.prompt_tokens;
-      ttft.push_back(r.ttft_ms);
-      e2e.push_back(r.e2e_ms);
+  };
+  std::map<int, Bucket> turns;
+  for (const auto& r : load.requests) {
+    if (r.turn < 1) continue;
+    Bucket& b = turns[r.turn];
+    b.turn.turn = r.turn;
+    if (!r.ok) {
+      ++b.turn.failed;
+      continue;
     }
-    if (turn.completed > 0) {
-      turn.prompt_tokens_mean = prompt / turn.completed;
+    ++b.turn.completed;
+    b.prompt += r.prompt_tokens;
+    b.ttft.push_back(r.ttft_ms);
+    b.e2e.push_back(r.e2e_ms);
+  }
+  load.by_turn.clear();
+  for (auto& [t, b] : turns) {
+    if (b.turn.completed > 0) {
+      b.turn.prompt_tokens_mean = b.prompt / b.turn.completed;
       if (load.stream) {
         double sum = 0;
-        for (double v : ttft) sum += v;
-        turn.ttft_ms_mean = sum / ttft.size();
-        turn.ttft_ms_p50 = percentile(ttft, 50);
+        for (double v : b.ttft) sum += v;
+        b.turn.ttft_ms_mean = sum / b.ttft.size();
+        b.turn.ttft_ms_p50 = percentile(b.ttft, 50);
       }
-      turn.e2e_ms_p50 = percentile(e2e, 50);
+      b.turn.e2e_ms_p50 = percentile(b.e2e, 50);
     }
-    load.by_turn.push_back(turn);
+    load.by_turn.push_back(b.turn);
   }
 }
 

@@ -333,6 +333,14 @@ TEST(LoadResult, ConversationsByTurn) {
   EXPECT_TRUE(old.points[0].load->by_turn.empty());
   EXPECT_TRUE(to_json(old)["points"][0]["by_turn"].is_null());
   EXPECT_FALSE(to_json(old)["points"][0]["request_log"][0].contains("turn"));
+  // Turns as a file numbers them: a huge one is one more entry, not two billion.
+  nlohmann::json far = j;
+  far["points"][0]["request_log"][0]["turn"] = 2000000000;
+  const Results far_back = results_from_json(far);
+  const auto& far_turns = far_back.points[0].load->by_turn;
+  ASSERT_EQ(far_turns.size(), 4u);
+  EXPECT_EQ(far_turns.back().turn, 2000000000);
+  EXPECT_EQ(far_turns.front().completed, 1);
   nlohmann::json bad = j;
   bad["points"][0]["request_log"][0]["turn"] = 0;
   EXPECT_THROW(results_from_json(bad), Error);
