@@ -218,7 +218,8 @@ struct TraceLine {
   double delay_ms = 0;
 };
 
-TraceLine parse_trace_line(const std::string& path, int number, const std::string& line, int output_len, int block_size) {
+TraceLine parse_trace_line(const std::string& path, int number, const std::string& line, int output_len, int block_size,
+                           bool need_times) {
   auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", number, ": ", why)); };
   if (const std::size_t at = utf8::first_invalid(line); at != line.size())
     throw bad(cat("invalid UTF-8 at byte ", at + 1, " of the line"));
@@ -240,7 +241,8 @@ TraceLine parse_trace_line(const std::string& path, int number, const std::strin
     t.timed = true;
   }
   // Whether a line without a timestamp may be is known once its session is (a later turn may).
-  if (!t.timed && !t.session) throw bad(cat("\"timestamp\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
+  if (need_times && !t.timed && !t.session)
+    throw bad(cat("\"timestamp\" must be a number of milliseconds in [0, ", shown(kMaxTraceMs), "]"));
   if (const auto d = j.find("delay"); d != j.end() && !d->is_null()) {
     if (!t.session) throw bad("\"delay\" is for a later line of a session (\"session_id\")");
     if (!d->is_number() || !(d->get<double>() >= 0 && d->get<double>() <= kMaxTraceMs))
@@ -326,7 +328,7 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
   std::string line;
   for (int number = 1; std::getline(in, line); ++number)
     if (line.find_first_not_of(" \t\r") != std::string::npos)
-      lines.push_back(parse_trace_line(path, number, line, select.output_len, select.block_size));
+      lines.push_back(parse_trace_line(path, number, line, select.output_len, select.block_size, select.need_times));
   if (lines.empty()) throw UsageError(cat("trace ", path, ": no requests"));
   // Units of the schedule: a session's lines (in file order) or a line alone, each starting at its first
   // line's timestamp.
@@ -341,7 +343,7 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
     if (fresh) units.emplace_back();
     auto& unit = units[it->second];
     auto bad = [&](const std::string& why) { return UsageError(cat(path, ":", l.number, ": session ", *l.session, ": ", why)); };
-    if (unit.empty() && !l.timed) throw bad("its first line needs a \"timestamp\" (when the session starts)");
+    if (unit.empty() && !l.timed && select.need_times) throw bad("its first line needs a \"timestamp\" (when the session starts)");
     if (!unit.empty() && unit.front().messages.empty() != l.messages.empty())
       throw bad("its lines all give \"messages\" or none do");
     unit.push_back(std::move(l));

@@ -454,7 +454,8 @@ class Driver {
     ++issued_;
     if (schedule_.turns <= 1 && !schedule_.scripts) return send(scheduled_ms, -1);
     const int id = next_conversation_++;
-    if (schedule_.scripts) conversations_[id].script = &(*schedule_.scripts)[static_cast<std::size_t>(id)];
+    if (schedule_.scripts)
+      conversations_[id].script = &(*schedule_.scripts)[static_cast<std::size_t>(id) % schedule_.scripts->size()];
     else conversations_[id];
     send(scheduled_ms, id);
   }
@@ -495,7 +496,7 @@ class Driver {
                    if (r.prompt_tokens == 0) r.prompt_tokens = prompt_tokens;
                    if (!by.empty()) result_.counted_by.insert(by);
                    if (id >= 0 && (!script || script->session >= 0)) {  // a line alone is a plain request
-                     r.conversation = script ? script->session : id;
+                     r.conversation = id;
                      r.turn = turn;
                    }
                    const bool ok = r.ok;
@@ -726,13 +727,13 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     select.seed = o.seed;
     select.max_requests = replay ? static_cast<std::size_t>(num_requests) : static_cast<std::size_t>(wanted);
     if (replay) select.before_ms = o.duration_s * 1e3 * o.trace_speedup;
+    select.need_times = replay;
     std::vector<TraceRequest> trace = load_trace(dataset.path, prompt_tokenizer, select, stop_requested);
     const bool scripted = std::any_of(trace.begin(), trace.end(), [](const TraceRequest& r) {
       return r.session >= 0 || !r.messages.empty();
     });
-    if (scripted && !replay)
-      throw UsageError(cat("--dataset ", o.dataset, ": its sessions or messages are replayed at the trace's own times "
-                           "(leave out --concurrency, --request-rate and --search)"));
+    if (scripted && o.turns > 1)
+      throw UsageError(cat("--dataset ", o.dataset, ": its sessions bring their own turns (leave out --turns)"));
     if (scripted && o.api != "chat" &&
         std::any_of(trace.begin(), trace.end(), [](const TraceRequest& r) { return !r.messages.empty(); }))
       throw UsageError(cat("--dataset ", o.dataset, ": lines with \"messages\" need --api chat"));
@@ -747,14 +748,33 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       if (r.turn <= 1) {
         trace_arrivals_s.push_back(r.arrival_ms / 1e3 / o.trace_speedup);
         trace_scripts.push_back(Script{{}, r.session});
-      } else if (r.timed) {
+      } else if (r.timed && replay) {  // under a load of its own a later turn goes its delay after the answer
         step.at_ms = r.arrival_ms / o.trace_speedup;
       }
       trace_scripts.back().turns.push_back(std::move(step));
     }
-    if (replay && o.warmup_requests > 0)
+    if (scripted && !replay) {
+      // A load of its own: whole sessions up to --num-requests requests (the selection took the warm-ups' too,
+      // which are synthetic here), each started as a conversation.
+      std::size_t keep = 0, total = 0;
+      for (const auto& script : trace_scripts) {
+        if (num_requests > 0 && keep > 0 && total + script.turns.size() > static_cast<std::size_t>(num_requests)) break;
+        total += script.turns.size();
+        ++keep;
+      }
+      trace_scripts.resize(keep);
+      for (int c : o.concurrency)
+        if (num_requests > 0 && static_cast<std::size_t>(c) > keep)
+          throw UsageError(cat("--concurrency ", c, " with the ", keep, " sessions of --num-requests ", num_requests,
+                               " never has ", c, " in flight (more --num-requests, or --duration)"));
+    }
+    if ((replay || scripted) && o.warmup_requests > 0) {
+      if (static_cast<long long>(o.warmup_requests) * o.input_len > kMaxPromptTokens)
+        throw UsageError(cat(o.warmup_requests, " warm-up prompts of ", o.input_len, " tokens (--warmup-requests, --input-len) are ",
+                             static_cast<long long>(o.warmup_requests) * o.input_len, " tokens, more than ", kMaxPromptTokens));
       warm_prompts = synthetic_prompts(prompt_tokenizer, o.warmup_requests, o.input_len, o.output_len,
                                        o.seed ^ 0x5851f42d4c957f2dULL, stop_requested);
+    }
   } else
     prompts = synthetic_prompts(prompt_tokenizer, wanted, o.input_len, o.output_len, o.seed, stop_requested, o.range_ratio,
                                 o.prefix_len);
@@ -851,7 +871,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       Schedule warm;
       warm.concurrency = std::min(o.warmup_requests, std::max(concurrency, 1));
       warm.max_requests = o.warmup_requests;
-      if (replay) warm.prompts = &warm_prompts;
+      if (!warm_prompts.empty()) warm.prompts = &warm_prompts;
       if (driver.run(warm).stopped) {
         results.interrupted = true;
         return -1;
@@ -864,8 +884,12 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     s.max_in_flight = o.max_concurrency;
     s.turns = o.turns;
     s.turn_delay_ms = o.turn_delay_ms;
+    if (!trace_scripts.empty()) {  // a trace's sessions: one conversation each (cycled through for --duration)
+      s.scripts = &trace_scripts;
+      if (num_requests > 0) s.max_requests = static_cast<int>(trace_scripts.size());
+    }
     if (rate > 0) {
-      const std::size_t n = num_requests > 0 ? num_requests / o.turns
+      const std::size_t n = num_requests > 0 ? static_cast<std::size_t>(s.scripts ? s.max_requests : num_requests / o.turns)
                                              : static_cast<std::size_t>(std::ceil(rate * o.duration_s * 2 + 100));
       s.arrivals_s = arrival_times(arrival, rate, n, o.seed + i);
       if (o.duration_s > 0)
@@ -875,7 +899,6 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     } else if (replay) {
       s.arrivals_s = trace_arrivals_s;  // already cut by --num-requests and --duration
       s.prompts = &prompts;
-      if (!trace_scripts.empty()) s.scripts = &trace_scripts;
     }
     std::vector<std::unique_ptr<MetricsScraper>> scrapers;
     for (const auto& t : metrics_targets) {
@@ -924,14 +947,13 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       const double span = a.size() > 1 ? a.back() - a.front() : 0;
       l.request_rate = span > 0 ? (a.size() - 1) / span : 0;
       l.arrival = o.trace_speedup == 1 ? "trace" : cat("trace:", shown(o.trace_speedup));
-      std::size_t requests = a.size();
-      if (!trace_scripts.empty()) {  // sessions: the arrivals are their starts
-        requests = 0;
-        for (const auto& script : trace_scripts) requests += script.turns.size();
-      }
-      if (o.duration_s == 0) l.num_requests = static_cast<int>(requests);
+      if (o.duration_s == 0) l.num_requests = static_cast<int>(a.size());
     }
     if (dataset.kind == "trace") l.trace_block_size = o.trace_block_size;
+    if (!trace_scripts.empty() && o.duration_s == 0) {  // sessions: the requests are their turns
+      l.num_requests = 0;
+      for (const auto& script : trace_scripts) l.num_requests += static_cast<int>(script.turns.size());
+    }
     l.turns = o.turns;
     l.turn_delay_ms = o.turn_delay_ms;
     l.duration_s = o.duration_s;

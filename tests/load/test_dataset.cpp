@@ -339,6 +339,20 @@ TEST(Dataset, TraceSessionsKeepTheirTurnsTogether) {
   select.max_requests = 0;
   select.before_ms = 50;
   EXPECT_EQ(load_trace(path, *tok, select).size(), 3u);
+  // Without timestamps (an agent's sessions as recorded, for a load of its own): file order; a replay refuses them.
+  const std::string untimed = dir.write("u.jsonl",
+      "{\"session_id\": \"x\", \"prompt\": \"x1\", \"output_length\": 1}\n"
+      "{\"prompt\": \"alone\", \"output_length\": 1}\n"
+      "{\"session_id\": \"x\", \"delay\": 30, \"prompt\": \"x2\", \"output_length\": 1}\n");
+  TraceSelection loose;
+  loose.need_times = false;
+  const auto u = load_trace(untimed, *tok, loose);
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0].prompt.text, "x1");
+  EXPECT_EQ(u[1].prompt.text, "x2");
+  EXPECT_EQ(u[1].delay_ms, 30);
+  EXPECT_EQ(u[2].prompt.text, "alone");
+  EXPECT_THROW(load_trace(untimed, *tok, {}), UsageError);
   // A session mixing messages and prompts is refused, naming its line.
   const std::string mixed = dir.write("m.jsonl",
       "{\"session_id\": 1, \"timestamp\": 0, \"prompt\": \"x\", \"output_length\": 1}\n"

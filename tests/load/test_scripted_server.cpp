@@ -960,11 +960,11 @@ TEST(ScriptedServer, TraceSessionsReplayTurnByTurn) {
   std::map<int, const RequestRecord*> by_tokens;  // output tokens name the request
   for (const auto& rec : l.requests) by_tokens[rec.output_tokens] = &rec;
   ASSERT_EQ(by_tokens.size(), 5u);
-  EXPECT_EQ(by_tokens[1]->turn, 0);  // alone
-  EXPECT_EQ(by_tokens[2]->conversation, 0);
-  EXPECT_EQ(by_tokens[4]->conversation, 0);
+  EXPECT_EQ(by_tokens[1]->turn, 0);  // alone (it takes conversation number 0 all the same)
+  EXPECT_EQ(by_tokens[2]->conversation, 1);
+  EXPECT_EQ(by_tokens[4]->conversation, 1);
   EXPECT_EQ(by_tokens[4]->turn, 2);
-  EXPECT_EQ(by_tokens[3]->conversation, 1);
+  EXPECT_EQ(by_tokens[3]->conversation, 2);
   EXPECT_EQ(by_tokens[5]->turn, 2);
   EXPECT_DOUBLE_EQ(by_tokens[2]->scheduled_ms, 40);
   EXPECT_DOUBLE_EQ(by_tokens[3]->scheduled_ms, 80);
@@ -990,16 +990,30 @@ TEST(ScriptedServer, TraceSessionsReplayTurnByTurn) {
   EXPECT_EQ(l.by_turn[0].completed, 2);
   EXPECT_EQ(l.by_turn[1].completed, 2);
 
-  // Sessions are a replay's: under a load of its own the trace gives prompts only, and sessions are refused;
-  // messages need the chat API.
+  // Under a load of its own (one conversation at a time) the sessions run one after another in the order of
+  // their starts: the line alone, "p" (its second turn 120 ms after the answer: a later turn's delay still
+  // applies), "m" (its second turn at once: a later turn's timestamp is the replay's only).
   o.concurrency = {1};
   o.trace_speedup = 1;
-  try {
-    run_load(o);
-    ADD_FAILURE() << "sessions under --concurrency";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("replayed at the trace's own times"), std::string::npos) << e.what();
-  }
+  o.num_requests = 5;
+  const Results loaded = run_load(o);
+  const LoadResult& c = *only_point(loaded).load;
+  ASSERT_EQ(c.completed, 5);
+  EXPECT_EQ(c.num_requests, 5);
+  std::vector<std::pair<int, int>> order;  // (output tokens, conversation) in issue order
+  for (const auto& rec : c.requests) order.emplace_back(rec.output_tokens, rec.turn == 0 ? -1 : rec.conversation);
+  EXPECT_EQ(order, (std::vector<std::pair<int, int>>{{1, -1}, {2, 1}, {4, 1}, {3, 2}, {5, 2}}));
+  EXPECT_GE(c.requests[2].start_ms, c.requests[1].start_ms + c.requests[1].e2e_ms + 119);
+  EXPECT_LT(c.requests[4].start_ms, c.requests[3].start_ms + c.requests[3].e2e_ms + 100);  // not at its timestamp
+  // --num-requests 4 cuts whole sessions: the line alone and "p"; --turns with sessions is refused; messages
+  // need the chat API.
+  o.num_requests = 4;
+  EXPECT_EQ(only_point(run_load(o)).load->num_requests, 3);
+  o.turns = 2;
+  o.num_requests = 4;
+  EXPECT_THROW(run_load(o), UsageError);
+  o.turns = 1;
+  o.num_requests = 0;  // the whole trace, session "m" and its messages included
   o.concurrency.clear();
   o.api = "completions";
   EXPECT_THROW(run_load(o), UsageError);

@@ -80,6 +80,7 @@ struct TraceSelection {
   std::size_t max_requests = 0; // > 0: only the first N by arrival
   double before_ms = 0;         // > 0: only requests arriving before this
   long long max_tokens = 50'000'000;  // the selected prompts' input_length in all (about 200 MB of text), refused beyond
+  bool need_times = true;       // false (a load of its own, not a replay): lines and sessions may lack timestamps
 };
 // The selected requests in arrival order (ties in file order; a session's later turns right after its first),
 // prompts of exactly their input_length tokens of `tokenizer`. A session is selected whole: max_requests
