@@ -214,6 +214,7 @@ struct TraceLine {
   std::string extra;  // compact JSON object, "" when none
   std::string messages;  // compact JSON array, "" when the line gives a prompt
   std::optional<std::string> session;  // "session_id" as JSON text
+  bool delta = false;  // "message_mode": "delta": the messages are the turn's new ones only
   bool timed = false;  // has a timestamp
   double delay_ms = 0;
 };
@@ -231,8 +232,12 @@ TraceLine parse_trace_line(const std::string& path, int number, const std::strin
     if (!s->is_string() && !s->is_number_integer()) throw bad("\"session_id\" must be a string or an integer");
     t.session = s->dump();
   }
-  if (const auto m = j.find("message_mode"); m != j.end() && !(m->is_string() && m->get<std::string>() == "history"))
-    throw bad("\"message_mode\": only \"history\" (messages sent as they are) is supported");
+  if (const auto m = j.find("message_mode"); m != j.end() && !m->is_null()) {
+    if (!m->is_string() || (m->get<std::string>() != "history" && m->get<std::string>() != "delta"))
+      throw bad("\"message_mode\" must be \"history\" (messages sent as they are) or \"delta\" (a turn's new messages)");
+    t.delta = m->get<std::string>() == "delta";
+    if (t.delta && !j.contains("messages")) throw bad("\"message_mode\": \"delta\" is for a line with \"messages\"");
+  }
   const auto ts = j.find("timestamp");
   if (ts != j.end() && !ts->is_null()) {
     if (!ts->is_number() || !(ts->get<double>() >= 0 && ts->get<double>() <= kMaxTraceMs))
@@ -346,6 +351,7 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
     if (unit.empty() && !l.timed && select.need_times) throw bad("its first line needs a \"timestamp\" (when the session starts)");
     if (!unit.empty() && unit.front().messages.empty() != l.messages.empty())
       throw bad("its lines all give \"messages\" or none do");
+    if (!unit.empty() && unit.front().delta != l.delta) throw bad("its lines all have \"message_mode\": \"delta\" or none do");
     unit.push_back(std::move(l));
   }
   std::stable_sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.front().timestamp_ms < b.front().timestamp_ms; });
@@ -396,6 +402,7 @@ std::vector<TraceRequest> load_trace(const std::string& path, const Tokenizer& t
       r.timed = l.timed;
       r.delay_ms = l.delay_ms;
       r.messages = l.messages;
+      r.delta = l.delta;
       r.prompt.output_len = l.output_len;
       r.prompt.extra = l.extra;
       if (!l.messages.empty()) {

@@ -360,6 +360,7 @@ std::string trim(std::string s) {
 struct ScriptTurn {
   LoadPrompt prompt;
   std::string messages;         // JSON array; "" for a prompt
+  bool delta = false;           // messages are the turn's new ones: after the history with the live answers
   std::optional<double> at_ms;  // not before this (the trace's timestamp, from the replay's start)
   double delay_ms = 0;          // without at_ms: this long after the answer
 };
@@ -446,6 +447,7 @@ class Driver {
     const Script* script = nullptr;  // a trace's session; null: --turns of the driver's prompts
     int turn = 0;  // turns sent
     std::vector<std::string> history;
+    nlohmann::json messages = nlohmann::json::array();  // a delta session's history: its messages and the answers
     int history_tokens = 0;  // prompt tokens of the history, as far as the prompts' and answers' counts tell
   };
 
@@ -479,7 +481,12 @@ class Driver {
     } else {
       Conversation& c = conversations_.at(id);
       turn = ++c.turn;
-      if (step && !step->messages.empty()) {
+      if (step && step->delta) {
+        for (auto& m : json::parse(step->messages)) c.messages.push_back(std::move(m));
+        body = messages_body(model_, c.messages, p.output_len, extra_, stream_, line_extra);
+        prompt_tokens = p.prompt_tokens > 0 ? c.history_tokens + p.prompt_tokens : 0;
+        c.history_tokens += p.prompt_tokens;
+      } else if (step && !step->messages.empty()) {
         body = messages_body(model_, json::parse(step->messages), p.output_len, extra_, stream_, line_extra);
       } else {
         c.history.push_back(p.text);
@@ -506,6 +513,7 @@ class Driver {
                    // (A cap's waiting arrivals go on below either way: a session's later turns are not held.)
                    if (id >= 0 && ok && turn < turns_of(id) && !result_.stopped) {
                      Conversation& c = conversations_.at(id);
+                     if (script && script->turns.front().delta) c.messages.push_back({{"role", "assistant"}, {"content", text}});
                      c.history.push_back(std::move(text));
                      c.history_tokens += output_tokens;
                      next_turn(id);
@@ -744,7 +752,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
         continue;
       }
       // A session's later turns follow its first; a line alone is a script of one turn.
-      ScriptTurn step{std::move(r.prompt), std::move(r.messages), std::nullopt, r.delay_ms / o.trace_speedup};
+      ScriptTurn step{std::move(r.prompt), std::move(r.messages), r.delta, std::nullopt, r.delay_ms / o.trace_speedup};
       if (r.turn <= 1) {
         trace_arrivals_s.push_back(r.arrival_ms / 1e3 / o.trace_speedup);
         trace_scripts.push_back(Script{{}, r.session});

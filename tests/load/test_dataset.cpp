@@ -353,6 +353,24 @@ TEST(Dataset, TraceSessionsKeepTheirTurnsTogether) {
   EXPECT_EQ(u[1].delay_ms, 30);
   EXPECT_EQ(u[2].prompt.text, "alone");
   EXPECT_THROW(load_trace(untimed, *tok, {}), UsageError);
+  // "message_mode": "delta" on every line of a session, or on none.
+  const std::string delta = dir.write("d.jsonl",
+      "{\"session_id\": 1, \"timestamp\": 0, \"message_mode\": \"delta\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"output_length\": 1}\n"
+      "{\"session_id\": 1, \"message_mode\": \"delta\", \"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"output_length\": 1}\n");
+  const auto d = load_trace(delta, *tok, {});
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_TRUE(d[0].delta);
+  EXPECT_TRUE(d[1].delta);
+  const std::string half = dir.write("h.jsonl",
+      "{\"session_id\": 1, \"timestamp\": 0, \"message_mode\": \"delta\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"output_length\": 1}\n"
+      "{\"session_id\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"output_length\": 1}\n");
+  try {
+    load_trace(half, *tok, {});
+    ADD_FAILURE() << "a half-delta session accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("h.jsonl:2: session 1: its lines all have \"message_mode\": \"delta\" or none do"),
+              std::string::npos) << e.what();
+  }
   // A session mixing messages and prompts is refused, naming its line.
   const std::string mixed = dir.write("m.jsonl",
       "{\"session_id\": 1, \"timestamp\": 0, \"prompt\": \"x\", \"output_length\": 1}\n"
@@ -410,7 +428,9 @@ TEST(Dataset, TraceRefusesBadLinesNamingThem) {
   expect("{\"session_id\": \"s\", \"input_length\": 3, \"output_length\": 1}", "session \"s\": its first line needs a \"timestamp\"");
   expect("{\"session_id\": 7, \"timestamp\": 1, \"delay\": -2, \"input_length\": 3, \"output_length\": 1}", "\"delay\" must be a number");
   expect("{\"session_id\": 7, \"timestamp\": 1, \"message_mode\": \"delta\", \"input_length\": 3, \"output_length\": 1}",
-         "only \"history\"");
+         "\"delta\" is for a line with \"messages\"");
+  expect("{\"session_id\": 7, \"timestamp\": 1, \"message_mode\": \"deltas\", \"input_length\": 3, \"output_length\": 1}",
+         "\"message_mode\" must be \"history\"");
   expect("{\"timestamp\": 1, \"prompt\": \"caf\xc3\", \"output_length\": 1}", "invalid UTF-8 at byte");
   expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": [1]}", "\"extra\" must be a JSON object");
   expect("{\"timestamp\": 1, \"input_length\": 3, \"output_length\": 1, \"extra\": {\"model\": \"x\"}}", "may not set \"model\"");

@@ -990,6 +990,23 @@ TEST(ScriptedServer, TraceSessionsReplayTurnByTurn) {
   EXPECT_EQ(l.by_turn[0].completed, 2);
   EXPECT_EQ(l.by_turn[1].completed, 2);
 
+  // "message_mode": "delta" (AIPerf's): each line has the turn's new messages only; the history between them
+  // carries the answers the server gave, not a recorded transcript.
+  const TempFile deltas("llmbench_deltas.jsonl",
+      "{\"session_id\": \"d\", \"timestamp\": 0, \"message_mode\": \"delta\", \"messages\": [{\"role\": \"system\", "
+      "\"content\": \"sys\"}, {\"role\": \"user\", \"content\": \"d1\"}], \"output_length\": 6}\n"
+      "{\"session_id\": \"d\", \"delay\": 10, \"message_mode\": \"delta\", \"messages\": [{\"role\": \"user\", "
+      "\"content\": \"d2\"}], \"output_length\": 7}\n");
+  o.dataset = "trace:" + deltas.path;
+  const Results dr = run_load(o);
+  ASSERT_EQ(only_point(dr).load->completed, 2);
+  std::map<int, nlohmann::json> sent;
+  for (const auto& entry : request_log(server)) sent[entry["max_tokens"].get<int>()] = entry["messages"];
+  EXPECT_EQ(sent[6], nlohmann::json::parse(R"([{"role": "system", "content": "sys"}, {"role": "user", "content": "d1"}])"));
+  EXPECT_EQ(sent[7], nlohmann::json::parse(R"([{"role": "system", "content": "sys"}, {"role": "user", "content": "d1"},
+      {"role": "assistant", "content": " tok tok tok tok tok tok"}, {"role": "user", "content": "d2"}])"));
+  o.dataset = "trace:" + trace.path;
+
   // Under a load of its own (one conversation at a time) the sessions run one after another in the order of
   // their starts: the line alone, "p" (its second turn 120 ms after the answer: a later turn's delay still
   // applies), "m" (its second turn at once: a later turn's timestamp is the replay's only).

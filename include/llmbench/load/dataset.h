@@ -63,11 +63,14 @@ std::vector<LoadPrompt> load_jsonl(const std::string& path, const Tokenizer& tok
 // multi-turn session, in file order: its first line's timestamp starts it; a later line goes when the answer
 // before it has come, and then at its own "timestamp" if it has one, else "delay" ms after the answer (0
 // without). A session's lines all give messages (sent as they are) or none do (their prompts are new user
-// turns after the history so far). UsageError naming FILE:LINE on a bad line.
+// turns after the history so far); with "message_mode": "delta" (every line of the session) a line's
+// messages are that turn's new ones, sent after the history so far with the server's answers in it.
+// UsageError naming FILE:LINE on a bad line.
 struct TraceRequest {
   double arrival_ms = 0;  // from the earliest request of the file (which is at 0); a later turn: its timestamp if any
   LoadPrompt prompt;
   std::string messages;   // "messages" as compact JSON (an array); "" when the line gives a prompt
+  bool delta = false;     // "message_mode": "delta": only the turn's new messages (after the history and answers)
   int session = -1;       // lines with a session_id: the session (from 0, in order of their starts); -1: alone
   int turn = 0;           // in a session: the line's turn (from 1); 0 alone
   bool timed = true;      // a later turn: false when it has no timestamp (it goes `delay_ms` after the answer)
