@@ -27,7 +27,9 @@ of content. With --tls-cert CERT --tls-key KEY it serves https (TLS 1.2+, Python
 connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted and the
 requests seen so far (how many connections the client opened, kept-alive ones reused), and a log of every
 request: its arrival in ms on the server's monotonic clock, its prompt (chat: the last message's content),
-max_tokens (a trace replay's schedule, seen from the server) and chat's whole messages (a conversation's history).
+max_tokens (a trace replay's schedule, seen from the server), chat's whole messages (a conversation's history)
+and the TTFT it served (ms from reading the request line to writing the first token event; null if none was:
+what a loaded host made of --ttft-ms, the reference for the client's measured TTFT).
 usage.prompt_tokens counts the words of the prompt (chat: of every message). GET /metrics: Prometheus text of the streams being
 answered (a gauge), the token events sent (a counter) and the TTFTs it served (a histogram, buckets 10 ms to 250 ms). Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" (https://) when ready, exactly like `llmbench serve`.
@@ -91,6 +93,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def parse_request(self):  # the request line has just been read: its arrival, as near as Python sees it
+        self.arrival = time.monotonic()
+        return super().parse_request()
 
     def setup(self):
         with lock:
@@ -159,8 +165,9 @@ class Handler(BaseHTTPRequestHandler):
             index = counter[0]
             counter[0] += 1
             prompt = request["messages"][-1]["content"] if chat and request.get("messages") else request.get("prompt")
-            request_log.append({"t_ms": t0 * 1000, "prompt": prompt, "max_tokens": request.get("max_tokens"),
-                                "messages": request.get("messages") if chat else None})
+            entry = {"t_ms": t0 * 1000, "prompt": prompt, "max_tokens": request.get("max_tokens"),
+                     "messages": request.get("messages") if chat else None, "ttft_ms": None}
+            request_log.append(entry)
         fault = self.fault = faults.get(index)
         if fault in ("http500", "http429"):
             return self.send_json(int(fault[4:]), {"error": {"message": fault}})
@@ -291,6 +298,7 @@ class Handler(BaseHTTPRequestHandler):
                     tokens_sent[0] += 1
                     if i == 0:
                         ttft_observed.append(time.monotonic() - t0)
+                        entry["ttft_ms"] = (time.monotonic() - self.arrival) * 1000
             if args.markers:
                 self.chunk(event("", finish="length"))
             final = {"id": "x", "object": "chunk", "model": args.model, "choices": []}

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "llmbench/base/error.h"
 #include "llmbench/load/client.h"
@@ -65,6 +66,15 @@ nlohmann::json request_log(const Scripted& server) {
   return nlohmann::json::parse(body)["log"];
 }
 
+// The TTFTs the server served (ms from reading a request line to writing its first token event), in its log.
+std::vector<double> served_ttfts_ms(const nlohmann::json& log) {
+  std::vector<double> out;
+  for (const auto& entry : log) {
+    if (!entry["ttft_ms"].is_null()) out.push_back(entry["ttft_ms"].get<double>());
+  }
+  return out;
+}
+
 // A file of `text` in the temporary directory (a trace), removed by the destructor.
 struct TempFile {
   std::string path;
@@ -119,13 +129,22 @@ TEST(ScriptedServer, MeasuredLatenciesMatchTheScript) {
     EXPECT_EQ(rec.output_tokens, 8);
     EXPECT_EQ(rec.itl_ms.size(), 7u);
   }
-  // The server's TTFT and ITL are known: the client's p50s must match within a few percent
-  // (the client adds the loopback round trip and the HTTP handling, well under a millisecond).
-  EXPECT_NEAR(p.summary.at("ttft_ms").p50, 60, 0.05 * 60);
+  // The server's TTFT and ITL are known. The client's TTFT p50 is never below what the server served (its
+  // log: from reading the request line to writing the first event, the script's 60 ms plus however late its
+  // threads woke) and above it by the time the server took to notice the request: 1-3 ms for this Python
+  // server on a quiet host (a raw-socket Python client sees the same), up to ~6.5 ms with three busy loops
+  // beside it on 2 cores. 8 ms of slack still fails a client that stops its clock one 12 ms token late.
+  // e2e: the last event's deadline is 144 ms after arrival. ITL: the server keeps deadlines, so lateness
+  // does not add up between events.
+  const double served_p50 = median(served_ttfts_ms(request_log(server)));
+  EXPECT_GE(served_p50, 60);
+  EXPECT_GE(p.summary.at("ttft_ms").p50, served_p50 - 0.5);
+  EXPECT_LE(p.summary.at("ttft_ms").p50, served_p50 + 8);
   EXPECT_GE(p.summary.at("ttft_ms").min, 60);
-  EXPECT_NEAR(p.summary.at("itl_ms").p50, 12, 0.05 * 12);
-  EXPECT_NEAR(p.summary.at("tpot_ms").p50, 12, 0.05 * 12);
-  EXPECT_NEAR(p.summary.at("e2e_ms").p50, 60 + 7 * 12, 0.05 * 144);
+  EXPECT_NEAR(p.summary.at("itl_ms").p50, 12, 0.1 * 12);
+  EXPECT_NEAR(p.summary.at("tpot_ms").p50, 12, 0.1 * 12);
+  EXPECT_GE(p.summary.at("e2e_ms").p50, 60 + 7 * 12);
+  EXPECT_LE(p.summary.at("e2e_ms").p50, 1.1 * (60 + 7 * 12));
   // Closed loop of 4 with 144 ms requests: about 4 / 0.144 requests per second, 8 tokens each.
   EXPECT_NEAR(l.requests_per_s, 4 / 0.144, 0.15 * 4 / 0.144);
   EXPECT_NEAR(l.output_tokens_per_s, 8 * l.requests_per_s, 1e-9);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "llmbench/load/client.h"
 #include "llmbench/load/runner.h"
 #include "llmbench/load/server_process.h"
+#include "llmbench/stats/stats.h"
 
 using namespace llmbench;
 namespace fs = std::filesystem;
@@ -132,12 +134,21 @@ TEST(Tls, StreamsOverHttpsWithTheScriptsLatenciesAndKeptAliveConnections) {
   // Two kept-alive TLS connections carry the 14 requests, so the handshakes fall on the warm-ups: the timed
   // requests' medians are the script's (the loopback round trip and TLS records add well under a millisecond
   // in an optimised build).
+  // The TTFT reference is what the server served (its log: a loaded host wakes its threads late, never early);
+  // the client sees the time the server took to notice the request on top (test_scripted_server.cpp's latency
+  // test says how much).
   const PointResult& p = r.points.at(0);
-  EXPECT_NEAR(p.summary.at("ttft_ms").p50, 40, kLatencyTolerance * 40);
+  const auto after = server_stats(server.process.url());
+  std::vector<double> served;
+  for (const auto& entry : after["log"]) {
+    if (!entry["ttft_ms"].is_null()) served.push_back(entry["ttft_ms"].get<double>());
+  }
+  EXPECT_GE(median(served), 40);
+  EXPECT_GE(p.summary.at("ttft_ms").p50, median(served) - 0.5);
+  EXPECT_LE(p.summary.at("ttft_ms").p50, median(served) + 8);
   EXPECT_GE(p.summary.at("ttft_ms").min, 40);
   EXPECT_NEAR(p.summary.at("itl_ms").p50, 8, 2 * kLatencyTolerance * 8);
   // GET /v1/models (its own connection) and the two streams' connections; none opened per request.
-  const auto after = server_stats(server.process.url());
   EXPECT_EQ(after["requests"].get<int>() - before["requests"].get<int>(), 14);
   EXPECT_EQ(after["connections"].get<int>() - before["connections"].get<int>() - 1, 3);  // minus this GET's own
 }
