@@ -88,7 +88,14 @@ void add_load_command(CLI::App& root, Commands& out) {
                   "Multi-turn conversations of N requests: each turn sends the history so far (its prompts and the "
                   "server's answers); --concurrency and --request-rate then count conversations")
       ->capture_default_str();
+  app->add_option("--turns-stddev", o.turns_stddev,
+                  "Spread of the turns: each conversation's drawn from a normal distribution around --turns (rounded, "
+                  "at least 1; seeded by --seed)")
+      ->capture_default_str();
   app->add_option("--turn-delay-ms", o.turn_delay_ms, "Think time between an answer and the conversation's next turn")
+      ->capture_default_str();
+  app->add_option("--turn-delay-stddev-ms", o.turn_delay_stddev_ms,
+                  "Spread of the think time: each drawn from a normal distribution around --turn-delay-ms (at least 0)")
       ->capture_default_str();
   app->add_option("--tokenizer", o.tokenizer, "Tokenizer (directory, tokenizer.json, or tiny) for prompts and counts");
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");

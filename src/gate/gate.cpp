@@ -90,6 +90,8 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   if (p.load && !p.load->extra_body.empty()) key += cat('\x1f', "extra ", p.load->extra_body);
   if (p.load && !p.load->stream) key += cat('\x1f', "no-stream");
   if (p.load && p.load->turns > 1) key += cat('\x1f', "turns ", p.load->turns, " delay ", p.load->turn_delay_ms);
+  if (p.load && p.load->turns_stddev > 0) key += cat('\x1f', "turns stddev ", p.load->turns_stddev);
+  if (p.load && p.load->turn_delay_stddev_ms > 0) key += cat('\x1f', "delay stddev ", p.load->turn_delay_stddev_ms);
   return key;
 }
 
@@ -121,6 +123,8 @@ std::string what_differs(const PointResult& b, const PointResult& c) {
     differ("extra_body", text(x.extra_body), text(y.extra_body));
     differ("turns", x.turns, y.turns);
     differ("turn_delay_ms", x.turn_delay_ms, y.turn_delay_ms);
+    differ("turns_stddev", x.turns_stddev, y.turns_stddev);
+    differ("turn_delay_stddev_ms", x.turn_delay_stddev_ms, y.turn_delay_stddev_ms);
   }
   std::string all;
   for (const auto& d : out) all += (all.empty() ? "" : ", ") + d;
@@ -161,7 +165,12 @@ std::string describe(const PointResult& p) {
   if (l.search && l.search->axis == "request_rate") out += " " + l.arrival;
   if (l.max_concurrency > 0) out += cat(" cap ", l.max_concurrency);
   if (!l.stream) out += " no-stream";
-  if (l.turns > 1) out += cat(" ", l.turns, " turns", l.turn_delay_ms > 0 ? cat(" think ", number(l.turn_delay_ms), " ms") : "");
+  if (l.turns > 1)
+    out += cat(" ", l.turns, l.turns_stddev > 0 ? cat("±", number(l.turns_stddev)) : "", " turns",
+               l.turn_delay_ms > 0 || l.turn_delay_stddev_ms > 0
+                   ? cat(" think ", number(l.turn_delay_ms),
+                         l.turn_delay_stddev_ms > 0 ? cat("±", number(l.turn_delay_stddev_ms)) : "", " ms")
+                   : "");
   return out;
 }
 

@@ -30,6 +30,7 @@
 #include "llmbench/load/server_metrics.h"
 #include "llmbench/load/server_process.h"
 #include "llmbench/load/sse.h"
+#include "llmbench/load/turns.h"
 #include "llmbench/tokenizer/tokenizer.h"
 
 namespace llmbench {
@@ -51,8 +52,7 @@ constexpr double kMinClientEventsPerS = 50'000;  // SSE events/s the client pars
 constexpr double kMinTraceSpeedup = 1e-3, kMaxTraceSpeedup = 1e3;  // --trace-speedup
 constexpr int kMaxTraceBlockSize = 1 << 20;    // --trace-block-size
 constexpr double kMinScrapeMs = 10, kMaxScrapeMs = 60'000;  // --server-metrics-interval-ms
-constexpr int kMaxTurns = 1000;                // --turns
-constexpr double kMaxTurnDelayMs = 3.6e6;      // --turn-delay-ms (an hour)
+constexpr double kMaxTurnDelayMs = 3.6e6;      // --turn-delay-ms and --turn-delay-stddev-ms (an hour)
 
 namespace {
 // trace:FILE and no load of our own: the trace's arrival times are the schedule.
@@ -60,11 +60,21 @@ bool replays_trace(const LoadOptions& o) {
   return parse_dataset(o.dataset).kind == "trace" && o.concurrency.empty() && o.request_rate.empty() && o.search.empty();
 }
 
-// Requests per point without --num-requests or --duration: 100, rounded down to whole conversations (at
-// least one).
+TurnSpread turn_spread(const LoadOptions& o) {
+  return {std::max(o.turns, 1), o.turns_stddev, o.turn_delay_ms, o.turn_delay_stddev_ms, o.seed};
+}
+
+// Requests per point without --num-requests or --duration: 100, rounded down to whole conversations of
+// --turns (at least one); with a spread of turns 100 (the last conversation cut short to fit).
 int default_requests(const LoadOptions& o) {
+  if (o.turns_stddev > 0) return kDefaultRequests;
   const int turns = std::max(o.turns, 1);
   return std::max(1, kDefaultRequests / turns) * turns;
+}
+
+// What a load of `requests` requests counts: conversations (--turns 2 or more) or requests.
+int units_of(const LoadOptions& o, int requests) {
+  return o.turns > 1 ? static_cast<int>(turns_for_requests(turn_spread(o), requests).size()) : requests;
 }
 }  // namespace
 
@@ -163,8 +173,7 @@ std::optional<SearchSpec> parse_search(const LoadOptions& o) {
   if (s.axis == "request_rate" && s.max * o.duration_s > kMaxRequests)
     throw UsageError(cat("--search rate up to ", s.max, "/s for --duration ", o.duration_s, " s is ", s.max * o.duration_s,
                          " requests per point, more than ", kMaxRequests));
-  const int requests = o.num_requests > 0 ? o.num_requests : default_requests(o);
-  const int units = requests / std::max(o.turns, 1);  // requests or conversations
+  const int units = units_of(o, o.num_requests > 0 ? o.num_requests : default_requests(o));
   if (s.axis == "concurrency" && o.duration_s == 0 && s.max > units)
     throw UsageError(cat("--search concurrency up to ", s.max, " with ", units, o.turns > 1 ? " conversations" : " requests",
                          " per probe never has ", s.max, " in flight (more --num-requests, a lower MAX, or --duration)"));
@@ -209,22 +218,31 @@ void validate(const LoadOptions& o) {
     for (std::size_t k = 0; k < i; ++k)
       if (o.request_rate[k] == o.request_rate[i])
         throw UsageError(cat("--request-rate lists ", shown(o.request_rate[i]), " twice"));
+  if (o.num_requests < 0 || o.num_requests > kMaxRequests)
+    throw UsageError(cat("--num-requests must be in [1, ", kMaxRequests, "], got ", o.num_requests));
   if (o.turns < 1 || o.turns > kMaxTurns) throw UsageError(cat("--turns must be in [1, ", kMaxTurns, "], got ", o.turns));
   if (!(o.turn_delay_ms >= 0 && o.turn_delay_ms <= kMaxTurnDelayMs))
     throw UsageError(cat("--turn-delay-ms must be in [0, ", shown(kMaxTurnDelayMs), "], got ", shown(o.turn_delay_ms)));
   if (o.turns == 1 && o.turn_delay_ms > 0) throw UsageError("--turn-delay-ms is the think time between turns: for --turns 2 or more");
+  if (!(o.turns_stddev >= 0 && o.turns_stddev <= kMaxTurns))
+    throw UsageError(cat("--turns-stddev must be in [0, ", kMaxTurns, "], got ", shown(o.turns_stddev)));
+  if (o.turns == 1 && o.turns_stddev > 0)
+    throw UsageError("--turns-stddev spreads the turns of conversations around --turns: for --turns 2 or more");
+  if (!(o.turn_delay_stddev_ms >= 0 && o.turn_delay_stddev_ms <= kMaxTurnDelayMs))
+    throw UsageError(cat("--turn-delay-stddev-ms must be in [0, ", shown(kMaxTurnDelayMs), "], got ", shown(o.turn_delay_stddev_ms)));
+  if (o.turns == 1 && o.turn_delay_stddev_ms > 0)
+    throw UsageError("--turn-delay-stddev-ms spreads the think time between turns: for --turns 2 or more");
   if (o.turns > 1 && replays_trace(o))
     throw UsageError("--turns: a trace replay sends each line as one request at its own time (with --concurrency or "
                      "--request-rate the trace's prompts make up conversations)");
   if (o.turns > 1 && o.max_concurrency > 0)
     throw UsageError("--max-concurrency does not combine with --turns (a load of conversations is --concurrency, the "
                      "conversations under way, or --request-rate, those started per second)");
-  if (o.turns > 1 && o.num_requests % o.turns != 0)
+  if (o.turns > 1 && o.turns_stddev == 0 && o.num_requests % o.turns != 0)
     throw UsageError(cat("--num-requests ", o.num_requests, " is not a whole number of conversations of --turns ", o.turns));
   // A closed loop of C needs at least C requests (conversations), or it never has C in flight (nor does a
   // search probe).
-  const int requests = o.num_requests > 0 ? o.num_requests : default_requests(o);
-  const int units = requests / std::max(o.turns, 1);
+  const int units = units_of(o, o.num_requests > 0 ? o.num_requests : default_requests(o));
   if (o.duration_s == 0)
     for (int c : o.concurrency)
       if (c > units)
@@ -263,8 +281,6 @@ void validate(const LoadOptions& o) {
     if (!(r >= kMinRate && r <= kMaxRate))
       throw UsageError(cat("--request-rate must be in [", shown(kMinRate), ", ", shown(kMaxRate), "] requests per second, got ", shown(r)));
   parse_arrival(o.arrival);
-  if (o.num_requests < 0 || o.num_requests > kMaxRequests)
-    throw UsageError(cat("--num-requests must be in [1, ", kMaxRequests, "], got ", o.num_requests));
   if (!(o.duration_s >= 0 && o.duration_s <= kMaxSeconds))
     throw UsageError(cat("--duration must be a positive number of seconds up to ", shown(kMaxSeconds), ", got ", shown(o.duration_s)));
   if (o.num_requests > 0 && o.duration_s > 0) throw UsageError("--num-requests and --duration exclude each other");
@@ -378,10 +394,11 @@ struct Schedule {
   double duration_s = 0;
   // These prompts in order from the first (a trace replay, its warm-ups); null: the driver's, cycled on.
   const std::vector<LoadPrompt>* prompts = nullptr;
-  // turns > 1: each issue starts a conversation of this many requests (max_requests and arrivals_s count
-  // conversations); the next turn goes turn_delay_ms after the answer to the last.
-  int turns = 1;
-  double turn_delay_ms = 0;
+  // spread.turns > 1: each issue starts a conversation (max_requests and arrivals_s count conversations) of
+  // plan[id] requests (past the plan, or without one: drawn); the next turn goes a think time after the
+  // answer to the last.
+  TurnSpread spread;
+  std::vector<int> plan;
   // A replay of a trace with sessions: arrival i starts scripts[i] (a line alone is a script of one turn).
   const std::vector<Script>* scripts = nullptr;
 };
@@ -454,7 +471,7 @@ class Driver {
   // One arrival: a request, or the first turn of a new conversation.
   void issue(double scheduled_ms) {
     ++issued_;
-    if (schedule_.turns <= 1 && !schedule_.scripts) return send(scheduled_ms, -1);
+    if (schedule_.spread.turns <= 1 && !schedule_.scripts) return send(scheduled_ms, -1);
     const int id = next_conversation_++;
     if (schedule_.scripts)
       conversations_[id].script = &(*schedule_.scripts)[static_cast<std::size_t>(id) % schedule_.scripts->size()];
@@ -536,14 +553,16 @@ class Driver {
 
   int turns_of(int id) const {
     const Script* script = conversations_.at(id).script;
-    return script ? static_cast<int>(script->turns.size()) : schedule_.turns;
+    if (script) return static_cast<int>(script->turns.size());
+    return static_cast<std::size_t>(id) < schedule_.plan.size() ? schedule_.plan[static_cast<std::size_t>(id)]
+                                                                : conversation_turns(schedule_.spread, id);
   }
 
   // The next turn of conversation `id`, after the think time (a trace's: its delay, or its timestamp).
   void next_turn(int id) {
     const Conversation& c = conversations_.at(id);
     const double now_ms = ms_since(t0_, Clock::now());
-    double delay_ms = schedule_.turn_delay_ms;
+    double delay_ms = think_time_ms(schedule_.spread, id, c.turn + 1);
     if (c.script) {
       const ScriptTurn& next = c.script->turns[static_cast<std::size_t>(c.turn)];
       delay_ms = next.at_ms ? std::max(0.0, *next.at_ms - now_ms) : next.delay_ms;
@@ -887,17 +906,17 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     }
     Schedule s;
     s.concurrency = concurrency;
-    s.max_requests = num_requests / o.turns;  // conversations when turns > 1
+    s.spread = turn_spread(o);
+    if (o.turns > 1 && num_requests > 0) s.plan = turns_for_requests(s.spread, num_requests);
+    s.max_requests = o.turns > 1 ? static_cast<int>(s.plan.size()) : num_requests;  // conversations when turns > 1
     s.duration_s = o.duration_s;
     s.max_in_flight = o.max_concurrency;
-    s.turns = o.turns;
-    s.turn_delay_ms = o.turn_delay_ms;
     if (!trace_scripts.empty()) {  // a trace's sessions: one conversation each (cycled through for --duration)
       s.scripts = &trace_scripts;
       if (num_requests > 0) s.max_requests = static_cast<int>(trace_scripts.size());
     }
     if (rate > 0) {
-      const std::size_t n = num_requests > 0 ? static_cast<std::size_t>(s.scripts ? s.max_requests : num_requests / o.turns)
+      const std::size_t n = num_requests > 0 ? static_cast<std::size_t>(s.max_requests)
                                              : static_cast<std::size_t>(std::ceil(rate * o.duration_s * 2 + 100));
       s.arrivals_s = arrival_times(arrival, rate, n, o.seed + i);
       if (o.duration_s > 0)
@@ -963,7 +982,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       for (const auto& script : trace_scripts) l.num_requests += static_cast<int>(script.turns.size());
     }
     l.turns = o.turns;
+    l.turns_stddev = o.turns_stddev;
     l.turn_delay_ms = o.turn_delay_ms;
+    l.turn_delay_stddev_ms = o.turn_delay_stddev_ms;
     l.duration_s = o.duration_s;
     l.warmup_requests = o.warmup_requests;
     l.dataset = o.dataset;
@@ -997,7 +1018,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
       p.load->search = SearchProbe{search->axis, search->target, !d.stopped && p.load->goodput_fraction >= search->target};
     }
     const std::string where = (rate > 0 ? cat("rate ", rate, "/s") : replay ? std::string("trace replay") : cat("concurrency ", concurrency)) +
-                              (o.turns > 1 ? cat(" (conversations of ", o.turns, " turns)") : "");
+                              (o.turns > 1 ? cat(" (conversations of ", o.turns, o.turns_stddev > 0 ? cat("±", shown(o.turns_stddev)) : "", " turns)") : "");
     if (hooks.on_progress)
       hooks.on_progress(search ? cat("probe ", i + 1, ": ", where, ", goodput ", percent1(p.load->goodput_fraction),
                                      d.stopped ? cat(" (interrupted; target ", percent1(search->target), ")")

@@ -400,6 +400,7 @@ const PointResult* load_baseline_for(const PointResult& p, const std::vector<con
         x.api == y.api && x.dataset == y.dataset && x.range_ratio == y.range_ratio &&
         x.max_concurrency == y.max_concurrency && x.extra_body == y.extra_body && x.prefix_len == y.prefix_len &&
         x.trace_block_size == y.trace_block_size && x.turns == y.turns && x.turn_delay_ms == y.turn_delay_ms &&
+        x.turns_stddev == y.turns_stddev && x.turn_delay_stddev_ms == y.turn_delay_stddev_ms &&
         x.stream == y.stream &&
         p.params.prompt_len == b->params.prompt_len &&
         p.params.max_new_tokens == b->params.max_new_tokens)
@@ -558,7 +559,7 @@ std::vector<std::string> turn_summaries(const Results& results) {
                             is_trace_replay(l)  ? cat(l.arrival, " replay of sessions, by turn:")
                             : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), " conversations/s")
                                                  : cat("concurrency ", l.concurrency, " conversations"),
-                            is_trace_replay(l) ? "" : cat(", by turn (think time ", shortest(l.turn_delay_ms), " ms):"));
+                            is_trace_replay(l) ? "" : cat(" of ", conversations_text(l), ", by turn:"));
     auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
     for (const auto& t : l.by_turn)
       block += cat("\n  turn ", t.turn, ": ", t.completed, " done, ", t.failed, " failed, prompt ",

@@ -89,7 +89,7 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   if (l.max_concurrency > 0) s += cat(" c≤", l.max_concurrency);
   if (l.range_ratio > 0) s += cat(" ±", fmt_param(100 * l.range_ratio), "%");
   if (!l.stream) s += " no-stream";
-  if (l.turns > 1) s += cat(" ", l.turns, " turns");
+  if (l.turns > 1) s += cat(" ", l.turns, l.turns_stddev > 0 ? cat("±", fmt_param(l.turns_stddev)) : "", " turns");
   if (axes.load_lengths) s += cat(" p=", p.params.prompt_len, " n=", p.params.max_new_tokens);
   if (axes.load_api) s += " " + l.api;
   return s;
@@ -108,7 +108,7 @@ std::string side_by_side_key(const PointResult& p) {
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
              l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body, l.stream ? "" : "|no-stream",
              l.trace_block_size ? cat("|block ", *l.trace_block_size) : "",
-             l.turns > 1 ? cat("|turns ", l.turns, "|think ", l.turn_delay_ms) : "");
+             l.turns > 1 ? cat("|turns ", l.turns, "±", l.turns_stddev, "|think ", l.turn_delay_ms, "±", l.turn_delay_stddev_ms) : "");
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -284,7 +284,7 @@ Table load_config_table(const ReportInput& in, const Axes& axes) {
     t.rows.push_back({point_label(p, axes), l.endpoint, l.api, concurrency,
                       l.request_rate > 0 ? fmt_num(l.request_rate) : "–", l.arrival.empty() ? "–" : l.arrival,
                       l.num_requests ? cat(l.num_requests) : "–",
-                      l.turns > 1 ? cat(l.turns, ", think ", fmt_num(l.turn_delay_ms), " ms") : "–",
+                      l.turns > 1 ? conversations_text(l) : "–",
                       l.duration_s > 0 ? fmt_num(l.duration_s) : "–",
                       cat(l.warmup_requests), l.dataset,
                       (l.prefix_len > 0 ? cat(l.prefix_len, " shared + ", p.params.prompt_len - l.prefix_len)

@@ -328,7 +328,8 @@ json load_to_json(const LoadResult& l) {
         {"duration_s", l.duration_s}, {"warmup_requests", l.warmup_requests}, {"dataset", l.dataset},
         {"range_ratio", l.range_ratio}, {"prefix_len", l.prefix_len},
         {"trace_block_size", l.trace_block_size ? json(*l.trace_block_size) : json(nullptr)},
-        {"turns", l.turns}, {"turn_delay_ms", l.turn_delay_ms}, {"timeout_s", l.timeout_s},
+        {"turns", l.turns}, {"turns_stddev", l.turns_stddev}, {"turn_delay_ms", l.turn_delay_ms},
+        {"turn_delay_stddev_ms", l.turn_delay_stddev_ms}, {"timeout_s", l.timeout_s},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
         {"tls_verify", l.tls_verify ? json(*l.tls_verify) : json(nullptr)},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
@@ -413,6 +414,13 @@ LoadResult load_from_json(const json& point, const std::string& path) {
     l.turn_delay_ms = a.number("turn_delay_ms");
     if (!(l.turn_delay_ms >= 0)) throw Error(cat(path, ".load.turn_delay_ms: expected 0 or more, got ", l.turn_delay_ms));
   }
+  if (a.has("turns_stddev")) {  // older files: no spread
+    l.turns_stddev = a.number("turns_stddev");
+    if (!(l.turns_stddev >= 0)) throw Error(cat(path, ".load.turns_stddev: expected 0 or more, got ", l.turns_stddev));
+    l.turn_delay_stddev_ms = a.number("turn_delay_stddev_ms");
+    if (!(l.turn_delay_stddev_ms >= 0))
+      throw Error(cat(path, ".load.turn_delay_stddev_ms: expected 0 or more, got ", l.turn_delay_stddev_ms));
+  }
   l.timeout_s = a.number("timeout_s");
   l.token_count_source = a.string("token_count_source");
   if (a.has("partial")) l.partial = a.boolean("partial");
@@ -446,4 +454,18 @@ LoadResult load_from_json(const json& point, const std::string& path) {
   return l;
 }
 
+
+std::string conversations_text(const LoadResult& l) {
+  if (l.turns <= 1) return "";
+  auto num = [](double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  auto spread = [&](double sd) { return sd > 0 ? "±" + num(sd) : std::string(); };
+  std::string out = cat(l.turns, spread(l.turns_stddev), " turns");
+  if (l.turn_delay_ms > 0 || l.turn_delay_stddev_ms > 0)
+    out += cat(", think ", num(l.turn_delay_ms), spread(l.turn_delay_stddev_ms), " ms");
+  return out;
+}
 }  // namespace llmbench

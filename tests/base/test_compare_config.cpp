@@ -275,7 +275,7 @@ TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
          "  - {endpoint: https://h:2, label: b, dataset: sharegpt:/abs/sg.json, tokenizer: tiny, insecure: true}\n"
          "  - {endpoint: http://h:3, label: c}\n"
          "  - {endpoint: http://h:4, label: d, dataset: trace:traces/t.jsonl, trace_speedup: 4, trace_block_size: 16,"
-         " turns: 3, turn_delay_ms: 250}\n";
+         " turns: 3, turn_delay_ms: 250, turns_stddev: 1.5, turn_delay_stddev_ms: 80}\n";
   }
   ComparePlan plan = load_compare_config(file.string());
   std::filesystem::remove_all(dir);
@@ -285,6 +285,8 @@ TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
   EXPECT_EQ(plan.loads[3].options.trace_block_size, 16);
   EXPECT_EQ(plan.loads[3].options.turns, 3);
   EXPECT_EQ(plan.loads[3].options.turn_delay_ms, 250);
+  EXPECT_EQ(plan.loads[3].options.turns_stddev, 1.5);
+  EXPECT_EQ(plan.loads[3].options.turn_delay_stddev_ms, 80);
   EXPECT_EQ(plan.loads[0].options.dataset, "jsonl:" + (dir / "prompts.jsonl").string());
   EXPECT_EQ(plan.loads[0].options.tokenizer, (dir / "tok/tokenizer.json").string());
   EXPECT_EQ(plan.loads[0].options.ca_cert, (dir / "ca.pem").string());

@@ -327,6 +327,24 @@ TEST(Gate, ConversationsAreNamedByTheirTurnsAndMatchOnThem) {
   single.load->turns = 1;
   single.load->turn_delay_ms = 0;
   EXPECT_EQ(run_gate(results({single}), results({single}), GateConfig{}).points[0].name, "served b2 p1 n1 t0 eager bfloat16");
+  // A spread of turns or think times is named, and pairs only with the same spread.
+  PointResult spread = talk;
+  spread.load->turns_stddev = 1.5;
+  spread.load->turn_delay_stddev_ms = 100;
+  EXPECT_EQ(run_gate(results({spread}), results({spread}), GateConfig{}).points[0].name,
+            "served b2 p1 n1 t0 eager bfloat16 3±1.50 turns think 500.00±100.00 ms");
+  const GateReport unspread = run_gate(results({talk}), results({spread}), GateConfig{});
+  ASSERT_EQ(unspread.points.size(), 1u);
+  EXPECT_EQ(unspread.points[0].verdict, Verdict::missing);
+  ASSERT_EQ(unspread.notes.size(), 1u);
+  EXPECT_NE(unspread.notes[0].find("3±1.50 turns think 500.00±100.00 ms: new point, not in the baseline"), std::string::npos)
+      << unspread.notes[0];
+  // Spreads that print alike (1.5 and 1.501 are both "1.50") are still other loads, and the note says so.
+  PointResult near = spread;
+  near.load->turns_stddev = 1.501;
+  const GateReport close = run_gate(results({spread}), results({near}), GateConfig{});
+  ASSERT_EQ(close.notes.size(), 1u);
+  EXPECT_NE(close.notes[0].find("turns_stddev: 1.5 → 1.501"), std::string::npos) << close.notes[0];
 }
 
 TEST(Gate, SearchesAreJudgedByTheirHighestPassingLoad) {

@@ -350,7 +350,13 @@ TEST(HtmlReport, ConversationsGetATableByTurn) {
   const std::string md = render_markdown({{"c.json", r}}, std::nullopt);
   EXPECT_NE(md.find("**Conversations by turn: c.json (each turn sends the history so far)**"), std::string::npos) << md;
   EXPECT_NE(md.find("| tiny c=2 2 turns | 2 | 4 | 0 | "), std::string::npos) << md;  // 8 requests: 4 second turns
-  EXPECT_NE(md.find("| 2, think 250.0 ms |"), std::string::npos) << md;  // the load configuration
+  EXPECT_NE(md.find("| 2 turns, think 250 ms |"), std::string::npos) << md;  // the load configuration
+  // A spread of turns and think times is in the label and the configuration.
+  l.turns_stddev = 0.5;
+  l.turn_delay_stddev_ms = 40;
+  const std::string spread = render_markdown({{"c.json", r}}, std::nullopt);
+  EXPECT_NE(spread.find("| tiny c=2 2±0.5 turns | 2 | 4 | 0 | "), std::string::npos) << spread;
+  EXPECT_NE(spread.find("| 2±0.5 turns, think 250±40 ms |"), std::string::npos) << spread;
   EXPECT_EQ(render_markdown({{"l.json", load_sweep({1, 4})}}, std::nullopt).find("**Conversations by turn"), std::string::npos);
 }
 

@@ -62,7 +62,7 @@ PY
 # new prompt (16), so the count grows by 21 a turn at the least (the tiny model has no chat template).
 timeout 240 "$bin" load --api chat --turns 3 --turn-delay-ms 20 --concurrency 2 --num-requests 6 --input-len 16 \
   --output-len 5 --tokenizer tiny -o "$tmp/turns.json" >"$tmp/turns.txt" 2>>"$tmp/err.txt" || fail "load --turns exited $?"
-grep -q "by turn (think time 20 ms)" "$tmp/turns.txt" || fail "no by-turn block: $(cat "$tmp/turns.txt")"
+grep -q "conversations of 3 turns, think 20 ms, by turn:" "$tmp/turns.txt" || fail "no by-turn block: $(cat "$tmp/turns.txt")"
 python3 - "$tmp/turns.json" <<'PY' || fail "--turns results"
 import json, sys
 p = json.load(open(sys.argv[1]))["points"][0]

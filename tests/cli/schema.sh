@@ -76,7 +76,7 @@ printf '%s\n' '{"timestamp": 0, "input_length": 12, "output_length": 3, "hash_id
   '{"timestamp": 40, "input_length": 10, "output_length": 2, "hash_ids": [0, 2]}' >trace.jsonl
 "$bin" "${q[@]}" load "${lo[@]}" --dataset trace:trace.jsonl --trace-block-size 8 --trace-speedup 2 -o trace.json \
   >/dev/null 2>>load.err || fail "load --dataset trace: $(tail -5 load.err)"
-"$bin" "${q[@]}" load "${lo[@]}" --api chat --turns 2 --turn-delay-ms 5 --concurrency 2 --num-requests 4 -o turns.json \
+"$bin" "${q[@]}" load "${lo[@]}" --api chat --turns 2 --turn-delay-ms 5 --turn-delay-stddev-ms 2 --concurrency 2 --num-requests 4 -o turns.json \
   >/dev/null 2>>load.err || fail "load --turns: $(tail -5 load.err)"
 # Failed requests (HTTP 500 with a message, a disconnect, an error event with a detail) against the scripted
 # server, on a loopback port of 23000-23999.
@@ -124,6 +124,7 @@ assert pts("open.json")[0]["server_metrics"] is None
 t = pts("trace.json")[0]["load"]
 assert (t["arrival"], t["trace_block_size"], t["request_rate"]) == ("trace:2", 8, 50), t
 c = pts("turns.json")[0]
+assert (c["load"]["turn_delay_stddev_ms"], c["load"]["turns_stddev"]) == (2, 0), c["load"]
 assert c["load"]["turns"] == 2 and len(c["by_turn"]) == 2 and {r["turn"] for r in c["request_log"]} == {1, 2}, c["by_turn"]
 assert pts("load.json")[0]["by_turn"] is None and "turn" not in pts("load.json")[0]["request_log"][0]
 f = pts("faults.json")[0]

@@ -347,4 +347,23 @@ TEST(LoadResult, ConversationsByTurn) {
   bad = j;
   bad["points"][0]["load"]["turns"] = 0;
   EXPECT_THROW(results_from_json(bad), Error);
+  // A spread of turns and think times round-trips; files without one read as none; a negative one is refused.
+  EXPECT_EQ(j["points"][0]["load"]["turns_stddev"], 0);
+  EXPECT_EQ(j["points"][0]["load"]["turn_delay_stddev_ms"], 0);
+  nlohmann::json spread = j;
+  spread["points"][0]["load"]["turns_stddev"] = 1.5;
+  spread["points"][0]["load"]["turn_delay_stddev_ms"] = 10;
+  const Results spread_back = results_from_json(spread);
+  EXPECT_EQ(spread_back.points[0].load->turns_stddev, 1.5);
+  EXPECT_EQ(spread_back.points[0].load->turn_delay_stddev_ms, 10);
+  EXPECT_EQ(conversations_text(*spread_back.points[0].load), "3±1.5 turns, think 25±10 ms");
+  EXPECT_EQ(to_json(spread_back), spread);
+  EXPECT_EQ(conversations_text(*old.points[0].load), "");
+  EXPECT_EQ(conversations_text(*back.points[0].load), "3 turns, think 25 ms");
+  EXPECT_EQ(old.points[0].load->turns_stddev, 0);
+  for (const char* key : {"turns_stddev", "turn_delay_stddev_ms"}) {
+    bad = spread;
+    bad["points"][0]["load"][key] = -1;
+    EXPECT_THROW(results_from_json(bad), Error) << key;
+  }
 }

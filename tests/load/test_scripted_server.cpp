@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <vector>
 
 #include "llmbench/base/error.h"
@@ -13,6 +14,7 @@
 #include "llmbench/load/runner.h"
 #include "llmbench/load/server_process.h"
 #include "llmbench/load/sse.h"
+#include "llmbench/load/turns.h"
 #include "llmbench/stats/stats.h"
 #include "llmbench/tokenizer/tokenizer.h"
 
@@ -886,6 +888,56 @@ TEST(ScriptedServer, ConversationsCarryTheirHistory) {
     EXPECT_NE(m.back()["content"], m.front()["content"]);  // a new prompt, not the first again
   }
   EXPECT_EQ(sizes, (std::map<std::size_t, int>{{1, 4}, {3, 4}, {5, 4}}));
+}
+
+TEST(ScriptedServer, ConversationsOfASpreadOfTurnsAndThinkTimes) {
+  // 30 requests of conversations of 3 ± 1.5 turns with 30 ± 15 ms of think time, three at a time: each
+  // conversation has its drawn turns (the last cut short to fit 30) and each later turn goes its own drawn
+  // think time after the answer before it (load/turns.h draws them; test_turns.cpp checks the draws).
+  Scripted server({"--ttft-ms", "2", "--itl-ms", "1"});
+  LoadOptions o = options_for(server.process.url());
+  o.api = "chat";
+  o.turns = 3;
+  o.turns_stddev = 1.5;
+  o.turn_delay_ms = 30;
+  o.turn_delay_stddev_ms = 15;
+  o.concurrency = {3};
+  o.num_requests = 30;
+  o.output_len = 2;
+  o.seed = 7;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.completed, 30);
+  EXPECT_EQ(l.turns, 3);
+  EXPECT_EQ(l.turns_stddev, 1.5);
+  EXPECT_EQ(l.turn_delay_ms, 30);
+  EXPECT_EQ(l.turn_delay_stddev_ms, 15);
+  const TurnSpread spread{3, 1.5, 30, 15, 7};
+  const std::vector<int> plan = turns_for_requests(spread, 30);
+  std::map<int, std::vector<const RequestRecord*>> by_conversation;
+  for (const auto& rec : l.requests) by_conversation[rec.conversation].push_back(&rec);
+  ASSERT_EQ(by_conversation.size(), plan.size());
+  std::set<int> lengths;
+  std::vector<double> thinks;
+  for (const auto& [id, recs] : by_conversation) {
+    ASSERT_LT(static_cast<std::size_t>(id), plan.size());
+    ASSERT_EQ(recs.size(), static_cast<std::size_t>(plan[id])) << id;
+    lengths.insert(plan[id]);
+    for (std::size_t t = 0; t < recs.size(); ++t) EXPECT_EQ(recs[t]->turn, static_cast<int>(t) + 1);
+    for (std::size_t t = 1; t < recs.size(); ++t) {
+      const double answered = recs[t - 1]->start_ms + recs[t - 1]->e2e_ms;
+      const double think = think_time_ms(spread, id, static_cast<int>(t) + 1);
+      thinks.push_back(think);
+      EXPECT_NEAR(recs[t]->scheduled_ms, answered + think, 2) << id << " turn " << t + 1;
+      EXPECT_GE(recs[t]->start_ms, answered + think - 1) << id << " turn " << t + 1;
+    }
+  }
+  // The spread is there: conversations of at least three lengths, think times more than 20 ms apart.
+  EXPECT_GE(lengths.size(), 3u);
+  ASSERT_FALSE(thinks.empty());
+  EXPECT_GT(*std::max_element(thinks.begin(), thinks.end()) - *std::min_element(thinks.begin(), thinks.end()), 20);
+  ASSERT_EQ(l.by_turn.size(), static_cast<std::size_t>(*std::max_element(plan.begin(), plan.end())));
+  EXPECT_EQ(l.by_turn[0].completed, static_cast<int>(plan.size()));
 }
 
 TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {

@@ -7,6 +7,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/load/runner.h"
+#include "llmbench/load/turns.h"
 
 using namespace llmbench;
 
@@ -281,6 +282,36 @@ TEST(LoadValidate, TurnsOptions) {
             std::string::npos);
   EXPECT_NE(refusal([](LoadOptions& o) { o.turns = 5, o.search = "concurrency:1:30", o.slo = "ttft_ms=100"; }).find("20 conversations per probe"),
             std::string::npos);
+}
+
+TEST(LoadValidate, TurnSpreadOptions) {
+  EXPECT_EQ(refusal([](LoadOptions& o) {
+              o.turns = 4, o.turns_stddev = 2, o.turn_delay_ms = 250, o.turn_delay_stddev_ms = 100, o.concurrency = {10};
+            }), "");
+  // With a spread, --num-requests need not be a multiple of --turns: the last conversation is cut to fit.
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 3, o.turns_stddev = 1, o.num_requests = 10; }), "");
+  // The conversations are the drawn ones: 3 ± 1 turns for 10 requests are so many (load/turns.h), not 10 / 3.
+  const int conversations = static_cast<int>(turns_for_requests(TurnSpread{3, 1, 0, 0, 0}, 10).size());
+  EXPECT_EQ(refusal([&](LoadOptions& o) { o.turns = 3, o.turns_stddev = 1, o.num_requests = 10, o.concurrency = {conversations}; }), "");
+  EXPECT_EQ(refusal([&](LoadOptions& o) {
+              o.turns = 3, o.turns_stddev = 1, o.num_requests = 10, o.concurrency = {conversations + 1};
+            }),
+            cat("--concurrency ", conversations + 1, " with ", conversations,
+                " conversations never has ", conversations + 1, " in flight (more --num-requests, or --duration)"));
+  for (double sd : {-1.0, 1001.0, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.turns = 2, o.turns_stddev = sd; }).find("--turns-stddev must be in [0, 1000]"),
+              std::string::npos) << sd;
+  for (double sd : {-1.0, 4e6, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.turns = 2, o.turn_delay_stddev_ms = sd; })
+                  .find("--turn-delay-stddev-ms must be in [0, 3600000]"),
+              std::string::npos) << sd;
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns_stddev = 1; }),
+            "--turns-stddev spreads the turns of conversations around --turns: for --turns 2 or more");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turn_delay_stddev_ms = 5; }),
+            "--turn-delay-stddev-ms spreads the think time between turns: for --turns 2 or more");
+  // --num-requests is checked before conversations are drawn for it.
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.turns = 2, o.turns_stddev = 1, o.num_requests = 2'000'000'000; }),
+            "--num-requests must be in [1, 1000000], got 2000000000");
 }
 
 TEST(LoadRequestBody, ATurnCarriesTheHistory) {

@@ -33,9 +33,12 @@ struct LoadOptions {
   int trace_block_size = 512;          // tokens per hash id of a trace (Mooncake's 512)
   // Multi-turn conversations: each sends `turns` requests one after another, each with the history so far
   // (its user prompts and the answers the server gave); `turn_delay_ms` of think time between an answer
-  // and the next turn. A load (--concurrency, --request-rate) is then one of conversations.
+  // and the next turn. A load (--concurrency, --request-rate) is then one of conversations. A stddev spreads
+  // each conversation's turns or each think time around them (normal draws, seeded; load/turns.h).
   int turns = 1;
+  double turns_stddev = 0;
   double turn_delay_ms = 0;
+  double turn_delay_stddev_ms = 0;
   std::string tokenizer;               // prompts and token counts; empty: the model's when it is tiny or a directory
   std::string slo;                     // ttft_ms=X,tpot_ms=Y,e2e_ms=Z
   std::uint64_t seed = 0;

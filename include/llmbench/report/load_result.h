@@ -92,8 +92,10 @@ struct LoadResult {
   double range_ratio = 0;        // synthetic lengths spread uniformly over [L·(1−R), L·(1+R)]; 0: exact
   int prefix_len = 0;            // synthetic prompts' shared first tokens (included in params.prompt_len)
   std::optional<int> trace_block_size;  // trace:FILE: tokens per hash id; none for other datasets
-  int turns = 1;                 // requests per conversation (--turns); 1: single requests
-  double turn_delay_ms = 0;      // think time between an answer and its conversation's next turn
+  int turns = 1;                 // requests per conversation (--turns; their mean with a spread); 1: single requests
+  double turns_stddev = 0;       // --turns-stddev: each conversation's turns drawn around `turns`; 0: all have `turns`
+  double turn_delay_ms = 0;      // think time between an answer and its conversation's next turn (the mean with a spread)
+  double turn_delay_stddev_ms = 0;  // --turn-delay-stddev-ms: each think time drawn around turn_delay_ms; 0: all equal
   std::string extra_body;        // --extra-body as compact JSON; "" when none
   std::optional<SearchProbe> search;  // a --search probe
   bool stream = true;            // false (--no-stream): whole responses, no TTFT, TPOT or ITL
@@ -128,6 +130,9 @@ struct LoadResult {
 
 // A point that replayed a trace's arrival times (arrival "trace" or "trace:SPEEDUP").
 inline bool is_trace_replay(const LoadResult& l) { return l.arrival.rfind("trace", 0) == 0; }
+
+// A load's conversations: "4 turns", "4±1.5 turns, think 2000±500 ms"; "" for single requests.
+std::string conversations_text(const LoadResult& l);
 
 // Metrics summarised per load point (over completed requests).
 const std::vector<std::string>& load_summary_metrics();
