@@ -133,7 +133,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int error_status = 0;             // a non-200 response's status, once its header is in
   std::string error_body;           // the start of a non-200 response's body
   std::vector<double> gaps;         // ms between consecutive content events
-  std::optional<int> usage_prompt, usage_completion;
+  std::optional<int> usage_prompt, usage_completion, usage_cached;
   RequestRecord record;
 
   void begin() {
@@ -315,6 +315,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (!chunk.error.empty()) return fail("server_error", chunk.error);
     if (chunk.prompt_tokens) usage_prompt = chunk.prompt_tokens;
     if (chunk.completion_tokens) usage_completion = chunk.completion_tokens;
+    if (chunk.cached_tokens) usage_cached = chunk.cached_tokens;
     for (const auto& [stage, ms] : chunk.timing) record.server_ms[stage] = ms;
     if (!chunk.token) return;  // a token event even when its text is "" (one chunk per token)
     if (pieces.empty()) record.ttft_ms = ms_between(start, now);
@@ -367,6 +368,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     spread_itl();
     record.prompt_tokens = usage_prompt.value_or(0);
+    // Cached tokens are a part of the prompt's: a count beyond the server's own prompt count is not kept.
+    if (usage_cached && usage_prompt && *usage_cached <= *usage_prompt) record.cached_tokens = usage_cached;
     if (parser->get().keep_alive() && buffer.size() == 0) client.idle_.push_back(std::move(conn));
     finish(counted_by, std::move(text));
   }

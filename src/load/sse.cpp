@@ -242,6 +242,8 @@ StreamChunk parse_chunk(std::string_view data) {
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
     if (auto p = u->find("prompt_tokens"); p != u->end()) c.prompt_tokens = token_count(*p);
     if (auto p = u->find("completion_tokens"); p != u->end()) c.completion_tokens = token_count(*p);
+    if (auto d = u->find("prompt_tokens_details"); d != u->end() && d->is_object())
+      if (auto k = d->find("cached_tokens"); k != d->end()) c.cached_tokens = token_count(*k);
   }
   if (auto t = j.find("llmbench_timing"); t != j.end() && t->is_object()) {
     for (const auto& [stage, ms] : t->items())

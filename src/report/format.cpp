@@ -563,9 +563,28 @@ std::vector<std::string> turn_summaries(const Results& results) {
     auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
     for (const auto& t : l.by_turn)
       block += cat("\n  turn ", t.turn, ": ", t.completed, " done, ", t.failed, " failed, prompt ",
-                   fixed(t.prompt_tokens_mean, 1), " tokens, TTFT p50 ", ms(t.ttft_ms_p50), " ms, e2e p50 ",
-                   ms(t.e2e_ms_p50), " ms");
+                   fixed(t.prompt_tokens_mean, 1), " tokens",
+                   t.cached_fraction ? cat(" (", fixed(100 * *t.cached_fraction, 1), " % cached)") : "", ", TTFT p50 ",
+                   ms(t.ttft_ms_p50), " ms, e2e p50 ", ms(t.e2e_ms_p50), " ms");
     out.push_back(block);
+  }
+  return out;
+}
+
+std::vector<std::string> prompt_cache_summaries(const Results& results) {
+  std::vector<std::string> out;
+  for (const auto& p : results.points) {
+    if (!p.load || !p.load->prompt_cache) continue;
+    const LoadResult& l = *p.load;
+    const auto& c = *l.prompt_cache;
+    out.push_back(cat(label_of(p.params), ", ",
+                      is_trace_replay(l)   ? l.arrival + " replay"
+                      : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s")
+                                           : cat("concurrency ", l.concurrency),
+                      ": the server's prompt cache held ",
+                      c.hit_rate ? cat(fixed(100 * *c.hit_rate, 1), " %") : std::string("none"), " of the prompt tokens (",
+                      c.cached_tokens, " of ", c.prompt_tokens, ", by the usage of ", c.requests, " of ", l.completed,
+                      " requests)"));
   }
   return out;
 }

@@ -387,10 +387,29 @@ Table server_metrics_table(const ReportInput& in, const Axes& axes) {
   return t;
 }
 
+// A fraction as "62.5 %"; "–" when none.
+std::string percent(const std::optional<double>& v) { return v ? fmt_param(100 * *v) + " %" : std::string("–"); }
+
+// The server's prefix cache, as its usage told (prompt_tokens_details.cached_tokens), per load point that had one.
+Table prompt_cache_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Prompt cache: " + in.name + " (the server's usage: prompt_tokens_details.cached_tokens)",
+          {"point", "requests that told", "prompt tokens", "cached tokens", "hit rate"},
+          {},
+          {}};
+  for (const auto& p : in.results.points) {
+    if (!p.load || !p.load->prompt_cache) continue;
+    const auto& c = *p.load->prompt_cache;
+    t.rows.push_back({point_label(p, axes), cat(c.requests, " of ", p.load->completed), cat(c.prompt_tokens),
+                      cat(c.cached_tokens), percent(c.hit_rate)});
+    t.row_class.push_back("");
+  }
+  return t;
+}
+
 // `load --turns`: each turn of the conversations, so the cost of a growing history shows.
 Table turns_table(const ReportInput& in, const Axes& axes) {
   Table t{"Conversations by turn: " + in.name + " (each turn sends the history so far)",
-          {"point", "turn", "done", "failed", "prompt tokens (mean)", "TTFT p50 ms", "TTFT mean ms", "e2e p50 ms"},
+          {"point", "turn", "done", "failed", "prompt tokens (mean)", "cached", "TTFT p50 ms", "TTFT mean ms", "e2e p50 ms"},
           {},
           {}};
   auto ms = [](const std::optional<double>& v) { return v ? fmt_num(*v) : std::string("–"); };
@@ -398,7 +417,8 @@ Table turns_table(const ReportInput& in, const Axes& axes) {
     if (!p.load) continue;
     for (const auto& turn : p.load->by_turn) {
       t.rows.push_back({point_label(p, axes), cat(turn.turn), cat(turn.completed), cat(turn.failed),
-                        fmt_num(turn.prompt_tokens_mean), ms(turn.ttft_ms_p50), ms(turn.ttft_ms_mean), ms(turn.e2e_ms_p50)});
+                        fmt_num(turn.prompt_tokens_mean), percent(turn.cached_fraction), ms(turn.ttft_ms_p50),
+                        ms(turn.ttft_ms_mean), ms(turn.e2e_ms_p50)});
       t.row_class.push_back(turn.failed > 0 ? "warn" : "");
     }
   }
@@ -702,6 +722,9 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
       const bool turns = std::any_of(in.results.points.begin(), in.results.points.end(),
                                      [](const PointResult& p) { return p.load && !p.load->by_turn.empty(); });
       if (turns) s.back().tables.push_back(turns_table(in, axes));
+      const bool cached = std::any_of(in.results.points.begin(), in.results.points.end(),
+                                      [](const PointResult& p) { return p.load && p.load->prompt_cache; });
+      if (cached) s.back().tables.push_back(prompt_cache_table(in, axes));
     }
   s.push_back({"sweeps", "Sweeps", "Throughput and TPOT against each swept axis, one line per other setting.", {}});
   s.push_back({"models", "Models", "", {}});

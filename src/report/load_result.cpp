@@ -126,12 +126,25 @@ void summarize_load(LoadResult& load) {
   load.goodput_requests_per_s = s > 0 && !load.slo.empty() ? good / s : 0;
   load.goodput_fraction = n > 0 && !load.slo.empty() ? good / n : 0;
 
+  // The prefix cache, over the completed requests whose usage told.
+  load.prompt_cache.reset();
+  for (const auto& r : load.requests) {
+    if (!r.ok || !r.cached_tokens) continue;
+    if (!load.prompt_cache) load.prompt_cache.emplace();
+    ++load.prompt_cache->requests;
+    load.prompt_cache->prompt_tokens += r.prompt_tokens;
+    load.prompt_cache->cached_tokens += *r.cached_tokens;
+  }
+
   // One pass, by the turns present (a file's turn numbers are not trusted to be small).
   struct Bucket {
     LoadResult::Turn turn;
     std::vector<double> ttft, e2e;
     double prompt = 0;
+    long long told_prompt = 0, cached = 0;  // of the requests whose usage said how many were cached
+    bool told = false;
   };
+
   std::map<int, Bucket> turns;
   for (const auto& r : load.requests) {
     if (r.turn < 1) continue;
@@ -143,6 +156,11 @@ void summarize_load(LoadResult& load) {
     }
     ++b.turn.completed;
     b.prompt += r.prompt_tokens;
+    if (r.cached_tokens) {
+      b.told = true;
+      b.told_prompt += r.prompt_tokens;
+      b.cached += *r.cached_tokens;
+    }
     b.ttft.push_back(r.ttft_ms);
     b.e2e.push_back(r.e2e_ms);
   }
@@ -157,9 +175,12 @@ void summarize_load(LoadResult& load) {
         b.turn.ttft_ms_p50 = percentile(b.ttft, 50);
       }
       b.turn.e2e_ms_p50 = percentile(b.e2e, 50);
+      if (b.told && b.told_prompt > 0) b.turn.cached_fraction = static_cast<double>(b.cached) / b.told_prompt;
     }
     load.by_turn.push_back(b.turn);
   }
+  if (load.prompt_cache && load.prompt_cache->prompt_tokens > 0)
+    load.prompt_cache->hit_rate = static_cast<double>(load.prompt_cache->cached_tokens) / load.prompt_cache->prompt_tokens;
 }
 
 // ---------------------------------------------------------------- JSON
@@ -181,6 +202,7 @@ json record_json(const RequestRecord& r) {
             {"output_tokens", r.output_tokens}};
   if (!r.server_ms.empty()) j["server_ms"] = r.server_ms;
   if (!r.error_detail.empty()) j["error_detail"] = r.error_detail;
+  if (r.cached_tokens) j["cached_tokens"] = *r.cached_tokens;
   if (r.turn > 0) {
     j["conversation"] = r.conversation;
     j["turn"] = r.turn;
@@ -302,6 +324,11 @@ RequestRecord record_from(const Reader& r) {
   rec.prompt_tokens = r.integer("prompt_tokens");
   rec.output_tokens = r.integer("output_tokens");
   if (r.has("server_ms")) rec.server_ms = r.numbers("server_ms");
+  if (r.has("cached_tokens")) {  // the server's usage said how many prompt tokens its cache held
+    rec.cached_tokens = r.integer("cached_tokens");
+    if (*rec.cached_tokens < 0 || *rec.cached_tokens > rec.prompt_tokens)
+      throw Error(cat(r.path, ".cached_tokens: expected 0 to prompt_tokens (", rec.prompt_tokens, "), got ", *rec.cached_tokens));
+  }
   if (r.has("turn")) {  // a multi-turn point's request
     rec.turn = r.integer("turn");
     rec.conversation = r.integer("conversation");
@@ -320,7 +347,8 @@ json load_to_json(const LoadResult& l) {
   for (const auto& t : l.by_turn)
     by_turn.push_back({{"turn", t.turn}, {"completed", t.completed}, {"failed", t.failed},
                        {"prompt_tokens_mean", t.prompt_tokens_mean}, {"ttft_ms_p50", optional_number(t.ttft_ms_p50)},
-                       {"ttft_ms_mean", optional_number(t.ttft_ms_mean)}, {"e2e_ms_p50", optional_number(t.e2e_ms_p50)}});
+                       {"ttft_ms_mean", optional_number(t.ttft_ms_mean)}, {"e2e_ms_p50", optional_number(t.e2e_ms_p50)},
+                       {"cached_fraction", optional_number(t.cached_fraction)}});
   return {
       {"load",
        {{"endpoint", l.endpoint}, {"api", l.api}, {"concurrency", l.concurrency},
@@ -355,6 +383,11 @@ json load_to_json(const LoadResult& l) {
       {"server_metrics", l.server_metrics ? server_metrics_json(*l.server_metrics) : json(nullptr)},
       {"client", {{"events_per_s", l.client_events_per_s}}},
       {"by_turn", by_turn.empty() ? json(nullptr) : by_turn},
+      {"prompt_cache", l.prompt_cache ? json{{"requests", l.prompt_cache->requests},
+                                             {"prompt_tokens", l.prompt_cache->prompt_tokens},
+                                             {"cached_tokens", l.prompt_cache->cached_tokens},
+                                             {"hit_rate", optional_number(l.prompt_cache->hit_rate)}}
+                                      : json(nullptr)},
       {"request_log", requests},
   };
 }

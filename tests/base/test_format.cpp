@@ -293,6 +293,37 @@ TEST(Format, SearchSummaryAndFailedProbes) {
       "1 probe"});
 }
 
+TEST(Format, ConversationsAndThePromptCacheAfterTheTable) {
+  // Three conversations of two turns (32 prompt tokens each as counted here); the server said it cached 24 of
+  // each second turn's 32 and none of a first turn's, except one first turn that said nothing.
+  PointResult p = load_point("eng", 3, 20, 5);
+  LoadResult& l = *p.load;
+  l.turns = 2;
+  l.turns_stddev = 0.5;
+  l.turn_delay_ms = 100;
+  l.turn_delay_stddev_ms = 25;
+  for (std::size_t i = 0; i < l.requests.size(); ++i) {
+    l.requests[i].conversation = static_cast<int>(i / 2);
+    l.requests[i].turn = static_cast<int>(i % 2) + 1;
+    if (i != 2) l.requests[i].cached_tokens = l.requests[i].turn == 2 ? 24 : 0;
+  }
+  summarize_point(p);
+  Results r;
+  r.points = {p};
+  EXPECT_EQ(turn_summaries(r), std::vector<std::string>{
+      "eng, concurrency 3 conversations of 2±0.5 turns, think 100±25 ms, by turn:\n"
+      "  turn 1: 3 done, 0 failed, prompt 32.0 tokens (0.0 % cached), TTFT p50 20.00 ms, e2e p50 35.00 ms\n"
+      "  turn 2: 3 done, 0 failed, prompt 32.0 tokens (75.0 % cached), TTFT p50 20.00 ms, e2e p50 35.00 ms"});
+  // 5 requests told: 72 of 160 prompt tokens.
+  EXPECT_EQ(prompt_cache_summaries(r), std::vector<std::string>{
+      "eng, concurrency 3: the server's prompt cache held 45.0 % of the prompt tokens (72 of 160, by the usage of 5 "
+      "of 6 requests)"});
+  for (auto& rec : r.points[0].load->requests) rec.cached_tokens.reset();
+  summarize_point(r.points[0]);
+  EXPECT_TRUE(prompt_cache_summaries(r).empty());
+  EXPECT_EQ(turn_summaries(r)[0].find("cached"), std::string::npos);
+}
+
 TEST(Format, CvWarningsAboveFivePercent) {
   Results r = two_models();
   EXPECT_TRUE(cv_warnings(r).empty());

@@ -357,6 +357,16 @@ TEST(HtmlReport, ConversationsGetATableByTurn) {
   const std::string spread = render_markdown({{"c.json", r}}, std::nullopt);
   EXPECT_NE(spread.find("| tiny c=2 2±0.5 turns | 2 | 4 | 0 | "), std::string::npos) << spread;
   EXPECT_NE(spread.find("| 2±0.5 turns, think 250±40 ms |"), std::string::npos) << spread;
+  EXPECT_EQ(spread.find("**Prompt cache"), std::string::npos);  // no request said what the server cached
+  // The server's usage told the cached prompt tokens: second turns 12 of their 16, first turns none.
+  for (auto& rec : l.requests) rec.cached_tokens = rec.turn == 2 ? 12 : 0;
+  summarize_point(r.points[0]);
+  const std::string cached = render_markdown({{"c.json", r}}, std::nullopt);
+  EXPECT_NE(cached.find("| tiny c=2 2±0.5 turns | 1 | 4 | 0 | 16.00 | 0 % |"), std::string::npos) << cached;
+  EXPECT_NE(cached.find("| tiny c=2 2±0.5 turns | 2 | 4 | 0 | 16.00 | 75 % |"), std::string::npos) << cached;
+  EXPECT_NE(cached.find("**Prompt cache: c.json (the server's usage: prompt_tokens_details.cached_tokens)**"),
+            std::string::npos) << cached;
+  EXPECT_NE(cached.find("| tiny c=2 2±0.5 turns | 8 of 8 | 128 | 48 | 37.5 % |"), std::string::npos) << cached;
   EXPECT_EQ(render_markdown({{"l.json", load_sweep({1, 4})}}, std::nullopt).find("**Conversations by turn"), std::string::npos);
 }
 

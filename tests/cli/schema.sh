@@ -92,7 +92,7 @@ start_listening() {  # start_listening BASE LOG CMD...: CMD --port P in the back
   return 1
 }
 start_listening 23000 server.out python3 "$root/tests/load/scripted_server.py" --lifetime-s 120 --ttft-ms 1 --itl-ms 1 \
-  --faults 0:http500,2:disconnect,3:errdetail || fail "the scripted server did not start: $(cat server.out)"
+  --faults 0:http500,2:disconnect,3:errdetail --prefix-cache || fail "the scripted server did not start: $(cat server.out)"
 "$bin" "${q[@]}" load --endpoint "http://127.0.0.1:$port" --concurrency 1 --num-requests 5 --output-len 3 \
   -o faults.json --format json >faults_rows.json 2>>load.err || fail "load with failed requests: $(tail -5 load.err)"
 kill $spid; wait $spid 2>/dev/null; spid=
@@ -129,6 +129,8 @@ assert c["load"]["turns"] == 2 and len(c["by_turn"]) == 2 and {r["turn"] for r i
 assert pts("load.json")[0]["by_turn"] is None and "turn" not in pts("load.json")[0]["request_log"][0]
 f = pts("faults.json")[0]
 assert f["requests"]["failed"] >= 2 and any("error_detail" in r for r in f["request_log"]), f["requests"]
+assert f["prompt_cache"]["requests"] == f["requests"]["completed"] and all("cached_tokens" in r for r in f["request_log"] if r["ok"]), f["prompt_cache"]
+assert pts("load.json")[0]["prompt_cache"] is None  # llmbench serve has no prefix cache and does not say
 PY
 validate "${produced[@]}" || fail "a file llmbench wrote does not match the schema"
 

@@ -30,7 +30,9 @@ request: its arrival in ms on the server's monotonic clock, its prompt (chat: th
 max_tokens (a trace replay's schedule, seen from the server), chat's whole messages (a conversation's history)
 and the TTFT it served (ms from reading the request line to writing the first token event; null if none was:
 what a loaded host made of --ttft-ms, the reference for the client's measured TTFT).
-usage.prompt_tokens counts the words of the prompt (chat: of every message). GET /metrics: Prometheus text of the streams being
+usage.prompt_tokens counts the words of the prompt (chat: of every message); with --prefix-cache,
+usage.prompt_tokens_details.cached_tokens is the longest word prefix of it that an earlier request's prompt and
+answer began with (--usage-cached: this JSON value instead). GET /metrics: Prometheus text of the streams being
 answered (a gauge), the token events sent (a counter) and the TTFTs it served (a histogram, buckets 10 ms to 250 ms). Prints "llmbench serve: listening on
 http://127.0.0.1:PORT" (https://) when ready, exactly like `llmbench serve`.
 """
@@ -61,6 +63,10 @@ parser.add_argument("--reasoning", type=int, default=0,
                     help="chat: the first N content events carry reasoning text instead (delta.reasoning_content "
                          "with content null, DeepSeek-R1; every other one delta.reasoning, newer vLLM)")
 parser.add_argument("--usage-completion", default=None, help="usage.completion_tokens as this JSON value (e.g. -5, 4.0)")
+parser.add_argument("--prefix-cache", action="store_true",
+                    help="usage.prompt_tokens_details.cached_tokens: the longest prefix (in words) of the prompt that an "
+                         "earlier request's prompt and answer began with, as a prefix cache that keeps both would hold")
+parser.add_argument("--usage-cached", default=None, help="usage.prompt_tokens_details.cached_tokens as this JSON value")
 parser.add_argument("--models-stall-s", type=float, default=0, help="GET /v1/models answers after this long")
 parser.add_argument("--models-continue", action="store_true", help="GET /v1/models: a 100 Continue before the answer")
 parser.add_argument("--capacity", type=int, default=0,
@@ -74,6 +80,27 @@ faults = {}
 for item in filter(None, args.faults.split(",")):
     index, kind = item.split(":")
     faults[int(index)] = kind
+def common_prefix(a, b):
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def usage(prompt, completion, answer):
+    """The usage object of a response to `prompt` (words are tokens) with `answer` text."""
+    words = prompt.split()
+    u = {"prompt_tokens": len(words), "completion_tokens": completion, "total_tokens": len(words) + completion}
+    if args.prefix_cache:
+        with lock:
+            cached = max([common_prefix(words, s) for s in cache_seen] + [0])
+            cache_seen.append(words + answer.split())
+        u["prompt_tokens_details"] = {"cached_tokens": cached}
+    if args.usage_cached is not None:
+        u["prompt_tokens_details"] = {"cached_tokens": json.loads(args.usage_cached)}
+    return u
+
+
 TIMING = {"http_recv": 0.5, "queue": 1.0, "tokenize": 0.25, "prefill": 4.0, "decode": 30.0, "stream": 2.0}
 lock = threading.Lock()
 counter = [0]
@@ -82,6 +109,7 @@ running = [0]  # streamed requests being answered (GET /metrics)
 tokens_sent = [0]
 ttft_observed = []  # seconds from a request's arrival to its first token event
 TTFT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25]
+cache_seen = []  # --prefix-cache: each earlier request's prompt and answer words
 request_log = []  # per request, in arrival order: when (ms on the server's clock), its prompt and max_tokens
 
 
@@ -205,8 +233,7 @@ class Handler(BaseHTTPRequestHandler):
             prompt = request.get("prompt") or " ".join(m["content"] for m in request["messages"])
             whole = {"id": "x", "object": "completion", "model": args.model, "choices": [choice]}
             if not args.no_usage:
-                whole["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": tokens,
-                                  "total_tokens": len(prompt.split()) + tokens}
+                whole["usage"] = usage(prompt, tokens, text)
             return self.send_json(200, whole)
         if fault == "gzip":
             body = gzip.compress(b"".join(b"data: %s\n\n" % json.dumps({"choices": [{"index": 0, "text": " tok"}]}).encode()
@@ -307,8 +334,8 @@ class Handler(BaseHTTPRequestHandler):
                 completion = tokens if args.usage_completion is None else json.loads(args.usage_completion)
                 if fault == "huge":
                     completion += 1
-                final["usage"] = {"prompt_tokens": len(prompt.split()), "completion_tokens": completion,
-                                  "total_tokens": len(prompt.split()) + tokens}
+                answer = "".join("" if i < args.empty_text else " tok" for i in range(args.reasoning if chat else 0, tokens))
+                final["usage"] = usage(prompt, completion, answer)
             if args.timing:
                 final["llmbench_timing"] = TIMING
             if len(final) > 4 or final.get("usage"):

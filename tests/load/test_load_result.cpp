@@ -367,3 +367,59 @@ TEST(LoadResult, ConversationsByTurn) {
     EXPECT_THROW(results_from_json(bad), Error) << key;
   }
 }
+
+TEST(LoadResult, PromptCacheFromTheUsageOfTheRequestsThatTold) {
+  // Turn 1: (prompt 10, cached 0), (12, told nothing); turn 2: (30, cached 20), a failed one told 25 (a failed
+  // request counts for nothing). By hand: point 2 requests told, 40 prompt tokens, 20 cached, hit rate 0.5;
+  // turn 1 0 / 10 = 0, turn 2 20 / 30.
+  LoadResult l = sample();
+  auto in = [](RequestRecord r, int conversation, int turn, std::optional<int> cached) {
+    r.conversation = conversation;
+    r.turn = turn;
+    r.cached_tokens = cached;
+    return r;
+  };
+  l.turns = 2;
+  l.requests = {in(ok(0, 40, 100, 10, 5), 0, 1, 0), in(ok(5, 60, 140, 12, 5), 1, 1, std::nullopt),
+                in(ok(125, 70, 150, 30, 5), 0, 2, 20), in(failed(170, 1000, "timeout"), 1, 2, 25)};
+  l.requests[3].prompt_tokens = 30;
+  summarize_load(l);
+  ASSERT_TRUE(l.prompt_cache.has_value());
+  EXPECT_EQ(l.prompt_cache->requests, 2);
+  EXPECT_EQ(l.prompt_cache->prompt_tokens, 40);
+  EXPECT_EQ(l.prompt_cache->cached_tokens, 20);
+  EXPECT_DOUBLE_EQ(*l.prompt_cache->hit_rate, 0.5);
+  ASSERT_EQ(l.by_turn.size(), 2u);
+  EXPECT_DOUBLE_EQ(*l.by_turn[0].cached_fraction, 0.0);
+  EXPECT_DOUBLE_EQ(*l.by_turn[1].cached_fraction, 20.0 / 30);
+
+  PointResult p;
+  p.mode = "load";
+  p.weights = "unknown";
+  p.params.model = p.params.label = "m";
+  clear_engine_params(p.params);
+  p.load = l;
+  summarize_point(p);
+  Results r;
+  r.points = {p};
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["points"][0]["prompt_cache"],
+            (nlohmann::json{{"requests", 2}, {"prompt_tokens", 40}, {"cached_tokens", 20}, {"hit_rate", 0.5}}));
+  EXPECT_EQ(j["points"][0]["request_log"][0]["cached_tokens"], 0);
+  EXPECT_FALSE(j["points"][0]["request_log"][1].contains("cached_tokens"));
+  EXPECT_EQ(j["points"][0]["by_turn"][0]["cached_fraction"], 0.0);
+  EXPECT_EQ(to_json(results_from_json(j)), j);
+  // Nobody told: no prompt cache (null), no cached fraction by turn.
+  nlohmann::json none = j;
+  for (auto& rec : none["points"][0]["request_log"]) rec.erase("cached_tokens");
+  const Results none_back = results_from_json(none);
+  EXPECT_FALSE(none_back.points[0].load->prompt_cache.has_value());
+  EXPECT_FALSE(none_back.points[0].load->by_turn[1].cached_fraction.has_value());
+  EXPECT_TRUE(to_json(none_back)["points"][0]["prompt_cache"].is_null());
+  // More cached than prompt tokens, or fewer than none, is a corrupt file.
+  for (int bad : {-1, 31}) {
+    nlohmann::json b = j;
+    b["points"][0]["request_log"][2]["cached_tokens"] = bad;
+    EXPECT_THROW(results_from_json(b), Error) << bad;
+  }
+}

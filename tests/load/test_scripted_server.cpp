@@ -940,6 +940,64 @@ TEST(ScriptedServer, ConversationsOfASpreadOfTurnsAndThinkTimes) {
   EXPECT_EQ(l.by_turn[0].completed, static_cast<int>(plan.size()));
 }
 
+TEST(ScriptedServer, ThePromptCacheIsWhatTheServersUsageSaid) {
+  // A server with a prefix cache of every earlier prompt and answer (--prefix-cache): turn 1 of a conversation
+  // finds little of its prompt there, a later turn at least its history (the earlier turn's prompt and answer).
+  Scripted server({"--ttft-ms", "2", "--itl-ms", "1", "--prefix-cache"});
+  LoadOptions o = options_for(server.process.url());
+  o.api = "chat";
+  o.turns = 3;
+  o.concurrency = {2};
+  o.num_requests = 6;
+  o.output_len = 3;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_EQ(l.completed, 6);
+  std::map<int, std::vector<const RequestRecord*>> by_conversation;
+  long long prompt = 0, cached = 0;
+  for (const auto& rec : l.requests) {
+    by_conversation[rec.conversation].push_back(&rec);
+    ASSERT_TRUE(rec.cached_tokens.has_value());
+    EXPECT_LE(*rec.cached_tokens, rec.prompt_tokens);
+    prompt += rec.prompt_tokens;
+    cached += *rec.cached_tokens;
+  }
+  for (const auto& [id, recs] : by_conversation)
+    for (std::size_t t = 1; t < recs.size(); ++t)
+      EXPECT_GE(*recs[t]->cached_tokens, recs[t - 1]->prompt_tokens + recs[t - 1]->output_tokens) << id << " turn " << t + 1;
+  ASSERT_TRUE(l.prompt_cache.has_value());
+  EXPECT_EQ(l.prompt_cache->requests, 6);
+  EXPECT_EQ(l.prompt_cache->prompt_tokens, prompt);
+  EXPECT_EQ(l.prompt_cache->cached_tokens, cached);
+  EXPECT_DOUBLE_EQ(*l.prompt_cache->hit_rate, static_cast<double>(cached) / prompt);
+  ASSERT_EQ(l.by_turn.size(), 3u);
+  EXPECT_LT(*l.by_turn[0].cached_fraction, 0.5);
+  EXPECT_GT(*l.by_turn[2].cached_fraction, 0.6);
+
+  // A server that does not say has none; one whose count is not a count, or beyond the prompt's, is not believed.
+  for (const char* value : {"", "1000000", "\"12\"", "-3"}) {
+    Scripted other(std::string(value).empty() ? std::vector<std::string>{"--ttft-ms", "1", "--itl-ms", "1"}
+                                              : std::vector<std::string>{"--ttft-ms", "1", "--itl-ms", "1", "--usage-cached", value});
+    LoadOptions q = options_for(other.process.url());
+    q.num_requests = 2;
+    q.output_len = 2;
+    const Results rq = run_load(q);
+    const LoadResult& lq = *only_point(rq).load;
+    ASSERT_EQ(lq.completed, 2) << value;
+    for (const auto& rec : lq.requests) EXPECT_FALSE(rec.cached_tokens.has_value()) << value;
+    EXPECT_FALSE(lq.prompt_cache.has_value()) << value;
+  }
+  Scripted two({"--ttft-ms", "1", "--itl-ms", "1", "--usage-cached", "2"});
+  LoadOptions q = options_for(two.process.url());
+  q.num_requests = 2;
+  q.output_len = 2;
+  q.input_len = 64;
+  const Results rq = run_load(q);
+  ASSERT_TRUE(only_point(rq).load->prompt_cache.has_value());
+  for (const auto& rec : only_point(rq).load->requests) EXPECT_GE(rec.prompt_tokens, 2);  // words of 64 tokens
+  EXPECT_EQ(only_point(rq).load->prompt_cache->cached_tokens, 4);
+}
+
 TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {
   // completions: the history is one prompt, the texts joined. Concurrency 1: two conversations of three turns,
   // one after the other; the second request (conversation 0, turn 2) fails, which ends that conversation.

@@ -88,6 +88,21 @@ TEST(Sse, UsageCountsAreWholeNumbersInIntRange) {
   EXPECT_FALSE(parse_chunk(R"({"usage":{"prompt_tokens":-1}})").prompt_tokens.has_value());
 }
 
+TEST(Sse, CachedTokensAreThePromptTokensDetails) {
+  // OpenAI's usage.prompt_tokens_details.cached_tokens (vLLM, SGLang), under the same rules as the counts.
+  auto cached = [](const std::string& details) {
+    return parse_chunk(R"({"choices":[],"usage":{"prompt_tokens":30,"completion_tokens":5,"prompt_tokens_details":)" +
+                       details + "}}")
+        .cached_tokens;
+  };
+  EXPECT_EQ(cached(R"({"cached_tokens":16})"), 16);
+  EXPECT_EQ(cached(R"({"cached_tokens":0,"audio_tokens":0})"), 0);
+  for (const char* bad : {R"({"cached_tokens":-1})", R"({"cached_tokens":2.5})", R"({"cached_tokens":"16"})",
+                          R"({"cached_tokens":null})", R"({})", "null", "16", R"([16])"})
+    EXPECT_FALSE(cached(bad).has_value()) << bad;
+  EXPECT_FALSE(parse_chunk(R"({"usage":{"prompt_tokens":3,"cached_tokens":2}})").cached_tokens.has_value());  // not there
+}
+
 TEST(Sse, UnfinishedEventIsPendingNotDelivered) {
   std::vector<std::string> out;
   SseParser p([&](std::string_view d) { out.emplace_back(d); });

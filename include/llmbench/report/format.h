@@ -52,6 +52,9 @@ std::vector<std::string> search_summaries(const Results& results);
 // One block per multi-turn load point (--turns): each turn's completed requests, mean prompt tokens, TTFT
 // p50 and e2e p50, so a growing history's cost shows (prefix caching: TTFT flat while prompts grow).
 std::vector<std::string> turn_summaries(const Results& results);
+// One line per load point whose server told how many prompt tokens its prefix cache held
+// (usage.prompt_tokens_details.cached_tokens): the share of the prompt tokens, and of how many requests.
+std::vector<std::string> prompt_cache_summaries(const Results& results);
 
 // Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
 // ratio of each metric to the baseline's value at the same point (batch, prompt, ... all but model).

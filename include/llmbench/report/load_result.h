@@ -21,6 +21,9 @@ struct RequestRecord {
   std::vector<double> itl_ms; // between content events (an event of k tokens gives k equal gaps)
   int prompt_tokens = 0;
   int output_tokens = 0;
+  // usage.prompt_tokens_details.cached_tokens: the prompt tokens the server's prefix cache held; none when the
+  // server did not say (or said more than prompt_tokens).
+  std::optional<int> cached_tokens;
   std::map<std::string, double> server_ms;  // llmbench_timing of the final chunk, when the server sent it
   int conversation = -1;      // --turns > 1: the conversation it belongs to (from 0, in the point); else -1
   int turn = 0;               // --turns > 1: its turn in that conversation (from 1); else 0
@@ -124,8 +127,17 @@ struct LoadResult {
     int completed = 0, failed = 0;
     double prompt_tokens_mean = 0;  // over the completed requests (the history so far, as the server counted it)
     std::optional<double> ttft_ms_p50, ttft_ms_mean, e2e_ms_p50;  // none without a completed request
+    std::optional<double> cached_fraction;  // cached / prompt tokens of its completed requests that told; none if none did
   };
   std::vector<Turn> by_turn;
+  // The server's prefix cache over the completed requests whose usage said how many prompt tokens it held
+  // (cached_tokens); none when no request did.
+  struct PromptCache {
+    int requests = 0;  // completed requests that told
+    long long prompt_tokens = 0, cached_tokens = 0;  // summed over them
+    std::optional<double> hit_rate;  // cached / prompt tokens; none when they had no prompt tokens
+  };
+  std::optional<PromptCache> prompt_cache;
 };
 
 // A point that replayed a trace's arrival times (arrival "trace" or "trace:SPEEDUP").
