@@ -101,6 +101,12 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");
   app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str()->check(not_negative());
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
+  app->add_option("--cancel-rate", o.cancel_rate,
+                  "Percent of the requests (chosen by --seed) the client abandons, closing the connection, "
+                  "--cancel-delay-ms after each was sent; counted as cancelled, left out of the latencies")
+      ->capture_default_str();
+  app->add_option("--cancel-delay-ms", o.cancel_delay_ms, "How long after it was sent a cancelled request is abandoned")
+      ->capture_default_str();
   app->add_option("--header", o.headers, "Extra request header KEY:VALUE (repeatable)");
   app->add_option("--api-key", o.api_key, "Sent as Authorization: Bearer KEY");
   app->add_option("--api-key-env", o.api_key_env,

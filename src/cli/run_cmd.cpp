@@ -62,6 +62,8 @@ int finish_results(Results& results, const std::string& output, const std::strin
     for (const auto& block : turn_summaries(results)) std::cout << "\n" << block << "\n";
   if (f == Format::table || f == Format::md)
     for (const auto& line : prompt_cache_summaries(results)) std::cout << "\n" << line << "\n";
+  if (f == Format::table || f == Format::md)
+    for (const auto& line : cancel_summaries(results)) std::cout << "\n" << line << "\n";
   for (const auto& w : cv_warnings(results)) log::warn(w);
   if (!output.empty()) log::info(cat("results written to ", output));
   if (results.interrupted) {

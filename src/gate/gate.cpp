@@ -92,6 +92,7 @@ std::string point_key(const PointResult& p, bool with_dtype) {
   if (p.load && p.load->turns > 1) key += cat('\x1f', "turns ", p.load->turns, " delay ", p.load->turn_delay_ms);
   if (p.load && p.load->turns_stddev > 0) key += cat('\x1f', "turns stddev ", p.load->turns_stddev);
   if (p.load && p.load->turn_delay_stddev_ms > 0) key += cat('\x1f', "delay stddev ", p.load->turn_delay_stddev_ms);
+  if (p.load && p.load->cancel_rate > 0) key += cat('\x1f', "cancel ", p.load->cancel_rate, " after ", p.load->cancel_delay_ms);
   return key;
 }
 
@@ -125,6 +126,8 @@ std::string what_differs(const PointResult& b, const PointResult& c) {
     differ("turn_delay_ms", x.turn_delay_ms, y.turn_delay_ms);
     differ("turns_stddev", x.turns_stddev, y.turns_stddev);
     differ("turn_delay_stddev_ms", x.turn_delay_stddev_ms, y.turn_delay_stddev_ms);
+    differ("cancel_rate", x.cancel_rate, y.cancel_rate);
+    differ("cancel_delay_ms", x.cancel_delay_ms, y.cancel_delay_ms);
   }
   std::string all;
   for (const auto& d : out) all += (all.empty() ? "" : ", ") + d;
@@ -165,6 +168,7 @@ std::string describe(const PointResult& p) {
   if (l.search && l.search->axis == "request_rate") out += " " + l.arrival;
   if (l.max_concurrency > 0) out += cat(" cap ", l.max_concurrency);
   if (!l.stream) out += " no-stream";
+  if (l.cancel_rate > 0) out += cat(" cancel ", number(l.cancel_rate), "% after ", number(l.cancel_delay_ms), " ms");
   if (l.turns > 1)
     out += cat(" ", l.turns, l.turns_stddev > 0 ? cat("±", number(l.turns_stddev)) : "", " turns",
                l.turn_delay_ms > 0 || l.turn_delay_stddev_ms > 0

@@ -108,10 +108,10 @@ std::string reason_of(const boost::system::error_code& ec) {
 // ---------------------------------------------------------------- one request
 
 struct Exchange : std::enable_shared_from_this<Exchange> {
-  Exchange(LoadClient& c, Clock::time_point start_time, LoadClient::Done on_done)
+  Exchange(LoadClient& c, Clock::time_point start_time, LoadClient::Done on_done, std::optional<double> cancel_ms)
       : client(c), start(start_time), deadline(start_time + std::chrono::duration_cast<Clock::duration>(
                                                                 std::chrono::duration<double>(c.options_.timeout_s))),
-        timer(c.io_), done(std::move(on_done)),
+        timer(c.io_), cancel_after_ms(cancel_ms), cancel_timer(c.io_), done(std::move(on_done)),
         sse([this](std::string_view data) { on_event(data); }, [this](std::string_view data) { on_error_event(data); }) {}
 
   LoadClient& client;
@@ -119,6 +119,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // The timeout is a deadline for the whole request, whatever the server sends meanwhile (a stream of
   // keep-alive comments or of endless events keeps every read short, but not the request).
   asio::steady_timer timer;
+  std::optional<double> cancel_after_ms;  // --cancel-rate: abandoned this long after it was sent whole
+  asio::steady_timer cancel_timer;
   LoadClient::Done done;
   SseParser sse;
   http::request<http::string_body> request;
@@ -196,7 +198,19 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         if (!self->retry_fresh(ec)) self->fail(reason_of(ec));
         return;
       }
+      if (self->cancel_after_ms) self->arm_cancel();
       self->read_header();
+    });
+  }
+
+  // The request is all sent: a user who gives up waits so long from now (AIPerf's timing, so that the point
+  // of cancellation does not depend on connecting or on the send).
+  void arm_cancel() {
+    cancel_timer.expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(*cancel_after_ms)));
+    cancel_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->finished) return;
+      self->fail(kClientCancel);
     });
   }
 
@@ -389,6 +403,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void finish(const std::string& counted_by, std::string text = "") {
     auto self = shared_from_this();
     timer.cancel();
+    cancel_timer.cancel();
     auto& live = client.live_;
     live.erase(std::remove(live.begin(), live.end(), self), live.end());
     --client.in_flight_;
@@ -408,8 +423,9 @@ LoadClient::LoadClient(asio::io_context& io, ClientOptions options) : io_(io), o
 
 LoadClient::~LoadClient() = default;
 
-void LoadClient::post(const std::string& path, std::string body, Clock::time_point start, Done done) {
-  auto ex = std::make_shared<Exchange>(*this, start, std::move(done));
+void LoadClient::post(const std::string& path, std::string body, Clock::time_point start, Done done,
+                      std::optional<double> cancel_after_ms) {
+  auto ex = std::make_shared<Exchange>(*this, start, std::move(done), cancel_after_ms);
   auto& req = ex->request;
   req.method(http::verb::post);
   req.target(options_.endpoint.base_path + path);

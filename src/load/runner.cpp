@@ -27,6 +27,7 @@
 #include "llmbench/load/arrival.h"
 #include "llmbench/load/client.h"
 #include "llmbench/load/dataset.h"
+#include "llmbench/load/draw.h"
 #include "llmbench/load/server_metrics.h"
 #include "llmbench/load/server_process.h"
 #include "llmbench/load/sse.h"
@@ -70,6 +71,13 @@ int default_requests(const LoadOptions& o) {
   if (o.turns_stddev > 0) return kDefaultRequests;
   const int turns = std::max(o.turns, 1);
   return std::max(1, kDefaultRequests / turns) * turns;
+}
+
+// Whether request `index` of a point is one the client abandons (--cancel-rate): a draw of (seed, index), so
+// the same requests of every point and run.
+constexpr std::uint32_t kCancelDraws = 0x63616e63;  // "canc": these draws' own stream
+bool cancels(double rate_percent, std::uint64_t seed, std::size_t index) {
+  return rate_percent > 0 && uniform_draw(seed, kCancelDraws, static_cast<std::uint32_t>(index)) * 100 < rate_percent;
 }
 
 // What a load of `requests` requests counts: conversations (--turns 2 or more) or requests.
@@ -312,6 +320,13 @@ void validate(const LoadOptions& o) {
                          " tokens, more than ", kMaxTokens));
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxSeconds))
     throw UsageError(cat("--timeout-s must be a positive number of seconds up to ", shown(kMaxSeconds), ", got ", shown(o.timeout_s)));
+  if (!(o.cancel_rate >= 0 && o.cancel_rate <= 100))
+    throw UsageError(cat("--cancel-rate must be a percent of the requests in [0, 100], got ", shown(o.cancel_rate)));
+  if (!(o.cancel_delay_ms >= 0 && o.cancel_delay_ms < o.timeout_s * 1e3))
+    throw UsageError(cat("--cancel-delay-ms must be in [0, --timeout-s) (", shown(o.timeout_s * 1e3), " ms), got ",
+                         shown(o.cancel_delay_ms)));
+  if (o.cancel_rate == 0 && o.cancel_delay_ms > 0)
+    throw UsageError("--cancel-delay-ms is when a cancelled request is abandoned: for --cancel-rate above 0");
   // A dataset file that cannot be read fails here, before any work (compare checks every target so).
   if (const DatasetSpec ds = parse_dataset(o.dataset); ds.kind != "synthetic") {
     std::error_code ec;
@@ -399,6 +414,9 @@ struct Schedule {
   // answer to the last.
   TurnSpread spread;
   std::vector<int> plan;
+  // --cancel-rate: request i of the point is abandoned cancel_delay_ms after it was sent when its draw says so.
+  double cancel_rate = 0, cancel_delay_ms = 0;
+  std::uint64_t seed = 0;
   // A replay of a trace with sessions: arrival i starts scripts[i] (a line alone is a script of one turn).
   const std::vector<Script>* scripts = nullptr;
 };
@@ -512,6 +530,8 @@ class Driver {
         c.history_tokens += p.prompt_tokens;
       }
     }
+    std::optional<double> cancel_after_ms;
+    if (cancels(schedule_.cancel_rate, schedule_.seed, index)) cancel_after_ms = schedule_.cancel_delay_ms;
     client_.post(path_, std::move(body), start,
                  [this, index, start_ms, scheduled_ms, prompt_tokens, id, turn, script](RequestRecord r, const std::string& by,
                                                                                 std::string text) {
@@ -548,7 +568,8 @@ class Driver {
                      issue(arrived_ms);
                    }
                    check_done();
-                 });
+                 },
+                 cancel_after_ms);
   }
 
   int turns_of(int id) const {
@@ -911,6 +932,9 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     s.max_requests = o.turns > 1 ? static_cast<int>(s.plan.size()) : num_requests;  // conversations when turns > 1
     s.duration_s = o.duration_s;
     s.max_in_flight = o.max_concurrency;
+    s.cancel_rate = o.cancel_rate;
+    s.cancel_delay_ms = o.cancel_delay_ms;
+    s.seed = o.seed;
     if (!trace_scripts.empty()) {  // a trace's sessions: one conversation each (cycled through for --duration)
       s.scripts = &trace_scripts;
       if (num_requests > 0) s.max_requests = static_cast<int>(trace_scripts.size());
@@ -995,6 +1019,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     if (endpoint.tls) l.tls_verify = !o.insecure;
     l.max_concurrency = rate > 0 || replay ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
+    l.cancel_rate = o.cancel_rate;
+    l.cancel_delay_ms = o.cancel_delay_ms;
     l.slo = slo;
     l.partial = d.stopped;
     l.client_events_per_s = events_per_s;
@@ -1008,7 +1034,8 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     l.server_metrics = std::move(server_metrics);
     p.load = std::move(l);
     summarize_point(p);
-    if (p.load->completed == 0 && !d.stopped) {
+    // Nothing completed is a failed point, unless the client abandoned every request itself.
+    if (p.load->completed == 0 && !d.stopped && p.load->cancelled < static_cast<int>(p.load->requests.size())) {
       p.status = "failed";
       p.error = all_failed_message(p.load->errors, p.load->requests);
     }

@@ -401,6 +401,7 @@ const PointResult* load_baseline_for(const PointResult& p, const std::vector<con
         x.max_concurrency == y.max_concurrency && x.extra_body == y.extra_body && x.prefix_len == y.prefix_len &&
         x.trace_block_size == y.trace_block_size && x.turns == y.turns && x.turn_delay_ms == y.turn_delay_ms &&
         x.turns_stddev == y.turns_stddev && x.turn_delay_stddev_ms == y.turn_delay_stddev_ms &&
+        x.cancel_rate == y.cancel_rate && x.cancel_delay_ms == y.cancel_delay_ms &&
         x.stream == y.stream &&
         p.params.prompt_len == b->params.prompt_len &&
         p.params.max_new_tokens == b->params.max_new_tokens)
@@ -567,6 +568,20 @@ std::vector<std::string> turn_summaries(const Results& results) {
                    t.cached_fraction ? cat(" (", fixed(100 * *t.cached_fraction, 1), " % cached)") : "", ", TTFT p50 ",
                    ms(t.ttft_ms_p50), " ms, e2e p50 ", ms(t.e2e_ms_p50), " ms");
     out.push_back(block);
+  }
+  return out;
+}
+
+std::vector<std::string> cancel_summaries(const Results& results) {
+  std::vector<std::string> out;
+  for (const auto& p : results.points) {
+    if (!p.load || p.load->cancel_rate <= 0) continue;
+    const LoadResult& l = *p.load;
+    out.push_back(cat(label_of(p.params), ", ",
+                      l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s") : cat("concurrency ", l.concurrency),
+                      ": ", l.cancelled, " of ", l.requests.size(), " requests abandoned by the client (--cancel-rate ",
+                      shortest(l.cancel_rate), " %, ", shortest(l.cancel_delay_ms),
+                      " ms after each was sent; the others done before it); left out of the latencies and the goodput"));
   }
   return out;
 }

@@ -89,6 +89,7 @@ std::string point_label(const PointResult& p, const Axes& axes, bool with_model)
   if (l.max_concurrency > 0) s += cat(" c≤", l.max_concurrency);
   if (l.range_ratio > 0) s += cat(" ±", fmt_param(100 * l.range_ratio), "%");
   if (!l.stream) s += " no-stream";
+  if (l.cancel_rate > 0) s += cat(" cancel ", fmt_param(l.cancel_rate), "%");
   if (l.turns > 1) s += cat(" ", l.turns, l.turns_stddev > 0 ? cat("±", fmt_param(l.turns_stddev)) : "", " turns");
   if (axes.load_lengths) s += cat(" p=", p.params.prompt_len, " n=", p.params.max_new_tokens);
   if (axes.load_api) s += " " + l.api;
@@ -108,7 +109,8 @@ std::string side_by_side_key(const PointResult& p) {
   return cat("load|", model_label(p.params), "|", l.api, "|", l.concurrency, "|", l.request_rate, "|", l.arrival, "|",
              l.dataset, "|", p.params.prompt_len, "|", p.params.max_new_tokens, "|", l.range_ratio, "|", l.max_concurrency, "|", l.prefix_len, "|", l.extra_body, l.stream ? "" : "|no-stream",
              l.trace_block_size ? cat("|block ", *l.trace_block_size) : "",
-             l.turns > 1 ? cat("|turns ", l.turns, "±", l.turns_stddev, "|think ", l.turn_delay_ms, "±", l.turn_delay_stddev_ms) : "");
+             l.turns > 1 ? cat("|turns ", l.turns, "±", l.turns_stddev, "|think ", l.turn_delay_ms, "±", l.turn_delay_stddev_ms) : "",
+             l.cancel_rate > 0 ? cat("|cancel ", l.cancel_rate, " after ", l.cancel_delay_ms) : "");
 }
 
 const Summary* find_summary(const PointResult& point, const std::string& metric) {
@@ -204,10 +206,11 @@ std::string cv_cell(const PointResult& p, const std::string& metric) {
   return pct(s->cv) + (s->cv > kCvWarning && !p.load ? " (high)" : "");
 }
 
-// "5" runs, or a load point's "8 requests" / "7 requests, 1 failed".
+// "5" runs, or a load point's "8 requests" / "7 requests, 1 failed" / "6 requests, 2 cancelled".
 std::string runs_cell(const PointResult& p) {
   if (!p.load) return cat(p.runs.size());
-  return cat(p.load->completed, " requests") + (p.load->failed ? cat(", ", p.load->failed, " failed") : "");
+  return cat(p.load->completed, " requests") + (p.load->failed ? cat(", ", p.load->failed, " failed") : "") +
+         (p.load->cancelled ? cat(", ", p.load->cancelled, " cancelled") : "");
 }
 
 bool has_points(const ReportInput& in, bool load) {
@@ -350,6 +353,7 @@ Table load_table(const ReportInput& in) {
     const LoadResult& l = *p.load;
     std::string errors;
     for (const auto& [reason, n] : l.errors) errors += (errors.empty() ? "" : ", ") + reason + " " + cat(n);
+    if (l.cancelled > 0) errors += cat(errors.empty() ? "" : ", ", "cancelled by the client ", l.cancelled);
     t.rows.push_back({model_label(p.params), l.concurrency ? cat(l.concurrency) : "–",
                       l.request_rate > 0 ? fmt_num(l.request_rate) : "–", cat(l.completed), cat(l.failed), errors,
                       fmt_num(l.requests_per_s), fmt_num(l.output_tokens_per_s), p_of(p, "ttft_ms", &Summary::p50),

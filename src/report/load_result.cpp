@@ -91,7 +91,7 @@ std::vector<double> load_metric_values(const LoadResult& load, const std::string
 }
 
 void summarize_load(LoadResult& load) {
-  load.completed = load.failed = 0;
+  load.completed = load.failed = load.cancelled = 0;
   load.errors.clear();
   load.server_stages_ms.clear();
   double first_start = 0, last_start = 0, last_end = 0, good = 0, prompt_tokens = 0, output_tokens = 0;
@@ -101,6 +101,10 @@ void summarize_load(LoadResult& load) {
     first_start = i == 0 ? r.start_ms : std::min(first_start, r.start_ms);
     last_start = i == 0 ? r.start_ms : std::max(last_start, r.start_ms);
     last_end = i == 0 ? r.start_ms + r.e2e_ms : std::max(last_end, r.start_ms + r.e2e_ms);
+    if (!r.ok && r.error == kClientCancel) {
+      ++load.cancelled;
+      continue;
+    }
     if (!r.ok) {
       ++load.failed;
       ++load.errors[r.error];
@@ -124,7 +128,9 @@ void summarize_load(LoadResult& load) {
   load.output_tokens_per_s = s > 0 ? output_tokens / s : 0;
   load.total_tokens_per_s = s > 0 ? (prompt_tokens + output_tokens) / s : 0;
   load.goodput_requests_per_s = s > 0 && !load.slo.empty() ? good / s : 0;
-  load.goodput_fraction = n > 0 && !load.slo.empty() ? good / n : 0;
+  // Of the requests the server was left to answer: an abandoned one neither meets nor misses an SLO.
+  const std::size_t answerable = n - static_cast<std::size_t>(load.cancelled);
+  load.goodput_fraction = answerable > 0 && !load.slo.empty() ? good / answerable : 0;
 
   // The prefix cache, over the completed requests whose usage told.
   load.prompt_cache.reset();
@@ -147,7 +153,7 @@ void summarize_load(LoadResult& load) {
 
   std::map<int, Bucket> turns;
   for (const auto& r : load.requests) {
-    if (r.turn < 1) continue;
+    if (r.turn < 1 || (!r.ok && r.error == kClientCancel)) continue;
     Bucket& b = turns[r.turn];
     b.turn.turn = r.turn;
     if (!r.ok) {
@@ -358,13 +364,14 @@ json load_to_json(const LoadResult& l) {
         {"trace_block_size", l.trace_block_size ? json(*l.trace_block_size) : json(nullptr)},
         {"turns", l.turns}, {"turns_stddev", l.turns_stddev}, {"turn_delay_ms", l.turn_delay_ms},
         {"turn_delay_stddev_ms", l.turn_delay_stddev_ms}, {"timeout_s", l.timeout_s},
+        {"cancel_rate", l.cancel_rate}, {"cancel_delay_ms", l.cancel_delay_ms},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
         {"tls_verify", l.tls_verify ? json(*l.tls_verify) : json(nullptr)},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
                                    {"passed", l.search->passed}, {"best", l.search->best}}
                             : json(nullptr)}, {"token_count_source", l.token_count_source}, {"partial", l.partial}}},
       {"requests",
-       {{"completed", l.completed}, {"failed", l.failed}, {"errors", l.errors},
+       {{"completed", l.completed}, {"failed", l.failed}, {"cancelled", l.cancelled}, {"errors", l.errors},
         {"note", "failed requests are counted here and left out of every latency statistic"}}},
       {"throughput",
        {{"requests_per_s", l.requests_per_s},
@@ -455,6 +462,13 @@ LoadResult load_from_json(const json& point, const std::string& path) {
       throw Error(cat(path, ".load.turn_delay_stddev_ms: expected 0 or more, got ", l.turn_delay_stddev_ms));
   }
   l.timeout_s = a.number("timeout_s");
+  if (a.has("cancel_rate")) {  // older files: no cancellations
+    l.cancel_rate = a.number("cancel_rate");
+    if (!(l.cancel_rate >= 0 && l.cancel_rate <= 100))
+      throw Error(cat(path, ".load.cancel_rate: expected a percent in [0, 100], got ", l.cancel_rate));
+    l.cancel_delay_ms = a.number("cancel_delay_ms");
+    if (!(l.cancel_delay_ms >= 0)) throw Error(cat(path, ".load.cancel_delay_ms: expected 0 or more, got ", l.cancel_delay_ms));
+  }
   l.token_count_source = a.string("token_count_source");
   if (a.has("partial")) l.partial = a.boolean("partial");
   Reader g = p.object("goodput");

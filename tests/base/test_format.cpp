@@ -324,6 +324,23 @@ TEST(Format, ConversationsAndThePromptCacheAfterTheTable) {
   EXPECT_EQ(turn_summaries(r)[0].find("cached"), std::string::npos);
 }
 
+TEST(Format, CancellationsAfterTheTable) {
+  PointResult p = load_point("eng", 2, 20, 5);
+  Results r;
+  r.points = {p};
+  EXPECT_TRUE(cancel_summaries(r).empty());
+  LoadResult& l = *r.points[0].load;
+  l.cancel_rate = 50;
+  l.cancel_delay_ms = 30;
+  l.requests[1].ok = l.requests[4].ok = false;
+  l.requests[1].error = l.requests[4].error = kClientCancel;
+  summarize_point(r.points[0]);
+  EXPECT_EQ(cancel_summaries(r), std::vector<std::string>{
+      "eng, concurrency 2: 2 of 6 requests abandoned by the client (--cancel-rate 50 %, 30 ms after each was sent; the "
+      "others done before it); left out of the latencies and the goodput"});
+  EXPECT_EQ(r.points[0].summary.at("ttft_ms").n, 4);
+}
+
 TEST(Format, CvWarningsAboveFivePercent) {
   Results r = two_models();
   EXPECT_TRUE(cv_warnings(r).empty());

@@ -327,6 +327,13 @@ TEST(Gate, ConversationsAreNamedByTheirTurnsAndMatchOnThem) {
   single.load->turns = 1;
   single.load->turn_delay_ms = 0;
   EXPECT_EQ(run_gate(results({single}), results({single}), GateConfig{}).points[0].name, "served b2 p1 n1 t0 eager bfloat16");
+  // Client cancellations are named, and pair only with the same rate and delay.
+  PointResult cancel = single;
+  cancel.load->cancel_rate = 25;
+  cancel.load->cancel_delay_ms = 40;
+  EXPECT_EQ(run_gate(results({cancel}), results({cancel}), GateConfig{}).points[0].name,
+            "served b2 p1 n1 t0 eager bfloat16 cancel 25.00% after 40.00 ms");
+  EXPECT_EQ(run_gate(results({single}), results({cancel}), GateConfig{}).points[0].verdict, Verdict::missing);
   // A spread of turns or think times is named, and pairs only with the same spread.
   PointResult spread = talk;
   spread.load->turns_stddev = 1.5;

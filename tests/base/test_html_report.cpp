@@ -320,6 +320,19 @@ TEST(HtmlReport, LoadPointsAreLabelledByConcurrencyOrRateInTheSummary) {
             std::string::npos);
 }
 
+TEST(HtmlReport, CancelledRequestsAreCountedApart) {
+  Results r = load_sweep({1}, {}, 0);
+  LoadResult& l = *r.points[0].load;
+  l.cancel_rate = 25;
+  l.cancel_delay_ms = 40;
+  l.requests[0].ok = false;
+  l.requests[0].error = kClientCancel;
+  summarize_point(r.points[0]);
+  const std::string md = render_markdown({{"load.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("| tiny c=1 cancel 25% | ok | 7 requests, 1 cancelled |"), std::string::npos) << md;
+  EXPECT_NE(md.find("cancelled by the client 1"), std::string::npos) << md;
+}
+
 TEST(HtmlReport, LoadConfigurationShowsCapPrefixSpreadAndExtraBody) {
   Results r = load_sweep({}, {2.5}, 1);
   LoadResult& l = *r.points[0].load;

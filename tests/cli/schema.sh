@@ -67,7 +67,7 @@ lo=(--tokenizer tiny --input-len 16 --output-len 4)
 "$bin" "${q[@]}" load "${lo[@]}" --concurrency 1,2 --num-requests 6 --warmup-requests 1 --slo ttft_ms=60000,tpot_ms=1000 \
   --server-metrics --server-metrics-interval-ms 50 -o load.json --format json >load_rows.json 2>>load.err || fail "load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --api chat --request-rate 50 --arrival gamma:2 --max-concurrency 2 --num-requests 6 \
-  --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' -o open.json >/dev/null 2>>load.err || fail "open-loop load: $(tail -5 load.err)"
+  --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' --cancel-rate 50 --cancel-delay-ms 0 -o open.json >/dev/null 2>>load.err || fail "open-loop load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --search concurrency:1:2 --search-steps 1 --slo e2e_ms=60000 --num-requests 4 \
   -o search.json --format json >search_rows.json 2>>load.err || fail "load --search: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --no-stream --concurrency 2 --num-requests 4 -o whole.json >/dev/null 2>>load.err \
@@ -111,6 +111,9 @@ assert d["int.json"]["interrupted"] is True and pts("int.json")[0]["status"] == 
 assert "tpot_ms" not in pts("sampled.json")[0]["summary"] and pts("sampled.json")[0]["outputs"]["consistent"] is None
 assert len(pts("compare.json")) == 8
 assert pts("open.json")[0]["load"]["extra_body"] == {"top_k": 1} and pts("open.json")[0]["rate"]["offered_per_s"] == 50
+o = pts("open.json")[0]  # half the requests (by the seed) abandoned as soon as they were sent: each one's own error
+assert o["load"]["cancel_rate"] == 50 and o["requests"]["cancelled"] == sum(r["error"] == "client_cancel" for r in o["request_log"]) > 0, o["requests"]
+assert o["requests"]["completed"] + o["requests"]["cancelled"] == 6 and o["requests"]["failed"] == 0, o["requests"]
 assert all(p["load"]["search"] for p in pts("search.json"))
 assert pts("whole.json")[0]["load"]["stream"] is False
 for p in pts("load.json"):  # serve's own counters over the point (warm-up excluded) match the client's log

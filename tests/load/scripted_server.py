@@ -24,8 +24,8 @@ finish_reason chunk with empty text at the end. With --capacity N at most N requ
 (the others wait, their clock starting when served): a server whose latency grows with load, for
 `load --search`. With --reasoning N (chat) the first N events carry a reasoning model's thinking instead
 of content. With --tls-cert CERT --tls-key KEY it serves https (TLS 1.2+, Python's ssl module; it closes
-connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted and the
-requests seen so far (how many connections the client opened, kept-alive ones reused), and a log of every
+connections without TLS's close_notify, as many servers do). GET /stats: the connections accepted, the
+streams whose client went away before their end (a write failed: "aborted") and the requests seen so far (how many connections the client opened, kept-alive ones reused), and a log of every
 request: its arrival in ms on the server's monotonic clock, its prompt (chat: the last message's content),
 max_tokens (a trace replay's schedule, seen from the server), chat's whole messages (a conversation's history)
 and the TTFT it served (ms from reading the request line to writing the first token event; null if none was:
@@ -106,6 +106,7 @@ lock = threading.Lock()
 counter = [0]
 connections = [0]
 running = [0]  # streamed requests being answered (GET /metrics)
+aborted = [0]  # streams whose client closed the connection before the end (a write failed)
 tokens_sent = [0]
 ttft_observed = []  # seconds from a request's arrival to its first token event
 TTFT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25]
@@ -144,7 +145,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"status": "ok"})
         elif self.path == "/stats":
             with lock:
-                self.send_json(200, {"connections": connections[0], "requests": counter[0], "log": request_log})
+                self.send_json(200, {"connections": connections[0], "requests": counter[0], "aborted": aborted[0],
+                                     "log": request_log})
         elif self.path.endswith("/metrics"):  # (or /PREFIX/metrics) Prometheus text: a gauge, an OpenMetrics-style counter, a histogram
             with lock:
                 lines = ["# HELP scripted_requests_running Streams being answered", "# TYPE scripted_requests_running gauge",
@@ -353,6 +355,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 14\r\n\r\ndata: [DONE]\n\n")
                 self.wfile.flush()
 
+        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-stream
+            self.close_connection = True
+            with lock:
+                aborted[0] += 1
         finally:
             with lock:
                 running[0] -= 1

@@ -42,6 +42,24 @@ LoadResult sample() {
   return l;
 }
 
+// A load point of `l` as the load runner writes it, summarized.
+PointResult load_point_of(const LoadResult& l) {
+  PointResult p;
+  p.mode = "load";
+  p.weights = "unknown";
+  p.params.model = p.params.label = "m";
+  clear_engine_params(p.params);
+  p.load = l;
+  summarize_point(p);
+  return p;
+}
+
+Results results_of(const PointResult& p) {
+  Results r;
+  r.points = {p};
+  return r;
+}
+
 }  // namespace
 
 TEST(LoadResult, HandComputedThroughputAndGoodput) {
@@ -303,15 +321,7 @@ TEST(LoadResult, ConversationsByTurn) {
   EXPECT_EQ(l.by_turn[2].completed, 0);
   EXPECT_FALSE(l.by_turn[2].ttft_ms_p50.has_value());
 
-  PointResult p;
-  p.mode = "load";
-  p.weights = "unknown";
-  p.params.model = p.params.label = "m";
-  clear_engine_params(p.params);
-  p.load = l;
-  summarize_point(p);
-  Results r;
-  r.points = {p};
+  const Results r = results_of(load_point_of(l));
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["points"][0]["load"]["turns"], 3);
   EXPECT_EQ(j["points"][0]["load"]["turn_delay_ms"], 25);
@@ -393,15 +403,7 @@ TEST(LoadResult, PromptCacheFromTheUsageOfTheRequestsThatTold) {
   EXPECT_DOUBLE_EQ(*l.by_turn[0].cached_fraction, 0.0);
   EXPECT_DOUBLE_EQ(*l.by_turn[1].cached_fraction, 20.0 / 30);
 
-  PointResult p;
-  p.mode = "load";
-  p.weights = "unknown";
-  p.params.model = p.params.label = "m";
-  clear_engine_params(p.params);
-  p.load = l;
-  summarize_point(p);
-  Results r;
-  r.points = {p};
+  const Results r = results_of(load_point_of(l));
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["points"][0]["prompt_cache"],
             (nlohmann::json{{"requests", 2}, {"prompt_tokens", 40}, {"cached_tokens", 20}, {"hit_rate", 0.5}}));
@@ -422,4 +424,39 @@ TEST(LoadResult, PromptCacheFromTheUsageOfTheRequestsThatTold) {
     b["points"][0]["request_log"][2]["cached_tokens"] = bad;
     EXPECT_THROW(results_from_json(b), Error) << bad;
   }
+}
+
+TEST(LoadResult, CancelledRequestsAreNeitherCompletedNorFailed) {
+  // The sample (3 completed, http_500 and a timeout; A alone meets the SLO) and two requests the client
+  // abandoned: counted apart, in no error, no latency and no goodput denominator (1 good of 5 answerable).
+  LoadResult l = sample();
+  l.cancel_rate = 25;
+  l.cancel_delay_ms = 40;
+  RequestRecord c1 = failed(600, 45, kClientCancel), c2 = failed(700, 41, kClientCancel);
+  c1.ttft_ms = 20;
+  l.requests.push_back(c1);
+  l.requests.push_back(c2);
+  summarize_load(l);
+  EXPECT_EQ(l.completed, 3);
+  EXPECT_EQ(l.failed, 2);
+  EXPECT_EQ(l.cancelled, 2);
+  EXPECT_EQ(l.errors, (std::map<std::string, int>{{"http_500", 1}, {"timeout", 1}}));
+  EXPECT_DOUBLE_EQ(l.goodput_fraction, 1.0 / 5);
+  EXPECT_EQ(load_metric_values(l, "ttft_ms"), (std::vector<double>{100, 200, 50}));
+  const nlohmann::json j = to_json(results_of(load_point_of(l)));
+  EXPECT_EQ(j["points"][0]["requests"]["cancelled"], 2);
+  EXPECT_EQ(j["points"][0]["load"]["cancel_rate"], 25);
+  EXPECT_EQ(j["points"][0]["load"]["cancel_delay_ms"], 40);
+  const Results back = results_from_json(j);
+  EXPECT_EQ(back.points[0].load->cancelled, 2);
+  EXPECT_EQ(back.points[0].load->cancel_rate, 25);
+  EXPECT_EQ(to_json(back), j);
+  // Older files: no cancellations; a rate beyond 100 % is refused.
+  nlohmann::json old = j;
+  old["points"][0]["load"].erase("cancel_rate");
+  old["points"][0]["load"].erase("cancel_delay_ms");
+  EXPECT_EQ(results_from_json(old).points[0].load->cancel_rate, 0);
+  nlohmann::json bad = j;
+  bad["points"][0]["load"]["cancel_rate"] = 101;
+  EXPECT_THROW(results_from_json(bad), Error);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "llmbench/base/error.h"
@@ -996,6 +997,88 @@ TEST(ScriptedServer, ThePromptCacheIsWhatTheServersUsageSaid) {
   ASSERT_TRUE(only_point(rq).load->prompt_cache.has_value());
   for (const auto& rec : only_point(rq).load->requests) EXPECT_GE(rec.prompt_tokens, 2);  // words of 64 tokens
   EXPECT_EQ(only_point(rq).load->prompt_cache->cached_tokens, 4);
+}
+
+TEST(ScriptedServer, CancelledRequestsAreAbandonedAtTheirDelayAndCountedApart) {
+  // 12 streams of 10 tokens (5 ms, then 10 ms a token: about 95 ms each), two at a time; half of them, chosen by
+  // the seed, abandoned 30 ms after they were sent. The server sees its stream's client go away.
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "10"});
+  auto run = [&](std::uint64_t seed) {
+    LoadOptions o = options_for(server.process.url());
+    o.concurrency = {2};
+    o.num_requests = 12;
+    o.output_len = 10;
+    o.cancel_rate = 50;
+    o.cancel_delay_ms = 30;
+    o.slo = "ttft_ms=1000";
+    o.seed = seed;
+    return run_load(o);
+  };
+  const Results r = run(3);
+  const PointResult& p = only_point(r);
+  const LoadResult& l = *p.load;
+  EXPECT_EQ(p.status, "ok");
+  EXPECT_EQ(l.cancel_rate, 50);
+  EXPECT_EQ(l.cancel_delay_ms, 30);
+  ASSERT_EQ(l.requests.size(), 12u);
+  std::vector<bool> cancelled;
+  for (const auto& rec : l.requests) {
+    cancelled.push_back(!rec.ok);
+    if (rec.ok) {
+      EXPECT_EQ(rec.output_tokens, 10);
+      EXPECT_GE(rec.e2e_ms, 95);
+      continue;
+    }
+    EXPECT_EQ(rec.error, kClientCancel);
+    EXPECT_GE(rec.e2e_ms, 30);  // from before the send, so the delay and the send
+    EXPECT_LT(rec.e2e_ms, 60);
+  }
+  const int n = static_cast<int>(std::count(cancelled.begin(), cancelled.end(), true));
+  EXPECT_GE(n, 2);
+  EXPECT_LE(n, 10);
+  EXPECT_EQ(l.cancelled, n);
+  EXPECT_EQ(l.completed, 12 - n);
+  EXPECT_EQ(l.failed, 0);
+  EXPECT_TRUE(l.errors.empty());
+  EXPECT_DOUBLE_EQ(l.goodput_fraction, 1.0);  // of the requests left to the server
+  EXPECT_EQ(p.summary.at("e2e_ms").n, 12 - n);  // the abandoned ones are in no latency
+  // Each abandoned stream's server saw its client go (its next write failed).
+  int aborted = 0;
+  for (int i = 0; i < 50 && aborted < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto [status, body] = http_get(parse_endpoint(server.process.url()), "/stats", 5, {}, {}, TlsOptions{});
+    aborted = nlohmann::json::parse(body)["aborted"].get<int>();
+  }
+  EXPECT_EQ(aborted, n);
+  // The same seed abandons the same requests; another seed others.
+  std::vector<bool> again, other;
+  const Results rerun = run(3), reseeded = run(4);  // named: a range-for over a temporary's member dangles
+  for (const auto& rec : only_point(rerun).load->requests) again.push_back(!rec.ok);
+  for (const auto& rec : only_point(reseeded).load->requests) other.push_back(!rec.ok);
+  EXPECT_EQ(again, cancelled);
+  EXPECT_NE(other, cancelled);
+}
+
+TEST(ScriptedServer, EveryRequestCancelledAtOnceIsStillAPoint) {
+  // --cancel-rate 100 --cancel-delay-ms 0: each request is abandoned as soon as it is sent. The server still
+  // got every one (its log); the point is ok with nothing completed, and nothing failed.
+  Scripted server({"--ttft-ms", "20", "--itl-ms", "5"});
+  LoadOptions o = options_for(server.process.url());
+  o.num_requests = 3;
+  o.output_len = 4;
+  o.cancel_rate = 100;
+  const Results r = run_load(o);
+  const PointResult& p = only_point(r);
+  EXPECT_EQ(p.status, "ok");
+  EXPECT_EQ(p.load->completed, 0);
+  EXPECT_EQ(p.load->failed, 0);
+  EXPECT_EQ(p.load->cancelled, 3);
+  std::size_t logged = 0;
+  for (int i = 0; i < 50 && logged < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    logged = request_log(server).size();
+  }
+  EXPECT_EQ(logged, 3u);
 }
 
 TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {

@@ -284,6 +284,20 @@ TEST(LoadValidate, TurnsOptions) {
             std::string::npos);
 }
 
+TEST(LoadValidate, CancelOptions) {
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.cancel_rate = 30, o.cancel_delay_ms = 500; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.cancel_rate = 100; }), "");  // at once, every one
+  for (double r : {-1.0, 100.5, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.cancel_rate = r; }).find("--cancel-rate must be a percent of the requests in [0, 100]"),
+              std::string::npos) << r;
+  // A cancellation after the timeout would never come: the request has failed by then.
+  for (double d : {-1.0, 60000.0, 1e9, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.cancel_rate = 10, o.cancel_delay_ms = d; }).find("--cancel-delay-ms must be in [0, --timeout-s) (60000 ms)"),
+              std::string::npos) << d;
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.cancel_delay_ms = 5; }),
+            "--cancel-delay-ms is when a cancelled request is abandoned: for --cancel-rate above 0");
+}
+
 TEST(LoadValidate, TurnSpreadOptions) {
   EXPECT_EQ(refusal([](LoadOptions& o) {
               o.turns = 4, o.turns_stddev = 2, o.turn_delay_ms = 250, o.turn_delay_stddev_ms = 100, o.concurrency = {10};

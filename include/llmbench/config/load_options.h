@@ -43,6 +43,10 @@ struct LoadOptions {
   std::string slo;                     // ttft_ms=X,tpot_ms=Y,e2e_ms=Z
   std::uint64_t seed = 0;
   double timeout_s = 60;
+  // Client cancellations (AIPerf's request cancellation): `cancel_rate` percent of the requests, chosen by
+  // --seed, are abandoned `cancel_delay_ms` after they were sent (the connection closed) unless done by then.
+  double cancel_rate = 0;
+  double cancel_delay_ms = 0;
   std::vector<std::string> headers;    // "Key: value"
   std::string api_key;                 // Authorization: Bearer KEY
   std::string api_key_env;             // or the key is in this environment variable (not in argv or results)

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -55,8 +56,11 @@ class LoadClient {
   LoadClient(boost::asio::io_context& io, ClientOptions options);
   ~LoadClient();
 
-  // POSTs `body` (JSON, stream: true) to base_path + `path`; `start` is the record's time zero.
-  void post(const std::string& path, std::string body, Clock::time_point start, Done done);
+  // POSTs `body` (JSON, stream: true) to base_path + `path`; `start` is the record's time zero. With
+  // `cancel_after_ms`, the request is abandoned that long after it was sent whole (the connection closed;
+  // error kClientCancel) unless it is done by then.
+  void post(const std::string& path, std::string body, Clock::time_point start, Done done,
+            std::optional<double> cancel_after_ms = std::nullopt);
   // Closes every connection: requests in flight end with error "cancelled".
   void cancel_all();
   int in_flight() const { return in_flight_; }

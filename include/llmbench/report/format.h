@@ -55,6 +55,8 @@ std::vector<std::string> turn_summaries(const Results& results);
 // One line per load point whose server told how many prompt tokens its prefix cache held
 // (usage.prompt_tokens_details.cached_tokens): the share of the prompt tokens, and of how many requests.
 std::vector<std::string> prompt_cache_summaries(const Results& results);
+// One line per load point with --cancel-rate: how many requests the client abandoned.
+std::vector<std::string> cancel_summaries(const Results& results);
 
 // Side by side for `compare`: the same rows plus, when `baseline_label` names a model label, the
 // ratio of each metric to the baseline's value at the same point (batch, prompt, ... all but model).

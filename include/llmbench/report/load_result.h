@@ -10,6 +10,9 @@ namespace llmbench {
 
 // One request of `llmbench load` as the client saw it (milliseconds, steady clock). Definitions in
 // docs/load.md.
+// The error of a request the client abandoned on purpose (--cancel-rate): not the server's failure.
+inline constexpr const char* kClientCancel = "client_cancel";
+
 struct RequestRecord {
   double start_ms = 0;        // request issued, since the point started
   double scheduled_ms = 0;    // when the arrival process wanted it issued (closed loop: = start_ms)
@@ -104,6 +107,8 @@ struct LoadResult {
   bool stream = true;            // false (--no-stream): whole responses, no TTFT, TPOT or ITL
   std::optional<bool> tls_verify;  // https: whether the server's certificate was checked (false: --insecure); none for http
   double timeout_s = 0;
+  double cancel_rate = 0;        // --cancel-rate: percent of the requests the client abandons; 0: none
+  double cancel_delay_ms = 0;    // --cancel-delay-ms: how long after it was sent
   Slo slo;
   // What happened.
   std::string token_count_source;  // usage | tokenizer | events (how output tokens were counted)
@@ -117,7 +122,8 @@ struct LoadResult {
 
   // Derived from `requests` by summarize_load (below); stored for readers.
   int completed = 0, failed = 0;
-  std::map<std::string, int> errors;  // reason -> count
+  int cancelled = 0;                  // abandoned by the client on purpose (--cancel-rate): neither completed nor failed
+  std::map<std::string, int> errors;  // reason -> count (failures only)
   double requests_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
   double goodput_requests_per_s = 0, goodput_fraction = 0;
   std::map<std::string, double> server_stages_ms;  // mean per stage over the requests that carried one

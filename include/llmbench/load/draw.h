@@ -1,0 +1,12 @@
+#pragma once
+#include <cstdint>
+
+namespace llmbench {
+
+// Random draws keyed by (seed, a, b) rather than taken from a stream, so that a draw does not depend on the
+// order in which a load runs (which request finished first): each is a hash of its key, the same with any
+// standard library.
+double uniform_draw(std::uint64_t seed, std::uint32_t a, std::uint32_t b);  // in [0, 1)
+double normal_draw(std::uint64_t seed, std::uint32_t a, std::uint32_t b);   // standard normal
+
+}  // namespace llmbench
