@@ -83,6 +83,13 @@ struct ServerMetrics {
 constexpr int kMaxServerSeries = 2000;
 
 // The `mode: "load"` part of a results point. Latency summaries live in the point's `summary`.
+// What a server's usage said of its prefix cache over a point's completed requests (LoadResult::prompt_cache).
+struct PromptCache {
+  int requests = 0;                                // completed requests that told
+  long long prompt_tokens = 0, cached_tokens = 0;  // summed over them
+  std::optional<double> hit_rate;                  // cached / prompt tokens; none when they had no prompt tokens
+};
+
 struct LoadResult {
   // What was asked.
   std::string endpoint;          // base URL
@@ -138,11 +145,6 @@ struct LoadResult {
   std::vector<Turn> by_turn;
   // The server's prefix cache over the completed requests whose usage said how many prompt tokens it held
   // (cached_tokens); none when no request did.
-  struct PromptCache {
-    int requests = 0;  // completed requests that told
-    long long prompt_tokens = 0, cached_tokens = 0;  // summed over them
-    std::optional<double> hit_rate;  // cached / prompt tokens; none when they had no prompt tokens
-  };
   std::optional<PromptCache> prompt_cache;
 };
 
