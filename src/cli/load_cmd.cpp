@@ -101,6 +101,10 @@ void add_load_command(CLI::App& root, Commands& out) {
   app->add_option("--slo", o.slo, "Goodput objectives, e.g. ttft_ms=200,tpot_ms=50,e2e_ms=5000");
   app->add_option("--seed", o.seed, "Prompt and arrival seed")->capture_default_str()->check(not_negative());
   app->add_option("--timeout-s", o.timeout_s, "Per-request timeout, connect to last byte")->capture_default_str();
+  app->add_option("--slice-s", o.slice_s,
+                  "Also report each point in windows of S seconds from its start (requests by issue time, output "
+                  "tokens by arrival): drift, warm-up, a server slowing down")
+      ->capture_default_str();
   app->add_option("--cancel-rate", o.cancel_rate,
                   "Percent of the requests (chosen by --seed) the client abandons, closing the connection, "
                   "--cancel-delay-ms after each was sent; counted as cancelled, left out of the latencies")

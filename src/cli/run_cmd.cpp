@@ -61,6 +61,8 @@ int finish_results(Results& results, const std::string& output, const std::strin
   if (f == Format::table || f == Format::md)
     for (const auto& block : turn_summaries(results)) std::cout << "\n" << block << "\n";
   if (f == Format::table || f == Format::md)
+    for (const auto& block : slice_summaries(results)) std::cout << "\n" << block << "\n";
+  if (f == Format::table || f == Format::md)
     for (const auto& line : prompt_cache_summaries(results)) std::cout << "\n" << line << "\n";
   if (f == Format::table || f == Format::md)
     for (const auto& line : cancel_summaries(results)) std::cout << "\n" << line << "\n";

@@ -291,6 +291,7 @@ const std::map<std::string, LoadSetter>& load_setters() {
       {"seed", load_scalar(&LoadOptions::seed, "a non-negative integer")},
       {"timeout_s", load_scalar(&LoadOptions::timeout_s, "a number of seconds")},
       {"cancel_rate", load_scalar(&LoadOptions::cancel_rate, "a percent")},
+      {"slice_s", load_scalar(&LoadOptions::slice_s, "a number of seconds")},
       {"cancel_delay_ms", load_scalar(&LoadOptions::cancel_delay_ms, "a number of milliseconds")},
       {"header", set_headers},
       {"api_key", load_scalar(&LoadOptions::api_key, "a string")},

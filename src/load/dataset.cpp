@@ -11,6 +11,7 @@
 
 #include "llmbench/base/error.h"
 #include "llmbench/base/fs.h"
+#include "llmbench/load/draw.h"
 #include "llmbench/stats/stats.h"
 #include "llmbench/tokenizer/tokenizer.h"
 #include "llmbench/base/utf8.h"
@@ -307,15 +308,9 @@ TraceLine parse_trace_line(const std::string& path, int number, const std::strin
   return t;
 }
 
-// SplitMix64: independent random streams from (seed, purpose, id).
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// Independent random streams from (seed, purpose, id).
 std::mt19937_64 stream_of(std::uint64_t seed, std::uint64_t purpose, std::uint64_t id) {
-  return std::mt19937_64(mix(seed ^ mix(purpose ^ mix(id))));
+  return std::mt19937_64(splitmix64(seed ^ splitmix64(purpose ^ splitmix64(id))));
 }
 
 }  // namespace

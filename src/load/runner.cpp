@@ -53,6 +53,7 @@ constexpr double kMinClientEventsPerS = 50'000;  // SSE events/s the client pars
 constexpr double kMinTraceSpeedup = 1e-3, kMaxTraceSpeedup = 1e3;  // --trace-speedup
 constexpr int kMaxTraceBlockSize = 1 << 20;    // --trace-block-size
 constexpr double kMinScrapeMs = 10, kMaxScrapeMs = 60'000;  // --server-metrics-interval-ms
+constexpr double kMinSliceS = 1e-3;            // --slice-s
 constexpr double kMaxTurnDelayMs = 3.6e6;      // --turn-delay-ms and --turn-delay-stddev-ms (an hour)
 
 namespace {
@@ -325,6 +326,12 @@ void validate(const LoadOptions& o) {
   if (!(o.cancel_delay_ms >= 0 && o.cancel_delay_ms < o.timeout_s * 1e3))
     throw UsageError(cat("--cancel-delay-ms must be in [0, --timeout-s) (", shown(o.timeout_s * 1e3), " ms), got ",
                          shown(o.cancel_delay_ms)));
+  if (!(o.slice_s == 0 || (o.slice_s >= kMinSliceS && o.slice_s <= kMaxSeconds)))
+    throw UsageError(cat("--slice-s must be 0 (none) or seconds in [", shown(kMinSliceS), ", ", shown(kMaxSeconds), "], got ",
+                         shown(o.slice_s)));
+  if (o.slice_s > 0 && o.duration_s / o.slice_s > kMaxTimeSlices)
+    throw UsageError(cat("--slice-s ", shown(o.slice_s), " cuts --duration ", shown(o.duration_s), " s into more than ",
+                         kMaxTimeSlices, " slices"));
   if (o.cancel_rate == 0 && o.cancel_delay_ms > 0)
     throw UsageError("--cancel-delay-ms is when a cancelled request is abandoned: for --cancel-rate above 0");
   // A dataset file that cannot be read fails here, before any work (compare checks every target so).
@@ -1019,6 +1026,7 @@ Results run_load(const LoadOptions& o, const LoadHooks& hooks) {
     if (endpoint.tls) l.tls_verify = !o.insecure;
     l.max_concurrency = rate > 0 || replay ? o.max_concurrency : 0;
     l.timeout_s = o.timeout_s;
+    l.slice_s = o.slice_s;
     l.cancel_rate = o.cancel_rate;
     l.cancel_delay_ms = o.cancel_delay_ms;
     l.slo = slo;

@@ -572,6 +572,27 @@ std::vector<std::string> turn_summaries(const Results& results) {
   return out;
 }
 
+std::vector<std::string> slice_summaries(const Results& results) {
+  std::vector<std::string> out;
+  for (const auto& p : results.points) {
+    if (!p.load || p.load->by_slice.empty()) continue;
+    const LoadResult& l = *p.load;
+    std::string block = cat(label_of(p.params), ", ",
+                            is_trace_replay(l)   ? l.arrival + " replay"
+                            : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s")
+                                                 : cat("concurrency ", l.concurrency),
+                            ", in slices of ", shortest(l.slice_s), " s (requests by issue time, tokens by arrival):");
+    auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
+    for (const auto& s : l.by_slice)
+      block += cat("\n  ", fixed(s.start_s, 2), "-", fixed(s.start_s + s.duration_s, 2), " s: ", s.started, " issued, ",
+                   s.completed, " done, ", s.failed, " failed, TTFT p50 ", ms(s.ttft_ms_p50), " ms, TPOT p50 ",
+                   ms(s.tpot_ms_p50), " ms, e2e p50 ", ms(s.e2e_ms_p50), " ms, ", fixed(s.output_tokens_per_s, 1),
+                   " out tok/s");
+    out.push_back(block);
+  }
+  return out;
+}
+
 std::vector<std::string> cancel_summaries(const Results& results) {
   std::vector<std::string> out;
   for (const auto& p : results.points) {

@@ -391,6 +391,25 @@ Table server_metrics_table(const ReportInput& in, const Axes& axes) {
   return t;
 }
 
+// `load --slice-s`: each point's time in windows, so drift or a warm-up shows.
+Table slices_table(const ReportInput& in, const Axes& axes) {
+  Table t{"Time slices: " + in.name + " (requests by issue time, output tokens by arrival)",
+          {"point", "from s", "to s", "issued", "done", "failed", "TTFT p50 ms", "TPOT p50 ms", "e2e p50 ms", "out tok/s"},
+          {},
+          {}};
+  auto ms = [](const std::optional<double>& v) { return v ? fmt_num(*v) : std::string("–"); };
+  for (const auto& p : in.results.points) {
+    if (!p.load) continue;
+    for (const auto& s : p.load->by_slice) {
+      t.rows.push_back({point_label(p, axes), fmt_num(s.start_s), fmt_num(s.start_s + s.duration_s), cat(s.started),
+                        cat(s.completed), cat(s.failed), ms(s.ttft_ms_p50), ms(s.tpot_ms_p50), ms(s.e2e_ms_p50),
+                        fmt_num(s.output_tokens_per_s)});
+      t.row_class.push_back(s.failed > 0 ? "warn" : "");
+    }
+  }
+  return t;
+}
+
 // A fraction as "62.5 %"; "–" when none.
 std::string percent(const std::optional<double>& v) { return v ? fmt_param(100 * *v) + " %" : std::string("–"); }
 
@@ -726,6 +745,9 @@ std::vector<Section> build_sections(const std::vector<ReportInput>& inputs, cons
       const bool turns = std::any_of(in.results.points.begin(), in.results.points.end(),
                                      [](const PointResult& p) { return p.load && !p.load->by_turn.empty(); });
       if (turns) s.back().tables.push_back(turns_table(in, axes));
+      const bool sliced = std::any_of(in.results.points.begin(), in.results.points.end(),
+                                      [](const PointResult& p) { return p.load && !p.load->by_slice.empty(); });
+      if (sliced) s.back().tables.push_back(slices_table(in, axes));
       const bool cached = std::any_of(in.results.points.begin(), in.results.points.end(),
                                       [](const PointResult& p) { return p.load && p.load->prompt_cache; });
       if (cached) s.back().tables.push_back(prompt_cache_table(in, axes));

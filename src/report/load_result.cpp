@@ -90,6 +90,62 @@ std::vector<double> load_metric_values(const LoadResult& load, const std::string
   return out;
 }
 
+namespace {
+
+// The point's time in windows of load.slice_s from its start (start_ms 0): each window's requests by their
+// issue time, and its output tokens by their events' arrival (start + TTFT, then each ITL gap; a request
+// whose events carried several tokens spreads its count evenly over them).
+std::vector<TimeSlice> time_slices(const LoadResult& load) {
+  const double width_ms = load.slice_s * 1e3;
+  if (!(width_ms > 0) || load.requests.empty()) return {};
+  double end_ms = 0;
+  for (const auto& r : load.requests) end_ms = std::max(end_ms, r.start_ms + r.e2e_ms);
+  const double windows = std::max(1.0, std::ceil(end_ms / width_ms));
+  const std::size_t n = static_cast<std::size_t>(std::min(windows, static_cast<double>(kMaxTimeSlices)));
+  std::vector<TimeSlice> out(n);
+  std::vector<std::vector<double>> ttft(n), tpot(n), e2e(n);
+  std::vector<double> tokens(n, 0.0);
+  // The last window ends at the last byte, that instant included.
+  auto window_of = [&](double t_ms) { return static_cast<std::size_t>(std::clamp(std::floor(t_ms / width_ms), 0.0, windows - 1)); };
+  for (const auto& r : load.requests) {
+    if (!r.ok && r.error == kClientCancel) continue;
+    const std::size_t w = window_of(r.start_ms);
+    if (w >= n) continue;
+    ++out[w].started;
+    if (!r.ok) {
+      ++out[w].failed;
+      continue;
+    }
+    ++out[w].completed;
+    if (load.stream) {
+      ttft[w].push_back(r.ttft_ms);
+      if (const auto t = r.tpot_ms()) tpot[w].push_back(*t);
+    }
+    e2e[w].push_back(r.e2e_ms);
+    // The token events: at start + TTFT, then one per ITL gap (a whole response: all at its end).
+    const double events = load.stream ? static_cast<double>(r.itl_ms.size() + 1) : 1.0;
+    const double per_event = r.output_tokens / events;
+    double t = r.start_ms + (load.stream ? r.ttft_ms : r.e2e_ms);
+    for (std::size_t i = 0;; ++i) {
+      if (const std::size_t at = window_of(t); at < n) tokens[at] += per_event;
+      if (!load.stream || i == r.itl_ms.size()) break;
+      t += r.itl_ms[i];
+    }
+  }
+  for (std::size_t w = 0; w < n; ++w) {
+    TimeSlice& s = out[w];
+    s.start_s = w * load.slice_s;
+    s.duration_s = w + 1 == static_cast<std::size_t>(windows) ? (end_ms - w * width_ms) / 1e3 : load.slice_s;
+    if (!ttft[w].empty()) s.ttft_ms_p50 = percentile(ttft[w], 50);
+    if (!tpot[w].empty()) s.tpot_ms_p50 = percentile(tpot[w], 50);
+    if (!e2e[w].empty()) s.e2e_ms_p50 = percentile(e2e[w], 50);
+    s.output_tokens_per_s = s.duration_s > 0 ? tokens[w] / s.duration_s : 0;
+  }
+  return out;
+}
+
+}  // namespace
+
 void summarize_load(LoadResult& load) {
   load.completed = load.failed = load.cancelled = 0;
   load.errors.clear();
@@ -187,6 +243,7 @@ void summarize_load(LoadResult& load) {
   }
   if (load.prompt_cache && load.prompt_cache->prompt_tokens > 0)
     load.prompt_cache->hit_rate = static_cast<double>(load.prompt_cache->cached_tokens) / load.prompt_cache->prompt_tokens;
+  load.by_slice = time_slices(load);
 }
 
 // ---------------------------------------------------------------- JSON
@@ -349,6 +406,12 @@ RequestRecord record_from(const Reader& r) {
 json load_to_json(const LoadResult& l) {
   json requests = json::array();
   for (const auto& r : l.requests) requests.push_back(record_json(r));
+  json slices = json::array();
+  for (const auto& s : l.by_slice)
+    slices.push_back({{"start_s", s.start_s}, {"duration_s", s.duration_s}, {"started", s.started},
+                      {"completed", s.completed}, {"failed", s.failed}, {"ttft_ms_p50", optional_number(s.ttft_ms_p50)},
+                      {"tpot_ms_p50", optional_number(s.tpot_ms_p50)}, {"e2e_ms_p50", optional_number(s.e2e_ms_p50)},
+                      {"output_tokens_per_s", s.output_tokens_per_s}});
   json by_turn = json::array();
   for (const auto& t : l.by_turn)
     by_turn.push_back({{"turn", t.turn}, {"completed", t.completed}, {"failed", t.failed},
@@ -364,7 +427,7 @@ json load_to_json(const LoadResult& l) {
         {"trace_block_size", l.trace_block_size ? json(*l.trace_block_size) : json(nullptr)},
         {"turns", l.turns}, {"turns_stddev", l.turns_stddev}, {"turn_delay_ms", l.turn_delay_ms},
         {"turn_delay_stddev_ms", l.turn_delay_stddev_ms}, {"timeout_s", l.timeout_s},
-        {"cancel_rate", l.cancel_rate}, {"cancel_delay_ms", l.cancel_delay_ms},
+        {"cancel_rate", l.cancel_rate}, {"cancel_delay_ms", l.cancel_delay_ms}, {"slice_s", l.slice_s},
         {"extra_body", l.extra_body.empty() ? json(nullptr) : json::parse(l.extra_body)}, {"stream", l.stream},
         {"tls_verify", l.tls_verify ? json(*l.tls_verify) : json(nullptr)},
         {"search", l.search ? json{{"axis", l.search->axis}, {"target_goodput", l.search->target},
@@ -390,6 +453,7 @@ json load_to_json(const LoadResult& l) {
       {"server_metrics", l.server_metrics ? server_metrics_json(*l.server_metrics) : json(nullptr)},
       {"client", {{"events_per_s", l.client_events_per_s}}},
       {"by_turn", by_turn.empty() ? json(nullptr) : by_turn},
+      {"by_slice", slices.empty() ? json(nullptr) : slices},
       {"prompt_cache", l.prompt_cache ? json{{"requests", l.prompt_cache->requests},
                                              {"prompt_tokens", l.prompt_cache->prompt_tokens},
                                              {"cached_tokens", l.prompt_cache->cached_tokens},
@@ -462,6 +526,11 @@ LoadResult load_from_json(const json& point, const std::string& path) {
       throw Error(cat(path, ".load.turn_delay_stddev_ms: expected 0 or more, got ", l.turn_delay_stddev_ms));
   }
   l.timeout_s = a.number("timeout_s");
+  if (a.has("slice_s")) {  // older files: no slices
+    l.slice_s = a.number("slice_s");
+    if (!(l.slice_s == 0 || (l.slice_s >= 1e-3 && l.slice_s <= 1e6)))
+      throw Error(cat(path, ".load.slice_s: expected 0 or seconds in [0.001, 1e6], got ", l.slice_s));
+  }
   if (a.has("cancel_rate")) {  // older files: no cancellations
     l.cancel_rate = a.number("cancel_rate");
     if (!(l.cancel_rate >= 0 && l.cancel_rate <= 100))

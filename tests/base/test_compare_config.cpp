@@ -273,7 +273,7 @@ TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
     f << "models:\n"
          "  - {endpoint: https://h:1, label: a, dataset: jsonl:prompts.jsonl, tokenizer: tok/tokenizer.json, ca_cert: ca.pem}\n"
          "  - {endpoint: https://h:2, label: b, dataset: sharegpt:/abs/sg.json, tokenizer: tiny, insecure: true}\n"
-         "  - {endpoint: http://h:3, label: c, cancel_rate: 12.5, cancel_delay_ms: 300}\n"
+         "  - {endpoint: http://h:3, label: c, cancel_rate: 12.5, cancel_delay_ms: 300, slice_s: 30}\n"
          "  - {endpoint: http://h:4, label: d, dataset: trace:traces/t.jsonl, trace_speedup: 4, trace_block_size: 16,"
          " turns: 3, turn_delay_ms: 250, turns_stddev: 1.5, turn_delay_stddev_ms: 80}\n";
   }
@@ -288,6 +288,7 @@ TEST(CompareConfig, EndpointPathsAreRelativeToTheFile) {
   EXPECT_EQ(plan.loads[3].options.turns_stddev, 1.5);
   EXPECT_EQ(plan.loads[2].options.cancel_rate, 12.5);
   EXPECT_EQ(plan.loads[2].options.cancel_delay_ms, 300);
+  EXPECT_EQ(plan.loads[2].options.slice_s, 30);
   EXPECT_EQ(plan.loads[3].options.turn_delay_stddev_ms, 80);
   EXPECT_EQ(plan.loads[0].options.dataset, "jsonl:" + (dir / "prompts.jsonl").string());
   EXPECT_EQ(plan.loads[0].options.tokenizer, (dir / "tok/tokenizer.json").string());

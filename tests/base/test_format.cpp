@@ -324,6 +324,27 @@ TEST(Format, ConversationsAndThePromptCacheAfterTheTable) {
   EXPECT_EQ(turn_summaries(r)[0].find("cached"), std::string::npos);
 }
 
+TEST(Format, TimeSlicesAfterTheTable) {
+  // Six requests one after another, each issued every 35 ms (20 ms TTFT, three 5 ms gaps): slices of 0.1 s.
+  PointResult p = load_point("eng", 1, 20, 5);
+  Results r;
+  r.points = {p};
+  EXPECT_TRUE(slice_summaries(r).empty());
+  r.points[0].load->slice_s = 0.1;
+  summarize_point(r.points[0]);
+  const std::vector<std::string> blocks = slice_summaries(r);
+  ASSERT_EQ(blocks.size(), 1u);
+  // Issued at 0, 35, 70 ms in the first slice; 105, 140, 175 in the second; the last byte at 210 ms. Tokens
+  // at issue + 20, 25, 30, 35 ms: 10 before 100 ms (100 / s), 11 in [100, 200) (110 / s), 3 in [200, 210]
+  // (300 / s).
+  EXPECT_EQ(blocks[0], "eng, concurrency 1, in slices of 0.1 s (requests by issue time, tokens by arrival):\n"
+                       "  0.00-0.10 s: 3 issued, 3 done, 0 failed, TTFT p50 20.00 ms, TPOT p50 5.00 ms, e2e p50 35.00 ms, "
+                       "100.0 out tok/s\n"
+                       "  0.10-0.20 s: 3 issued, 3 done, 0 failed, TTFT p50 20.00 ms, TPOT p50 5.00 ms, e2e p50 35.00 ms, "
+                       "110.0 out tok/s\n"
+                       "  0.20-0.21 s: 0 issued, 0 done, 0 failed, TTFT p50 - ms, TPOT p50 - ms, e2e p50 - ms, 300.0 out tok/s");
+}
+
 TEST(Format, CancellationsAfterTheTable) {
   PointResult p = load_point("eng", 2, 20, 5);
   Results r;

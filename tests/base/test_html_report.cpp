@@ -333,6 +333,21 @@ TEST(HtmlReport, CancelledRequestsAreCountedApart) {
   EXPECT_NE(md.find("cancelled by the client 1"), std::string::npos) << md;
 }
 
+TEST(HtmlReport, TimeSlicesGetATable) {
+  Results r = load_sweep({1}, {}, 0);
+  EXPECT_EQ(render_markdown({{"load.json", r}}, std::nullopt).find("**Time slices"), std::string::npos);
+  r.points[0].load->slice_s = 1000;  // one slice holds the whole point
+  summarize_point(r.points[0]);
+  const LoadResult& l = *r.points[0].load;
+  ASSERT_EQ(l.by_slice.size(), 1u);
+  const std::string md = render_markdown({{"load.json", r}}, std::nullopt);
+  EXPECT_NE(md.find("**Time slices: load.json (requests by issue time, output tokens by arrival)**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny c=1 | 0 | "), std::string::npos) << md;
+  const std::string counts = " | " + std::to_string(l.requests.size()) + " | " + std::to_string(l.completed) + " | " +
+                             std::to_string(l.failed) + " | ";
+  EXPECT_NE(md.find(counts), std::string::npos) << counts << "\n" << md;
+}
+
 TEST(HtmlReport, LoadConfigurationShowsCapPrefixSpreadAndExtraBody) {
   Results r = load_sweep({}, {2.5}, 1);
   LoadResult& l = *r.points[0].load;

@@ -64,7 +64,7 @@ wait $pid
 # Load against its own `llmbench serve --model tiny` (closed loop with objectives, open loop on the chat API,
 # a search, whole responses).
 lo=(--tokenizer tiny --input-len 16 --output-len 4)
-"$bin" "${q[@]}" load "${lo[@]}" --concurrency 1,2 --num-requests 6 --warmup-requests 1 --slo ttft_ms=60000,tpot_ms=1000 \
+"$bin" "${q[@]}" load "${lo[@]}" --concurrency 1,2 --num-requests 6 --warmup-requests 1 --slo ttft_ms=60000,tpot_ms=1000 --slice-s 0.05 \
   --server-metrics --server-metrics-interval-ms 50 -o load.json --format json >load_rows.json 2>>load.err || fail "load: $(tail -5 load.err)"
 "$bin" "${q[@]}" load "${lo[@]}" --api chat --request-rate 50 --arrival gamma:2 --max-concurrency 2 --num-requests 6 \
   --range-ratio 0.5 --prefix-len 4 --extra-body '{"top_k": 1}' --cancel-rate 50 --cancel-delay-ms 0 -o open.json >/dev/null 2>>load.err || fail "open-loop load: $(tail -5 load.err)"
@@ -134,6 +134,9 @@ f = pts("faults.json")[0]
 assert f["requests"]["failed"] >= 2 and any("error_detail" in r for r in f["request_log"]), f["requests"]
 assert f["prompt_cache"]["requests"] == f["requests"]["completed"] and all("cached_tokens" in r for r in f["request_log"] if r["ok"]), f["prompt_cache"]
 assert pts("load.json")[0]["prompt_cache"] is None  # llmbench serve has no prefix cache and does not say
+for p in pts("load.json"):  # --slice-s: every request issued in some slice
+    assert p["load"]["slice_s"] == 0.05 and sum(s["started"] for s in p["by_slice"]) == len(p["request_log"]), p["by_slice"]
+assert pts("open.json")[0]["by_slice"] is None
 PY
 validate "${produced[@]}" || fail "a file llmbench wrote does not match the schema"
 

@@ -460,3 +460,66 @@ TEST(LoadResult, CancelledRequestsAreNeitherCompletedNorFailed) {
   bad["points"][0]["load"]["cancel_rate"] = 101;
   EXPECT_THROW(results_from_json(bad), Error);
 }
+
+TEST(LoadResult, TimeSlicesByIssueTimeAndTokenArrival) {
+  // Slices of 1 s. By hand:
+  //  A: issued 0.1 s, TTFT 200 ms, 3 tokens at 0.3, 0.8, 1.3 s (ITL 500, 500), e2e 1200 -> ends 1.3 s
+  //  B: issued 0.5 s, TTFT 100 ms, 2 tokens at 0.6, 2.1 s (ITL 1500), e2e 1600 -> ends 2.1 s
+  //  C: issued 1.5 s, failed;  D: issued 1.7 s, cancelled by the client (left out)
+  //  E: issued 2.2 s, TTFT 50 ms, 1 token at 2.25 s, e2e 50 -> ends 2.25 s, the point's last byte
+  // Slice 0 [0, 1): issued A, B; tokens 0.3, 0.8, 0.6 -> 3 / 1 s; TTFT p50 150, TPOT p50 (500, 1500) 1000,
+  //   e2e p50 1400. Slice 1 [1, 2): issued C (failed); tokens 1.3 -> 1 / s. Slice 2 [2, 2.25]: issued E;
+  //   tokens 2.1, 2.25 -> 2 / 0.25 s = 8 / s.
+  LoadResult l;
+  l.slice_s = 1;
+  l.requests = {ok(100, 200, 1200, 10, 3, {500, 500}), ok(500, 100, 1600, 10, 2, {1500}), failed(1500, 10, "http_500"),
+                failed(1700, 30, kClientCancel), ok(2200, 50, 50, 10, 1)};
+  summarize_load(l);
+  ASSERT_EQ(l.by_slice.size(), 3u);
+  const TimeSlice& s0 = l.by_slice[0];
+  EXPECT_EQ(s0.start_s, 0);
+  EXPECT_EQ(s0.duration_s, 1);
+  EXPECT_EQ(s0.started, 2);
+  EXPECT_EQ(s0.completed, 2);
+  EXPECT_DOUBLE_EQ(*s0.ttft_ms_p50, 150);
+  EXPECT_DOUBLE_EQ(*s0.tpot_ms_p50, 1000);
+  EXPECT_DOUBLE_EQ(*s0.e2e_ms_p50, 1400);
+  EXPECT_DOUBLE_EQ(s0.output_tokens_per_s, 3);
+  const TimeSlice& s1 = l.by_slice[1];
+  EXPECT_EQ(s1.started, 1);
+  EXPECT_EQ(s1.failed, 1);
+  EXPECT_EQ(s1.completed, 0);
+  EXPECT_FALSE(s1.ttft_ms_p50.has_value());
+  EXPECT_DOUBLE_EQ(s1.output_tokens_per_s, 1);
+  const TimeSlice& s2 = l.by_slice[2];
+  EXPECT_EQ(s2.start_s, 2);
+  EXPECT_DOUBLE_EQ(s2.duration_s, 0.25);
+  EXPECT_EQ(s2.started, 1);
+  EXPECT_FALSE(s2.tpot_ms_p50.has_value());  // one token has no TPOT
+  EXPECT_DOUBLE_EQ(s2.output_tokens_per_s, 8);
+  // Into the results file and back (by_slice is recomputed from request_log and slice_s).
+  const nlohmann::json j = to_json(results_of(load_point_of(l)));
+  EXPECT_EQ(j["points"][0]["load"]["slice_s"], 1);
+  EXPECT_EQ(j["points"][0]["by_slice"].size(), 3u);
+  EXPECT_EQ(j["points"][0]["by_slice"][2]["output_tokens_per_s"], 8);
+  EXPECT_EQ(to_json(results_from_json(j)), j);
+  // Without --slice-s: none (null); a slice shorter than a millisecond in a file is refused.
+  LoadResult plain = l;
+  plain.slice_s = 0;
+  summarize_load(plain);
+  EXPECT_TRUE(plain.by_slice.empty());
+  EXPECT_TRUE(to_json(results_of(load_point_of(plain)))["points"][0]["by_slice"].is_null());
+  nlohmann::json bad = j;
+  bad["points"][0]["load"]["slice_s"] = 1e-6;
+  EXPECT_THROW(results_from_json(bad), Error);
+}
+
+TEST(LoadResult, TheLastSliceEndsAtTheLastByteIncluded) {
+  // One request of 2 tokens at 0.5 and exactly 1.0 s, its end: one slice of 1 s holds both.
+  LoadResult l;
+  l.slice_s = 1;
+  l.requests = {ok(0, 500, 1000, 4, 2, {500})};
+  summarize_load(l);
+  ASSERT_EQ(l.by_slice.size(), 1u);
+  EXPECT_DOUBLE_EQ(l.by_slice[0].output_tokens_per_s, 2);
+}

@@ -1081,6 +1081,41 @@ TEST(ScriptedServer, EveryRequestCancelledAtOnceIsStillAPoint) {
   EXPECT_EQ(logged, 3u);
 }
 
+TEST(ScriptedServer, TimeSlicesAccountForEveryRequestAndToken) {
+  // A second of closed loop, in slices of a quarter second: the slices' requests are all the point's, their
+  // tokens (rate times length) all its output tokens.
+  Scripted server({"--ttft-ms", "5", "--itl-ms", "5"});
+  LoadOptions o = options_for(server.process.url());
+  o.concurrency = {2};
+  o.duration_s = 1;
+  o.output_len = 6;
+  o.slice_s = 0.25;
+  const Results r = run_load(o);
+  const LoadResult& l = *only_point(r).load;
+  ASSERT_GT(l.completed, 10);
+  double end_ms = 0;
+  long long tokens = 0;
+  for (const auto& rec : l.requests) {
+    end_ms = std::max(end_ms, rec.start_ms + rec.e2e_ms);
+    tokens += rec.output_tokens;
+  }
+  ASSERT_EQ(l.by_slice.size(), static_cast<std::size_t>(std::ceil(end_ms / 250)));
+  int started = 0;
+  double counted = 0;
+  for (std::size_t i = 0; i < l.by_slice.size(); ++i) {
+    const TimeSlice& s = l.by_slice[i];
+    EXPECT_DOUBLE_EQ(s.start_s, 0.25 * i);
+    started += s.started;
+    counted += s.output_tokens_per_s * s.duration_s;
+    if (i + 1 < l.by_slice.size()) {
+      EXPECT_EQ(s.duration_s, 0.25);
+      EXPECT_GT(s.completed, 0);  // two streams at a time all second long
+    }
+  }
+  EXPECT_EQ(started, static_cast<int>(l.requests.size()));
+  EXPECT_NEAR(counted, tokens, 1e-6);
+}
+
 TEST(ScriptedServer, ConversationsOverCompletionsAndFailures) {
   // completions: the history is one prompt, the texts joined. Concurrency 1: two conversations of three turns,
   // one after the other; the second request (conversation 0, turn 2) fails, which ends that conversation.

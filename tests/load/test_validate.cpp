@@ -284,6 +284,16 @@ TEST(LoadValidate, TurnsOptions) {
             std::string::npos);
 }
 
+TEST(LoadValidate, SliceOptions) {
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.slice_s = 10, o.duration_s = 60; }), "");
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.slice_s = 0.001; }), "");
+  for (double s : {-1.0, 1e-4, 2e6, std::nan("")})
+    EXPECT_NE(refusal([&](LoadOptions& o) { o.slice_s = s; }).find("--slice-s must be 0 (none) or seconds in [0.001, 1000000]"),
+              std::string::npos) << s;
+  EXPECT_EQ(refusal([](LoadOptions& o) { o.slice_s = 0.01, o.duration_s = 1000; }),
+            "--slice-s 0.01 cuts --duration 1000 s into more than 10000 slices");
+}
+
 TEST(LoadValidate, CancelOptions) {
   EXPECT_EQ(refusal([](LoadOptions& o) { o.cancel_rate = 30, o.cancel_delay_ms = 500; }), "");
   EXPECT_EQ(refusal([](LoadOptions& o) { o.cancel_rate = 100; }), "");  // at once, every one

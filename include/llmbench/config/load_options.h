@@ -47,6 +47,7 @@ struct LoadOptions {
   // --seed, are abandoned `cancel_delay_ms` after they were sent (the connection closed) unless done by then.
   double cancel_rate = 0;
   double cancel_delay_ms = 0;
+  double slice_s = 0;                  // results by_slice in windows of this many seconds; 0: none
   std::vector<std::string> headers;    // "Key: value"
   std::string api_key;                 // Authorization: Bearer KEY
   std::string api_key_env;             // or the key is in this environment variable (not in argv or results)

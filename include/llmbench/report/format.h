@@ -55,6 +55,8 @@ std::vector<std::string> turn_summaries(const Results& results);
 // One line per load point whose server told how many prompt tokens its prefix cache held
 // (usage.prompt_tokens_details.cached_tokens): the share of the prompt tokens, and of how many requests.
 std::vector<std::string> prompt_cache_summaries(const Results& results);
+// One block per load point with --slice-s: each window's requests, latencies and output tokens per second.
+std::vector<std::string> slice_summaries(const Results& results);
 // One line per load point with --cancel-rate: how many requests the client abandoned.
 std::vector<std::string> cancel_summaries(const Results& results);
 

@@ -90,6 +90,16 @@ struct PromptCache {
   std::optional<double> hit_rate;                  // cached / prompt tokens; none when they had no prompt tokens
 };
 
+// One window of a point's time (`load --slice-s`): the requests issued in it, and the output tokens that arrived
+// in it.
+struct TimeSlice {
+  double start_s = 0, duration_s = 0;  // from the point's start; the last one ends at the last byte
+  int started = 0, completed = 0, failed = 0;  // requests issued in the window (cancelled ones left out)
+  std::optional<double> ttft_ms_p50, tpot_ms_p50, e2e_ms_p50;  // of those completed; none without one
+  double output_tokens_per_s = 0;  // tokens whose event arrived in the window, per second of it
+};
+constexpr int kMaxTimeSlices = 10'000;  // a point's first 10,000 slices are kept
+
 struct LoadResult {
   // What was asked.
   std::string endpoint;          // base URL
@@ -116,6 +126,7 @@ struct LoadResult {
   double timeout_s = 0;
   double cancel_rate = 0;        // --cancel-rate: percent of the requests the client abandons; 0: none
   double cancel_delay_ms = 0;    // --cancel-delay-ms: how long after it was sent
+  double slice_s = 0;            // --slice-s: by_slice's window; 0: none
   Slo slo;
   // What happened.
   std::string token_count_source;  // usage | tokenizer | events (how output tokens were counted)
@@ -146,6 +157,7 @@ struct LoadResult {
   // The server's prefix cache over the completed requests whose usage said how many prompt tokens it held
   // (cached_tokens); none when no request did.
   std::optional<PromptCache> prompt_cache;
+  std::vector<TimeSlice> by_slice;  // slice_s > 0: the point's time in windows of slice_s, from its start
 };
 
 // A point that replayed a trace's arrival times (arrival "trace" or "trace:SPEEDUP").
