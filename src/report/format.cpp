@@ -551,6 +551,18 @@ std::vector<std::string> search_summaries(const Results& results) {
   return out;
 }
 
+namespace {
+
+// A load point's load as the blocks after the table name it: "concurrency 4", "rate 2.5/s", "trace:2 replay".
+std::string load_text(const LoadResult& l) {
+  if (is_trace_replay(l)) return l.arrival + " replay";
+  return l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s") : cat("concurrency ", l.concurrency);
+}
+
+std::string ms_or_dash(const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); }
+
+}  // namespace
+
 std::vector<std::string> turn_summaries(const Results& results) {
   std::vector<std::string> out;
   for (const auto& p : results.points) {
@@ -561,12 +573,11 @@ std::vector<std::string> turn_summaries(const Results& results) {
                             : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), " conversations/s")
                                                  : cat("concurrency ", l.concurrency, " conversations"),
                             is_trace_replay(l) ? "" : cat(" of ", conversations_text(l), ", by turn:"));
-    auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
     for (const auto& t : l.by_turn)
       block += cat("\n  turn ", t.turn, ": ", t.completed, " done, ", t.failed, " failed, prompt ",
                    fixed(t.prompt_tokens_mean, 1), " tokens",
                    t.cached_fraction ? cat(" (", fixed(100 * *t.cached_fraction, 1), " % cached)") : "", ", TTFT p50 ",
-                   ms(t.ttft_ms_p50), " ms, e2e p50 ", ms(t.e2e_ms_p50), " ms");
+                   ms_or_dash(t.ttft_ms_p50), " ms, e2e p50 ", ms_or_dash(t.e2e_ms_p50), " ms");
     out.push_back(block);
   }
   return out;
@@ -578,15 +589,12 @@ std::vector<std::string> slice_summaries(const Results& results) {
     if (!p.load || p.load->by_slice.empty()) continue;
     const LoadResult& l = *p.load;
     std::string block = cat(label_of(p.params), ", ",
-                            is_trace_replay(l)   ? l.arrival + " replay"
-                            : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s")
-                                                 : cat("concurrency ", l.concurrency),
+                            load_text(l),
                             ", in slices of ", shortest(l.slice_s), " s (requests by issue time, tokens by arrival):");
-    auto ms = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
     for (const auto& s : l.by_slice)
       block += cat("\n  ", fixed(s.start_s, 2), "-", fixed(s.start_s + s.duration_s, 2), " s: ", s.started, " issued, ",
-                   s.completed, " done, ", s.failed, " failed, TTFT p50 ", ms(s.ttft_ms_p50), " ms, TPOT p50 ",
-                   ms(s.tpot_ms_p50), " ms, e2e p50 ", ms(s.e2e_ms_p50), " ms, ", fixed(s.output_tokens_per_s, 1),
+                   s.completed, " done, ", s.failed, " failed, TTFT p50 ", ms_or_dash(s.ttft_ms_p50), " ms, TPOT p50 ",
+                   ms_or_dash(s.tpot_ms_p50), " ms, e2e p50 ", ms_or_dash(s.e2e_ms_p50), " ms, ", fixed(s.output_tokens_per_s, 1),
                    " out tok/s");
     out.push_back(block);
   }
@@ -599,7 +607,7 @@ std::vector<std::string> cancel_summaries(const Results& results) {
     if (!p.load || p.load->cancel_rate <= 0) continue;
     const LoadResult& l = *p.load;
     out.push_back(cat(label_of(p.params), ", ",
-                      l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s") : cat("concurrency ", l.concurrency),
+                      load_text(l),
                       ": ", l.cancelled, " of ", l.requests.size(), " requests abandoned by the client (--cancel-rate ",
                       shortest(l.cancel_rate), " %, ", shortest(l.cancel_delay_ms),
                       " ms after each was sent; the others done before it); left out of the latencies and the goodput"));
@@ -614,9 +622,7 @@ std::vector<std::string> prompt_cache_summaries(const Results& results) {
     const LoadResult& l = *p.load;
     const auto& c = *l.prompt_cache;
     out.push_back(cat(label_of(p.params), ", ",
-                      is_trace_replay(l)   ? l.arrival + " replay"
-                      : l.request_rate > 0 ? cat("rate ", shortest(l.request_rate), "/s")
-                                           : cat("concurrency ", l.concurrency),
+                      load_text(l),
                       ": the server's prompt cache held ",
                       c.hit_rate ? cat(fixed(100 * *c.hit_rate, 1), " %") : std::string("none"), " of the prompt tokens (",
                       c.cached_tokens, " of ", c.prompt_tokens, ", by the usage of ", c.requests, " of ", l.completed,
