@@ -56,8 +56,8 @@ struct StreamChunk {
   // usage, when present as a whole number (4.0 counts) in [0, INT_MAX]; anything else counts as absent.
   std::optional<int> prompt_tokens;
   std::optional<int> completion_tokens;
-  // usage.prompt_tokens_details.cached_tokens (OpenAI's field; vLLM with --enable-prompt-tokens-details,
-  // SGLang): the prompt tokens the server's prefix cache held, under the same rules.
+  // usage.prompt_tokens_details.cached_tokens (OpenAI's field; vLLM with --enable-prompt-tokens-details
+  // and other servers): the prompt tokens the server's prefix cache held, under the same rules.
   std::optional<int> cached_tokens;
   std::map<std::string, double> timing;  // llmbench_timing, when present (ms per stage)
   std::string error;              // the chunk is an error object: its server_message (never "" then)
